@@ -1,0 +1,147 @@
+/*
+ * cq.c - completion queue rings and completion channels.
+ */
+#include "core/cq.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+static uint32_t pow2_at_least(uint32_t n)
+{
+	uint32_t p = 1;
+	while (p < n)
+		p <<= 1;
+	return p;
+}
+
+int srn_cq_init(struct srn_cq *cq, int cqe)
+{
+	cq->size = pow2_at_least((uint32_t)cqe + 1);
+	cq->ring = calloc(cq->size, sizeof(*cq->ring));
+	if (!cq->ring)
+		return -ENOMEM;
+	cq->head = cq->tail = 0;
+	cq->arm = SRN_CQ_DISARMED;
+	return 0;
+}
+
+void srn_cq_fini(struct srn_cq *cq)
+{
+	free(cq->ring);
+	cq->ring = NULL;
+}
+
+int srn_cq_push(struct srn_cq *cq, const struct ibv_wc *wc, bool solicited)
+{
+	/* Usable depth is what the application asked for (ibcq.cqe); more
+	 * entries than that is an overrun, as on a real CQ. */
+	if (cq->head - cq->tail >= (uint32_t)cq->ibcq.cqe) {
+		cq->overflowed = true;
+		return -ENOSPC;
+	}
+	cq->ring[cq->head++ & (cq->size - 1)] = *wc;
+	bool fire = cq->arm == SRN_CQ_ARM_NEXT ||
+		    (cq->arm == SRN_CQ_ARM_SOLICITED && (solicited || wc->status != IBV_WC_SUCCESS));
+	if (fire && cq->channel) {
+		cq->arm = SRN_CQ_DISARMED;
+		srn_channel_notify(cq->channel, cq);
+	}
+	return 0;
+}
+
+int srn_cq_pop(struct srn_cq *cq, int n, struct ibv_wc *wc)
+{
+	int i = 0;
+	while (i < n && cq->tail != cq->head)
+		wc[i++] = cq->ring[cq->tail++ & (cq->size - 1)];
+	return i;
+}
+
+int srn_channel_init(struct srn_channel *ch, struct srn_context *ctx)
+{
+	ch->ctx = ctx;
+	pthread_mutex_init(&ch->lock, NULL);
+	ch->cap = 64;
+	ch->events = calloc(ch->cap, sizeof(*ch->events));
+	if (!ch->events)
+		return -ENOMEM;
+	ch->ibch.fd = eventfd(0, EFD_CLOEXEC | EFD_SEMAPHORE);
+	if (ch->ibch.fd < 0) {
+		free(ch->events);
+		return -errno;
+	}
+	return 0;
+}
+
+void srn_channel_fini(struct srn_channel *ch)
+{
+	close(ch->ibch.fd);
+	free(ch->events);
+	pthread_mutex_destroy(&ch->lock);
+}
+
+void srn_channel_notify(struct srn_channel *ch, struct srn_cq *cq)
+{
+	uint64_t one = 1;
+	pthread_mutex_lock(&ch->lock);
+	if (ch->head - ch->tail == ch->cap) {
+		/* One event per arm per CQ bounds the queue by the number of
+		 * CQs; grow if an application has that many. */
+		struct srn_cq **n = calloc(ch->cap * 2, sizeof(*n));
+		if (!n) {
+			pthread_mutex_unlock(&ch->lock);
+			return;
+		}
+		for (unsigned i = 0; i < ch->cap; i++)
+			n[i] = ch->events[(ch->tail + i) & (ch->cap - 1)];
+		free(ch->events);
+		ch->events = n;
+		ch->tail = 0;
+		ch->head = ch->cap;
+		ch->cap *= 2;
+	}
+	ch->events[ch->head++ & (ch->cap - 1)] = cq;
+	pthread_mutex_unlock(&ch->lock);
+	if (write(ch->ibch.fd, &one, sizeof(one)) < 0) {
+		/* cannot overflow: bounded by the queue */
+	}
+}
+
+void srn_channel_forget(struct srn_channel *ch, struct srn_cq *cq)
+{
+	pthread_mutex_lock(&ch->lock);
+	unsigned w = ch->tail;
+	for (unsigned r = ch->tail; r != ch->head; r++) {
+		struct srn_cq *c = ch->events[r & (ch->cap - 1)];
+		if (c != cq)
+			ch->events[w++ & (ch->cap - 1)] = c;
+	}
+	ch->head = w;
+	pthread_mutex_unlock(&ch->lock);
+}
+
+int srn_channel_get(struct srn_channel *ch, struct srn_cq **cq)
+{
+	/* The eventfd is a semaphore counting queued events: one read takes
+	 * one event, blocking (or EAGAIN, if the application set O_NONBLOCK
+	 * on the fd) while there is none.  A count left behind by an event
+	 * that srn_channel_forget removed finds the queue empty: read again. */
+	for (;;) {
+		uint64_t v;
+		if (read(ch->ibch.fd, &v, sizeof(v)) < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		pthread_mutex_lock(&ch->lock);
+		if (ch->head != ch->tail) {
+			*cq = ch->events[ch->tail++ & (ch->cap - 1)];
+			pthread_mutex_unlock(&ch->lock);
+			return 0;
+		}
+		pthread_mutex_unlock(&ch->lock);
+	}
+}

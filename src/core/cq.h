@@ -1,0 +1,69 @@
+/*
+ * cq.h - completion queues and completion channels.
+ *
+ * A CQ is a power-of-two ring of struct ibv_wc filled by the transport
+ * under nic->lock and drained by ibv_poll_cq.  Arming (ibv_req_notify_cq)
+ * makes the next completion (or the next solicited one) queue one event on
+ * the CQ's channel.  A channel's fd is an eventfd that is readable while
+ * the channel holds events, so poll/epoll/blocking reads all work.
+ */
+#ifndef SRN_CORE_CQ_H
+#define SRN_CORE_CQ_H
+
+#include <infiniband/verbs.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+struct srn_nic;
+struct srn_context;
+
+struct srn_channel {
+	struct ibv_comp_channel ibch;
+	struct srn_context *ctx;
+	pthread_mutex_t lock;
+	struct srn_cq **events;        /* FIFO of CQs with a pending event */
+	unsigned head, tail, cap;      /* free-running, cap a power of two */
+	int ncqs;                      /* CQs bound to this channel */
+};
+
+enum srn_cq_arm { SRN_CQ_DISARMED, SRN_CQ_ARM_NEXT, SRN_CQ_ARM_SOLICITED };
+
+struct srn_cq {
+	union {
+		struct ibv_cq ibcq;
+		struct ibv_cq_ex ibcq_ex;
+	};
+	struct srn_nic *nic;
+	struct srn_context *ctx;
+	struct srn_channel *channel;
+	struct ibv_wc *ring;
+	uint32_t size;                 /* ring slots, a power of two */
+	uint32_t head, tail;           /* free-running: head = next to fill */
+	enum srn_cq_arm arm;
+	bool overflowed;
+	int nqps;                      /* QPs using this CQ */
+	unsigned events_queued;        /* events handed out, to be acked */
+};
+
+static inline struct srn_cq *srn_cq(struct ibv_cq *c) { return (struct srn_cq *)c; }
+static inline struct srn_channel *srn_channel(struct ibv_comp_channel *c)
+{
+	return (struct srn_channel *)c;
+}
+
+int srn_cq_init(struct srn_cq *cq, int cqe);
+void srn_cq_fini(struct srn_cq *cq);
+/* Add one completion; signals the channel if armed.  Must hold nic->lock.
+ * Returns -ENOSPC on overflow (completion lost, CQ marked in error). */
+int srn_cq_push(struct srn_cq *cq, const struct ibv_wc *wc, bool solicited);
+int srn_cq_pop(struct srn_cq *cq, int n, struct ibv_wc *wc);
+
+int srn_channel_init(struct srn_channel *ch, struct srn_context *ctx);
+void srn_channel_fini(struct srn_channel *ch);
+void srn_channel_notify(struct srn_channel *ch, struct srn_cq *cq);
+/* Remove every pending event of cq (CQ being destroyed). */
+void srn_channel_forget(struct srn_channel *ch, struct srn_cq *cq);
+int srn_channel_get(struct srn_channel *ch, struct srn_cq **cq);
+
+#endif

@@ -1,0 +1,63 @@
+/*
+ * device.h - devices and open contexts.
+ *
+ * A device is configured, not discovered (link/config.c).  The device list
+ * is built once per process; each srn_device stays alive until exit so the
+ * pointers handed out by ibv_get_device_list remain valid.  The runtime
+ * engine (socket, tables, progress thread) is the srn_nic, created on the
+ * first ibv_open_device of a device and destroyed on its last close: every
+ * context of one device in one process shares one nic, because they share
+ * one UDP address and one QP number space.
+ */
+#ifndef SRN_CORE_DEVICE_H
+#define SRN_CORE_DEVICE_H
+
+#include <infiniband/verbs.h>
+#include <pthread.h>
+#include <stdint.h>
+
+#include "core/async.h"
+#include "link/config.h"
+
+struct srn_nic;
+
+struct srn_device {
+	struct ibv_device ibdev;
+	struct srn_dev_cfg cfg;
+	int index;
+	uint64_t guid;                 /* network order, as ibv_get_device_guid returns */
+	pthread_mutex_t open_lock;     /* guards nic and open_count */
+	int open_count;
+	struct srn_nic *nic;
+};
+
+struct srn_context {
+	struct verbs_context vctx;     /* vctx.context is the ibv_context handed out */
+	struct srn_device *dev;
+	struct srn_nic *nic;
+	struct srn_async async;
+};
+
+static inline struct srn_context *srn_ctx(struct ibv_context *c)
+{
+	return (struct srn_context *)((char *)c - __builtin_offsetof(struct srn_context, vctx.context));
+}
+
+static inline struct srn_device *srn_dev(struct ibv_device *d)
+{
+	return (struct srn_device *)d;
+}
+
+/* The process-wide device table; built on first use (thread safe). */
+int srn_devices_get(struct srn_device ***list, int *count);
+struct srn_device *srn_device_from_ibdev(struct ibv_device *d); /* NULL if not ours */
+
+/* Attach/detach a context to the device's nic (creating/destroying it). */
+int srn_device_nic_get(struct srn_device *dev, struct srn_nic **nic);
+void srn_device_nic_put(struct srn_device *dev);
+
+/* Fill device/port attributes from the device and its nic. */
+void srn_device_query(struct srn_device *dev, struct ibv_device_attr *attr);
+void srn_port_query(struct srn_device *dev, struct ibv_port_attr *attr);
+
+#endif

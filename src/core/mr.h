@@ -1,0 +1,50 @@
+/*
+ * mr.h - protection domains and memory regions.
+ *
+ * A region is a range of the process's own memory with access rights and a
+ * key; nothing is pinned or copied at registration.  Every access through a
+ * key goes through srn_mr_check(), which validates key (incl. the key byte
+ * that detects stale keys), PD, range and rights before any byte moves.
+ */
+#ifndef SRN_CORE_MR_H
+#define SRN_CORE_MR_H
+
+#include <infiniband/verbs.h>
+#include <stdint.h>
+
+struct srn_nic;
+
+struct srn_pd {
+	struct ibv_pd ibpd;
+	struct srn_nic *nic;
+	_Atomic int refs;              /* MRs, QPs, AHs, SRQs using it */
+};
+
+struct srn_mr {
+	struct ibv_mr ibmr;
+	struct srn_pd *pd;
+	uint64_t iova;                 /* address the peer/lkey users name */
+	uint8_t *base;                 /* where iova maps in this process */
+	uint64_t length;
+	unsigned access;
+	uint32_t key;
+};
+
+static inline struct srn_pd *srn_pd(struct ibv_pd *p) { return (struct srn_pd *)p; }
+static inline struct srn_mr *srn_mr(struct ibv_mr *m) { return (struct srn_mr *)m; }
+
+/* Validate access flags as rdma-core/the kernel do: remote write or atomic
+ * needs local write; unknown bits are rejected; optional bits accepted. */
+int srn_mr_check_access(unsigned access);
+
+/* Key table (must hold nic->lock). */
+int srn_mr_insert(struct srn_nic *nic, struct srn_mr *mr);
+void srn_mr_remove(struct srn_nic *nic, struct srn_mr *mr);
+
+/* Resolve [va, va+len) through key for the given access (IBV_ACCESS_* bits,
+ * 0 = local read).  Returns the local pointer or NULL with *why set to a
+ * short reason.  Must hold nic->lock. */
+void *srn_mr_resolve(struct srn_nic *nic, struct srn_pd *pd, uint32_t key,
+		     uint64_t va, uint64_t len, unsigned need, const char **why);
+
+#endif

@@ -1,0 +1,115 @@
+/*
+ * nic.c - creating and destroying the runtime engine of a device, and the
+ * QP number table.
+ */
+#include "core/nic.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/device.h"
+#include "core/qp.h"
+
+uint64_t srn_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void stats_at_exit(struct srn_nic *nic)
+{
+	const char *s = getenv("SOFTRNIC_STATS");
+	if (s && *s && strcmp(s, "0") != 0)
+		srn_counters_dump(&nic->cnt, nic->cfg.name, STDERR_FILENO);
+}
+
+int srn_nic_create(struct srn_device *dev, struct srn_nic **out, char *err, size_t errlen)
+{
+	struct srn_nic *nic = calloc(1, sizeof(*nic));
+	if (!nic)
+		return -ENOMEM;
+	nic->dev = dev;
+	nic->cfg = dev->cfg;
+	pthread_mutex_init(&nic->lock, NULL);
+	nic->kick_fd = nic->ep_all = nic->ep_kick = -1;
+
+	int ret = srn_udp_open(&nic->udp, &nic->cfg, err, errlen);
+	if (ret) {
+		free(nic);
+		return ret;
+	}
+	ret = srn_rx_batch_init(&nic->rx);
+	if (ret)
+		goto fail;
+	srn_sockaddr_to_gid((const struct sockaddr *)&nic->cfg.addr, nic->gid);
+	nic->ib_mtu = srn_link_ib_mtu(nic->cfg.link_mtu);
+	/* Start QP numbers at a time-dependent generation so a restarted
+	 * process does not reuse the numbers its predecessor's peers knew. */
+	nic->qpn_gen = (uint32_t)(srn_now_ns() >> 10) & 0x7ff;
+
+	ret = srn_progress_start(nic);
+	if (ret) {
+		snprintf(err, errlen, "%s: cannot start progress thread: %s", nic->cfg.name,
+			 strerror(-ret));
+		goto fail;
+	}
+	*out = nic;
+	return 0;
+fail:
+	srn_rx_batch_free(&nic->rx);
+	srn_udp_close(&nic->udp);
+	free(nic);
+	return ret;
+}
+
+void srn_nic_destroy(struct srn_nic *nic)
+{
+	if (!nic)
+		return;
+	srn_progress_stop(nic);
+	stats_at_exit(nic);
+	srn_rx_batch_free(&nic->rx);
+	srn_udp_close(&nic->udp);
+	free(nic->mrs);
+	free(nic->mr_keybyte);
+	pthread_mutex_destroy(&nic->lock);
+	free(nic);
+}
+
+int srn_nic_qp_add(struct srn_nic *nic, struct srn_qp *qp, uint32_t *qpn)
+{
+	/* QPN 0 and 1 are the special QPs (SMI/GSI); never hand them out. */
+	for (uint32_t i = 0; i < SRN_QP_TABLE_SIZE; i++) {
+		uint32_t slot = (nic->nqps + i + 2) & (SRN_QP_TABLE_SIZE - 1);
+		if (slot < 2 || nic->qps[slot])
+			continue;
+		nic->qpn_gen = (nic->qpn_gen + 1) & 0xfff;
+		if (nic->qpn_gen == 0)
+			nic->qpn_gen = 1;
+		nic->qps[slot] = qp;
+		nic->nqps++;
+		*qpn = (nic->qpn_gen << SRN_QP_TABLE_BITS) | slot;
+		return 0;
+	}
+	return -ENOMEM;
+}
+
+void srn_nic_qp_del(struct srn_nic *nic, uint32_t qpn)
+{
+	uint32_t slot = qpn & (SRN_QP_TABLE_SIZE - 1);
+	if (nic->qps[slot] && nic->qps[slot]->qpn == qpn) {
+		nic->qps[slot] = NULL;
+		nic->nqps--;
+	}
+}
+
+struct srn_qp *srn_nic_qp_lookup(struct srn_nic *nic, uint32_t qpn)
+{
+	struct srn_qp *qp = nic->qps[qpn & (SRN_QP_TABLE_SIZE - 1)];
+	return qp && qp->qpn == qpn ? qp : NULL;
+}

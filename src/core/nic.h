@@ -1,0 +1,96 @@
+/*
+ * nic.h - the runtime engine of one open device in one process.
+ *
+ * Owns the UDP link, the QP number space, the memory-key table and the
+ * progress thread.  One mutex (nic->lock) serialises the transport: packet
+ * processing, posting, completion generation and key lookups.  That makes
+ * ibv_dereg_mr trivially safe (it takes the lock, so no access to the
+ * region is in flight when it returns) and keeps the first version simple;
+ * finer locking is a performance change for later, documented in DESIGN.md.
+ *
+ * Lock order: nic->lock, then a CQ's channel lock / a context's async lock
+ * (leaves).
+ */
+#ifndef SRN_CORE_NIC_H
+#define SRN_CORE_NIC_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "diag/counters.h"
+#include "link/config.h"
+#include "link/udp.h"
+#include "wire/icrc.h"
+
+struct srn_device;
+struct srn_qp;
+struct srn_mr;
+
+#define SRN_QP_TABLE_BITS 12
+#define SRN_QP_TABLE_SIZE (1u << SRN_QP_TABLE_BITS)
+
+struct srn_nic {
+	struct srn_device *dev;
+	struct srn_dev_cfg cfg;        /* with the address actually bound */
+	uint8_t gid[16];               /* GID index 0 */
+	int ib_mtu;                    /* port max/active MTU (enum ibv_mtu) */
+
+	pthread_mutex_t lock;
+	struct srn_udp udp;
+	struct srn_rx_batch rx;        /* receive buffers, used under lock */
+
+	/* QP numbers: slot in the low bits, a generation above it, so a
+	 * number is not reused soon after a QP is destroyed. */
+	struct srn_qp *qps[SRN_QP_TABLE_SIZE];
+	uint32_t qpn_gen;
+	unsigned nqps;
+
+	/* Memory keys: key = slot << 8 | key byte; the byte changes on every
+	 * reuse of a slot so a stale key never matches a new region. */
+	struct srn_mr **mrs;
+	uint32_t mr_cap;
+	uint8_t *mr_keybyte;           /* next key byte per slot */
+	uint32_t mr_free_hint;
+
+	/* QPs with an ACK to send at the end of the current receive batch,
+	 * and QPs whose transmission stopped on a full socket buffer. */
+	struct srn_qp *ack_list;
+	struct srn_qp *tx_list;
+
+	struct srn_counters cnt;
+
+	/* Progress: application threads drive it in post/poll; the thread
+	 * below takes over when none has for a while (progress.c). */
+	pthread_t thread;
+	bool thread_started;
+	int kick_fd;                   /* eventfd: wake the progress thread */
+	int ep_all;                    /* epoll: socket + kick */
+	int ep_kick;                   /* epoll: kick only */
+	_Atomic uint64_t last_app_ns;  /* last application-driven progress, 0 = app asleep */
+	_Atomic bool stop;
+};
+
+int srn_nic_create(struct srn_device *dev, struct srn_nic **out, char *err, size_t errlen);
+void srn_nic_destroy(struct srn_nic *nic);
+
+/* QP number table.  Must hold nic->lock. */
+int srn_nic_qp_add(struct srn_nic *nic, struct srn_qp *qp, uint32_t *qpn);
+void srn_nic_qp_del(struct srn_nic *nic, uint32_t qpn);
+struct srn_qp *srn_nic_qp_lookup(struct srn_nic *nic, uint32_t qpn);
+
+/* Progress (progress.c). */
+int srn_progress_start(struct srn_nic *nic);
+void srn_progress_stop(struct srn_nic *nic);
+/* Receive and process what is waiting, then flush ACKs and deferred sends.
+ * Must hold nic->lock.  Returns packets processed. */
+int srn_progress_poll(struct srn_nic *nic);
+/* An application thread is about to block (e.g. in ibv_get_cq_event): let
+ * the progress thread take over at once. */
+void srn_progress_app_sleeps(struct srn_nic *nic);
+void srn_progress_app_active(struct srn_nic *nic);
+
+uint64_t srn_now_ns(void);
+
+#endif

@@ -1,0 +1,171 @@
+/*
+ * progress.c - who runs the NIC.
+ *
+ * Application threads drive progress: ibv_post_send transmits at once and
+ * ibv_poll_cq receives and processes packets when the CQ is empty.  The
+ * progress thread below only takes over when no application thread has
+ * driven progress for SRN_APP_IDLE_NS, so one-sided traffic, ACKs and
+ * completion events still happen while the application sleeps or computes.
+ *
+ * It never spins: while an application thread is polling, it sleeps on the
+ * kick eventfd alone (not on the socket) for at least SRN_BG_RECHECK_NS;
+ * otherwise it blocks in epoll on the socket and the kick fd.  A thread
+ * about to block for an event (ibv_get_cq_event, ibv_req_notify_cq) clears
+ * last_app_ns and kicks, so the hand-over costs no timer.
+ */
+#include "core/nic.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "transport/rx.h"
+#include "transport/tx.h"
+
+#define SRN_APP_IDLE_NS 200000ull      /* app counts as polling for this long */
+#define SRN_BG_RECHECK_NS 1000000ull   /* sleep at least this while it polls */
+#define SRN_RX_BATCHES_PER_POLL 8      /* bound the work of one call */
+
+static void drain_kick(struct srn_nic *nic)
+{
+	uint64_t v;
+	while (read(nic->kick_fd, &v, sizeof(v)) == sizeof(v))
+		;
+}
+
+static bool app_is_polling(struct srn_nic *nic, uint64_t now, uint64_t *left)
+{
+	uint64_t last = atomic_load_explicit(&nic->last_app_ns, memory_order_relaxed);
+	if (!last || now - last >= SRN_APP_IDLE_NS)
+		return false;
+	*left = SRN_APP_IDLE_NS - (now - last);
+	return true;
+}
+
+static void *progress_main(void *arg)
+{
+	struct srn_nic *nic = arg;
+	struct epoll_event ev[4];
+
+	while (!atomic_load(&nic->stop)) {
+		uint64_t left;
+		if (app_is_polling(nic, srn_now_ns(), &left)) {
+			if (left < SRN_BG_RECHECK_NS)
+				left = SRN_BG_RECHECK_NS;
+			struct timespec ts = { .tv_sec = 0, .tv_nsec = (long)left };
+			if (epoll_pwait2(nic->ep_kick, ev, 4, &ts, NULL) > 0)
+				drain_kick(nic);
+			continue;
+		}
+		int n = epoll_wait(nic->ep_all, ev, 4, -1);
+		if (n < 0 && errno != EINTR)
+			break;
+		bool readable = false;
+		for (int i = 0; i < n; i++) {
+			if (ev[i].data.u32 == 0)
+				drain_kick(nic);
+			else
+				readable = true;
+		}
+		if (!readable || atomic_load(&nic->stop))
+			continue;
+		/* The application may have started polling meanwhile; if so
+		 * leave the packets to it rather than contend for the lock. */
+		if (app_is_polling(nic, srn_now_ns(), &left))
+			continue;
+		pthread_mutex_lock(&nic->lock);
+		srn_count(&nic->cnt, SRN_CNT_BG_WAKEUPS, 1);
+		srn_progress_poll(nic);
+		pthread_mutex_unlock(&nic->lock);
+	}
+	return NULL;
+}
+
+int srn_progress_start(struct srn_nic *nic)
+{
+	struct epoll_event e = { .events = EPOLLIN };
+	nic->kick_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	nic->ep_all = epoll_create1(EPOLL_CLOEXEC);
+	nic->ep_kick = epoll_create1(EPOLL_CLOEXEC);
+	if (nic->kick_fd < 0 || nic->ep_all < 0 || nic->ep_kick < 0)
+		goto fail;
+	e.data.u32 = 0;
+	if (epoll_ctl(nic->ep_all, EPOLL_CTL_ADD, nic->kick_fd, &e) ||
+	    epoll_ctl(nic->ep_kick, EPOLL_CTL_ADD, nic->kick_fd, &e))
+		goto fail;
+	e.data.u32 = 1;
+	if (epoll_ctl(nic->ep_all, EPOLL_CTL_ADD, nic->udp.fd, &e))
+		goto fail;
+	int ret = pthread_create(&nic->thread, NULL, progress_main, nic);
+	if (ret) {
+		errno = ret;
+		goto fail;
+	}
+	nic->thread_started = true;
+	return 0;
+fail:;
+	int err = errno;
+	srn_progress_stop(nic);
+	return -err;
+}
+
+static void kick(struct srn_nic *nic)
+{
+	uint64_t one = 1;
+	if (nic->kick_fd >= 0 && write(nic->kick_fd, &one, sizeof(one)) < 0) {
+		/* Counter saturated: the thread is already due to wake. */
+	}
+}
+
+void srn_progress_stop(struct srn_nic *nic)
+{
+	if (nic->thread_started) {
+		atomic_store(&nic->stop, true);
+		kick(nic);
+		pthread_join(nic->thread, NULL);
+		nic->thread_started = false;
+	}
+	if (nic->ep_all >= 0)
+		close(nic->ep_all);
+	if (nic->ep_kick >= 0)
+		close(nic->ep_kick);
+	if (nic->kick_fd >= 0)
+		close(nic->kick_fd);
+	nic->ep_all = nic->ep_kick = nic->kick_fd = -1;
+}
+
+void srn_progress_app_sleeps(struct srn_nic *nic)
+{
+	atomic_store_explicit(&nic->last_app_ns, 0, memory_order_relaxed);
+	kick(nic);
+}
+
+void srn_progress_app_active(struct srn_nic *nic)
+{
+	atomic_store_explicit(&nic->last_app_ns, srn_now_ns(), memory_order_relaxed);
+}
+
+int srn_progress_poll(struct srn_nic *nic)
+{
+	int total = 0;
+	for (int b = 0; b < SRN_RX_BATCHES_PER_POLL; b++) {
+		int trunc = 0;
+		int n = srn_udp_recv_batch(&nic->udp, &nic->rx, &trunc);
+		if (trunc)
+			srn_count(&nic->cnt, SRN_CNT_RX_TRUNCATED, (uint64_t)trunc);
+		if (n <= 0)
+			break;
+		for (int i = 0; i < n; i++)
+			srn_rx_packet(nic, nic->rx.pkt[i].data, nic->rx.pkt[i].len,
+				      (const struct sockaddr *)&nic->rx.pkt[i].src);
+		total += n;
+		srn_ack_flush(nic);
+		if (n < SRN_RX_BATCH)
+			break;
+	}
+	srn_ack_flush(nic);
+	srn_tx_resume(nic);
+	return total;
+}

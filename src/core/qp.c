@@ -1,0 +1,210 @@
+/*
+ * qp.c - QP lifetime and the effects of state transitions.
+ *
+ * The verbs layer has already checked the transition and the attribute
+ * values (core/qp_rules.c); this file applies them: what each state change
+ * does to the queues and the transport state.  Must hold nic->lock.
+ */
+#include "core/qp.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <netinet/in.h>
+
+#include "core/cq.h"
+#include "core/nic.h"
+#include "link/udp.h"
+#include "transport/complete.h"
+#include "transport/tx.h"
+#include "wire/roce_hdr.h"
+
+static uint32_t pow2_at_least(uint32_t n)
+{
+	uint32_t p = 1;
+	while (p < n)
+		p <<= 1;
+	return p;
+}
+
+int srn_qp_alloc_queues(struct srn_qp *qp)
+{
+	qp->sq_size = pow2_at_least(qp->cap.max_send_wr ? qp->cap.max_send_wr : 1);
+	qp->rq_size = pow2_at_least(qp->cap.max_recv_wr ? qp->cap.max_recv_wr : 1);
+	qp->sq = calloc(qp->sq_size, sizeof(*qp->sq));
+	qp->sq_sge = calloc((size_t)qp->sq_size * (qp->cap.max_send_sge ? qp->cap.max_send_sge : 1),
+			    sizeof(struct ibv_sge));
+	qp->sq_inline = calloc((size_t)qp->sq_size * (qp->cap.max_inline_data ? qp->cap.max_inline_data : 1), 1);
+	qp->rq = calloc(qp->rq_size, sizeof(*qp->rq));
+	qp->rq_sge = calloc((size_t)qp->rq_size * (qp->cap.max_recv_sge ? qp->cap.max_recv_sge : 1),
+			    sizeof(struct ibv_sge));
+	if (!qp->sq || !qp->sq_sge || !qp->sq_inline || !qp->rq || !qp->rq_sge)
+		return -ENOMEM;
+	return 0;
+}
+
+void srn_qp_free_queues(struct srn_qp *qp)
+{
+	free(qp->sq);
+	free(qp->sq_sge);
+	free(qp->sq_inline);
+	free(qp->rq);
+	free(qp->rq_sge);
+}
+
+static void unlink_lists(struct srn_qp *qp)
+{
+	struct srn_nic *nic = qp->nic;
+	for (struct srn_qp **pp = &nic->ack_list; *pp; pp = &(*pp)->ack_next)
+		if (*pp == qp) {
+			*pp = qp->ack_next;
+			break;
+		}
+	qp->ack_pending = false;
+	for (struct srn_qp **pp = &nic->tx_list; *pp; pp = &(*pp)->tx_next)
+		if (*pp == qp) {
+			*pp = qp->tx_next;
+			break;
+		}
+	qp->on_tx_list = false;
+	qp->req_blocked = false;
+}
+
+/* Back to RESET: queues emptied without completions, transport state
+ * forgotten (IBTA: a QP in RESET has no work requests). */
+static void reset(struct srn_qp *qp)
+{
+	unlink_lists(qp);
+	qp->sq_head = qp->sq_cur = qp->sq_tail = 0;
+	qp->sq_cur_off = 0;
+	qp->sq_cur_started = false;
+	qp->rq_head = qp->rq_tail = 0;
+	qp->req_psn = qp->req_una = 0;
+	qp->req_pkts_since_ackreq = 0;
+	qp->resp_epsn = qp->resp_msn = 0;
+	qp->resp_in_msg = qp->resp_in_write = false;
+	qp->resp_nak_sent = qp->resp_comm_est = false;
+	qp->sq_drained_pending = false;
+	memset(&qp->attr, 0, sizeof(qp->attr));
+}
+
+void srn_qp_unlink(struct srn_qp *qp)
+{
+	unlink_lists(qp);
+}
+
+static int set_peer(struct srn_qp *qp, const struct ibv_ah_attr *ah)
+{
+	struct srn_nic *nic = qp->nic;
+	int ret = srn_gid_to_sockaddr(ah->grh.dgid.raw, nic->udp.port, nic->udp.family, &qp->peer,
+				      &qp->peer_len);
+	if (ret)
+		return -EINVAL;
+	struct srn_ip_meta *m = &qp->tx_meta;
+	memset(m, 0, sizeof(*m));
+	m->family = nic->udp.family;
+	m->sport = nic->udp.port;
+	m->dport = nic->udp.port;
+	if (m->family == AF_INET) {
+		memcpy(m->src, &((const struct sockaddr_in *)&nic->udp.local)->sin_addr, 4);
+		memcpy(m->dst, &((const struct sockaddr_in *)&qp->peer)->sin_addr, 4);
+		m->ipv4_id = 0;         /* what Linux sends on this socket: link/udp.h */
+		m->ipv4_frag = 0x4000;  /* DF */
+	} else {
+		memcpy(m->src, &((const struct sockaddr_in6 *)&nic->udp.local)->sin6_addr, 16);
+		memcpy(m->dst, &((const struct sockaddr_in6 *)&qp->peer)->sin6_addr, 16);
+	}
+	return 0;
+}
+
+int srn_qp_apply(struct srn_qp *qp, const struct ibv_qp_attr *attr, int mask)
+{
+	enum ibv_qp_state cur = qp->state;
+	enum ibv_qp_state next = (mask & IBV_QP_STATE) ? attr->qp_state : cur;
+
+	/* Resolve the address first: the only step that can fail, and
+	 * nothing may change if it does. */
+	if (mask & IBV_QP_AV) {
+		struct sockaddr_storage save = qp->peer;
+		socklen_t save_len = qp->peer_len;
+		struct srn_ip_meta save_meta = qp->tx_meta;
+		if (set_peer(qp, &attr->ah_attr)) {
+			qp->peer = save;
+			qp->peer_len = save_len;
+			qp->tx_meta = save_meta;
+			return -EINVAL;
+		}
+		qp->attr.ah_attr = attr->ah_attr;
+	}
+	if (next == IBV_QPS_RESET) {
+		reset(qp);
+		goto done;
+	}
+	if (mask & IBV_QP_PKEY_INDEX)
+		qp->attr.pkey_index = attr->pkey_index;
+	if (mask & IBV_QP_PORT)
+		qp->attr.port_num = attr->port_num;
+	if (mask & IBV_QP_QKEY)
+		qp->attr.qkey = attr->qkey;
+	if (mask & IBV_QP_ACCESS_FLAGS)
+		qp->attr.qp_access_flags = attr->qp_access_flags;
+	if (mask & IBV_QP_PATH_MTU) {
+		qp->attr.path_mtu = attr->path_mtu;
+		qp->mtu = srn_link_ib_mtu_bytes(attr->path_mtu);
+	}
+	if (mask & IBV_QP_TIMEOUT)
+		qp->attr.timeout = attr->timeout;
+	if (mask & IBV_QP_RETRY_CNT)
+		qp->attr.retry_cnt = attr->retry_cnt;
+	if (mask & IBV_QP_RNR_RETRY)
+		qp->attr.rnr_retry = attr->rnr_retry;
+	if (mask & IBV_QP_RQ_PSN) {
+		qp->attr.rq_psn = attr->rq_psn & SRN_PSN_MASK;
+		qp->resp_epsn = qp->attr.rq_psn;
+	}
+	if (mask & IBV_QP_MAX_QP_RD_ATOMIC)
+		qp->attr.max_rd_atomic = attr->max_rd_atomic;
+	if (mask & IBV_QP_ALT_PATH) {
+		qp->attr.alt_ah_attr = attr->alt_ah_attr;
+		qp->attr.alt_pkey_index = attr->alt_pkey_index;
+		qp->attr.alt_port_num = attr->alt_port_num;
+		qp->attr.alt_timeout = attr->alt_timeout;
+	}
+	if (mask & IBV_QP_MIN_RNR_TIMER)
+		qp->attr.min_rnr_timer = attr->min_rnr_timer;
+	if (mask & IBV_QP_SQ_PSN) {
+		qp->attr.sq_psn = attr->sq_psn & SRN_PSN_MASK;
+		qp->req_psn = qp->req_una = qp->attr.sq_psn;
+	}
+	if (mask & IBV_QP_MAX_DEST_RD_ATOMIC)
+		qp->attr.max_dest_rd_atomic = attr->max_dest_rd_atomic;
+	if (mask & IBV_QP_PATH_MIG_STATE)
+		qp->attr.path_mig_state = attr->path_mig_state;
+	if (mask & IBV_QP_DEST_QPN)
+		qp->attr.dest_qp_num = attr->dest_qp_num & SRN_PSN_MASK;
+	if (mask & IBV_QP_EN_SQD_ASYNC_NOTIFY)
+		qp->attr.en_sqd_async_notify = attr->en_sqd_async_notify;
+
+	if (next == IBV_QPS_ERR && cur != IBV_QPS_ERR) {
+		qp->state = next;
+		srn_qp_flush(qp);
+		unlink_lists(qp);
+	}
+	if (next == IBV_QPS_SQD && cur == IBV_QPS_RTS) {
+		if (qp->attr.en_sqd_async_notify) {
+			if (qp->sq_tail == qp->sq_head) {
+				qp->state = next;
+				srn_qp_event(qp, IBV_EVENT_SQ_DRAINED);
+			} else {
+				qp->sq_drained_pending = true;
+			}
+		}
+	}
+done:
+	qp->state = next;
+	qp->attr.qp_state = next;
+	qp->ibqp_ex.qp_base.state = next;
+	if (next == IBV_QPS_RTS)
+		srn_req_push(qp);   /* work posted while in SQD resumes */
+	return 0;
+}

@@ -1,0 +1,51 @@
+/*
+ * counters.c - counter names and the plain-text dump.
+ */
+#include "diag/counters.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+
+const char *const srn_counter_names[SRN_CNT__MAX] = {
+	[SRN_CNT_SENT_PKTS] = "sent_pkts",
+	[SRN_CNT_RCVD_PKTS] = "rcvd_pkts",
+	[SRN_CNT_SENT_BYTES] = "sent_bytes",
+	[SRN_CNT_RCVD_BYTES] = "rcvd_bytes",
+	[SRN_CNT_RDMA_SENDS] = "rdma_sends",
+	[SRN_CNT_RDMA_RECVS] = "rdma_recvs",
+	[SRN_CNT_DUPLICATE_REQUEST] = "duplicate_request",
+	[SRN_CNT_OUT_OF_SEQUENCE] = "out_of_sequence",
+	[SRN_CNT_RCVD_SEQ_ERR] = "rcvd_seq_err",
+	[SRN_CNT_SEQ_NAK_SENT] = "seq_nak_sent",
+	[SRN_CNT_RCVD_RNR_ERR] = "rcvd_rnr_err",
+	[SRN_CNT_SEND_RNR_ERR] = "send_rnr_err",
+	[SRN_CNT_ACKS_SENT] = "acks_sent",
+	[SRN_CNT_ACKS_RCVD] = "acks_rcvd",
+	[SRN_CNT_BAD_ICRC] = "bad_icrc",
+	[SRN_CNT_ICRC_ID_SOLVED] = "icrc_ipv4_id_solved",
+	[SRN_CNT_MALFORMED] = "malformed_pkts",
+	[SRN_CNT_UNKNOWN_QP] = "unknown_qp_pkts",
+	[SRN_CNT_ADDR_MISMATCH] = "addr_mismatch_pkts",
+	[SRN_CNT_QP_STATE_DROP] = "qp_state_drops",
+	[SRN_CNT_RX_TRUNCATED] = "rx_truncated",
+	[SRN_CNT_TX_EAGAIN] = "tx_eagain",
+	[SRN_CNT_TX_ERR] = "tx_err",
+	[SRN_CNT_SEND_ERR] = "send_err",
+	[SRN_CNT_LOC_LEN_ERR] = "loc_len_err",
+	[SRN_CNT_CQ_OVERFLOW] = "cq_overflow",
+	[SRN_CNT_BG_WAKEUPS] = "progress_thread_wakeups",
+	[SRN_CNT_APP_PROGRESS] = "app_driven_progress",
+};
+
+_Static_assert(sizeof(srn_counter_names) / sizeof(srn_counter_names[0]) == SRN_CNT__MAX,
+	       "every counter needs a name");
+
+void srn_counters_dump(const struct srn_counters *c, const char *devname, int fd)
+{
+	for (int i = 0; i < SRN_CNT__MAX; i++) {
+		uint64_t v = srn_counter_read(c, i);
+		if (v)
+			dprintf(fd, "softrnic %s %-26s %" PRIu64 "\n", devname,
+				srn_counter_names[i] ? srn_counter_names[i] : "?", v);
+	}
+}

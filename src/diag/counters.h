@@ -1,0 +1,67 @@
+/*
+ * counters.h - device-wide event counters.
+ *
+ * One enum, one name table (counters.c) and a static assert that they
+ * match.  Names follow Linux rxe / mlx5 where such a name exists, so a
+ * user who knows `rdma statistic` recognises them.  Counters are plain
+ * relaxed atomics: cheap enough to stay on in the fast path, and safe to
+ * read from another thread while the data path runs.
+ */
+#ifndef SRN_DIAG_COUNTERS_H
+#define SRN_DIAG_COUNTERS_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+enum srn_counter {
+	SRN_CNT_SENT_PKTS,          /* sent_pkts */
+	SRN_CNT_RCVD_PKTS,          /* rcvd_pkts */
+	SRN_CNT_SENT_BYTES,
+	SRN_CNT_RCVD_BYTES,
+	SRN_CNT_RDMA_SENDS,         /* rdma_sends: SEND messages started */
+	SRN_CNT_RDMA_RECVS,         /* rdma_recvs: SEND messages delivered */
+	SRN_CNT_DUPLICATE_REQUEST,  /* duplicate_request */
+	SRN_CNT_OUT_OF_SEQUENCE,    /* out_of_sequence */
+	SRN_CNT_RCVD_SEQ_ERR,       /* rcvd_seq_err: NAK-sequence received */
+	SRN_CNT_SEQ_NAK_SENT,       /* NAK-sequence sent */
+	SRN_CNT_RCVD_RNR_ERR,       /* rcvd_rnr_err: RNR NAK received */
+	SRN_CNT_SEND_RNR_ERR,       /* send_rnr_err: RNR NAK sent */
+	SRN_CNT_ACKS_SENT,
+	SRN_CNT_ACKS_RCVD,
+	SRN_CNT_BAD_ICRC,           /* ICRC mismatch, dropped */
+	SRN_CNT_ICRC_ID_SOLVED,     /* ICRC matched after solving a foreign IPv4 ID */
+	SRN_CNT_MALFORMED,          /* failed header validation */
+	SRN_CNT_UNKNOWN_QP,         /* destination QP does not exist */
+	SRN_CNT_ADDR_MISMATCH,      /* packet not from the QP's peer */
+	SRN_CNT_QP_STATE_DROP,      /* QP in a state that takes no packets */
+	SRN_CNT_RX_TRUNCATED,       /* datagram larger than the receive buffer */
+	SRN_CNT_TX_EAGAIN,          /* socket buffer full, transmit deferred */
+	SRN_CNT_TX_ERR,             /* send() failed */
+	SRN_CNT_SEND_ERR,           /* send_err: requester error completions */
+	SRN_CNT_LOC_LEN_ERR,
+	SRN_CNT_CQ_OVERFLOW,
+	SRN_CNT_BG_WAKEUPS,         /* progress thread woke to do work */
+	SRN_CNT_APP_PROGRESS,       /* progress driven by an application call */
+	SRN_CNT__MAX
+};
+
+struct srn_counters {
+	_Atomic uint64_t v[SRN_CNT__MAX];
+};
+
+extern const char *const srn_counter_names[SRN_CNT__MAX];
+
+static inline void srn_count(struct srn_counters *c, enum srn_counter i, uint64_t n)
+{
+	atomic_fetch_add_explicit(&c->v[i], n, memory_order_relaxed);
+}
+
+static inline uint64_t srn_counter_read(const struct srn_counters *c, enum srn_counter i)
+{
+	return atomic_load_explicit(&c->v[i], memory_order_relaxed);
+}
+
+/* Print non-zero counters, one "name value" per line (SOFTRNIC_STATS=1 at exit). */
+void srn_counters_dump(const struct srn_counters *c, const char *devname, int fd);
+
+#endif

@@ -1,0 +1,458 @@
+/* Device configuration: parse SOFTRNIC_DEVICES / the SOFTRNIC_CONFIG file
+ * into struct srn_dev_cfg, detect link MTUs, map link MTU to IB MTU.
+ *
+ * Parsing never modifies its input and never reads past a bounded local copy
+ * (entries and lines are at most SRN_CFG_LINE_MAX bytes). Every rejection
+ * produces one line that names its source ("SOFTRNIC_DEVICES: entry 2" or
+ * "/etc/softrnic.conf: line 7"), the offending text, and what was expected,
+ * because this is the first thing a new user gets wrong.
+ */
+#include "link/config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <ifaddrs.h>
+#include <infiniband/verbs.h>
+#include <arpa/inet.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#define SRN_CFG_LINE_MAX 1024
+#define SRN_CFG_ENV "SOFTRNIC_DEVICES"
+#define SRN_CFG_FILE_ENV "SOFTRNIC_CONFIG"
+
+static int cfg_error(char *err, size_t errlen, const char *where, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static int cfg_error(char *err, size_t errlen, const char *where, const char *fmt, ...)
+{
+    if (err && errlen) {
+        int n = snprintf(err, errlen, "%s: ", where);
+        if (n >= 0 && (size_t)n < errlen) {
+            va_list ap;
+            va_start(ap, fmt);
+            vsnprintf(err + n, errlen - (size_t)n, fmt, ap);
+            va_end(ap);
+        }
+    }
+    return -EINVAL;
+}
+
+/* Trim ASCII whitespace in place; returns the first non-space character. */
+static char *trim(char *s)
+{
+    while (isspace((unsigned char)*s))
+        s++;
+    char *e = s + strlen(s);
+    while (e > s && isspace((unsigned char)e[-1]))
+        *--e = '\0';
+    return s;
+}
+
+/* Decimal only: "0x..." or "1e3" in a port field is far more likely a typo
+ * than intent, and strtoul would silently accept leading signs. */
+static int parse_uint(const char *s, unsigned long lo, unsigned long hi, unsigned long *out)
+{
+    if (!*s || strlen(s) > 10)
+        return -EINVAL;
+    for (const char *p = s; *p; p++)
+        if (!isdigit((unsigned char)*p))
+            return -EINVAL;
+    unsigned long v = strtoul(s, NULL, 10);
+    if (v < lo || v > hi)
+        return -EINVAL;
+    *out = v;
+    return 0;
+}
+
+static bool name_ok(const char *s)
+{
+    for (; *s; s++)
+        if (!isalnum((unsigned char)*s) && *s != '.' && *s != '_' && *s != '-')
+            return false;
+    return true;
+}
+
+/* Parse an address value: a.b.c.d, x:y::z, [x:y::z], fe80::1%eth0.
+ * IPv4-mapped IPv6 (::ffff:a.b.c.d) is stored as plain IPv4 because that is
+ * the socket family that can actually send to it. */
+static int parse_addr(const char *val, struct srn_dev_cfg *cfg, const char *where,
+                      char *err, size_t errlen)
+{
+    char buf[128];
+    size_t len = strlen(val);
+    if (len >= sizeof(buf))
+        return cfg_error(err, errlen, where, "addr '%.40s...': too long", val);
+    memcpy(buf, val, len + 1);
+    char *a = buf;
+    if (a[0] == '[') {
+        if (len < 2 || a[len - 1] != ']')
+            return cfg_error(err, errlen, where, "addr '%s': unbalanced '['", val);
+        a[len - 1] = '\0';
+        a++;
+    }
+    char *scope = strchr(a, '%');
+    if (scope)
+        *scope++ = '\0';
+
+    struct in_addr a4;
+    struct in6_addr a6;
+    memset(&cfg->addr, 0, sizeof(cfg->addr));
+    if (inet_pton(AF_INET, a, &a4) == 1) {
+        if (scope)
+            return cfg_error(err, errlen, where, "addr '%s': an IPv4 address takes no %%scope", val);
+        if (a4.s_addr == htonl(INADDR_ANY) || IN_MULTICAST(ntohl(a4.s_addr)) ||
+            a4.s_addr == htonl(INADDR_BROADCAST))
+            return cfg_error(err, errlen, where,
+                             "addr '%s': a device needs one unicast address of this host "
+                             "(not the wildcard, broadcast or multicast)", val);
+        struct sockaddr_in *sin = (struct sockaddr_in *)&cfg->addr;
+        sin->sin_family = AF_INET;
+        sin->sin_addr = a4;
+        cfg->family = AF_INET;
+        return 0;
+    }
+    if (inet_pton(AF_INET6, a, &a6) == 1) {
+        if (IN6_IS_ADDR_UNSPECIFIED(&a6) || IN6_IS_ADDR_MULTICAST(&a6))
+            return cfg_error(err, errlen, where,
+                             "addr '%s': a device needs one unicast address of this host "
+                             "(not the wildcard or multicast)", val);
+        if (IN6_IS_ADDR_V4MAPPED(&a6)) {
+            if (scope)
+                return cfg_error(err, errlen, where, "addr '%s': an IPv4 address takes no %%scope", val);
+            struct sockaddr_in *sin = (struct sockaddr_in *)&cfg->addr;
+            sin->sin_family = AF_INET;
+            memcpy(&sin->sin_addr, &a6.s6_addr[12], 4);
+            cfg->family = AF_INET;
+            return 0;
+        }
+        struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&cfg->addr;
+        sin6->sin6_family = AF_INET6;
+        sin6->sin6_addr = a6;
+        if (scope) {
+            unsigned long idx;
+            if (parse_uint(scope, 1, UINT32_MAX, &idx) == 0)
+                sin6->sin6_scope_id = (uint32_t)idx;
+            else if ((sin6->sin6_scope_id = if_nametoindex(scope)) == 0)
+                return cfg_error(err, errlen, where,
+                                 "addr '%s': no interface named '%s' in this network namespace",
+                                 val, scope);
+        } else if (IN6_IS_ADDR_LINKLOCAL(&a6)) {
+            return cfg_error(err, errlen, where,
+                             "addr '%s': a link-local address needs its interface, e.g. %s%%eth0",
+                             val, a);
+        }
+        cfg->family = AF_INET6;
+        return 0;
+    }
+    return cfg_error(err, errlen, where,
+                     "addr '%s': not an IPv4 or IPv6 address (or 'auto')", val);
+}
+
+int srn_config_parse_entry(const char *entry, int index, struct srn_dev_cfg *cfg,
+                           const char *where, char *err, size_t errlen)
+{
+    char buf[SRN_CFG_LINE_MAX];
+    size_t len = strlen(entry);
+    if (len >= sizeof(buf))
+        return cfg_error(err, errlen, where, "entry longer than %d characters",
+                         SRN_CFG_LINE_MAX - 1);
+    memcpy(buf, entry, len + 1);
+
+    memset(cfg, 0, sizeof(*cfg));
+    cfg->port = SRN_ROCE_PORT;
+    snprintf(cfg->name, sizeof(cfg->name), "softrnic%d", index);
+    bool seen_name = false, seen_addr = false, seen_port = false, seen_mtu = false;
+
+    char *save = NULL;
+    for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        tok = trim(tok);
+        if (!*tok)
+            continue;               /* tolerate "a=1,,b=2" and a trailing comma */
+        char *eq = strchr(tok, '=');
+        if (!eq)
+            return cfg_error(err, errlen, where, "'%s': expected key=value", tok);
+        *eq = '\0';
+        char *key = trim(tok), *val = trim(eq + 1);
+        bool *seen;
+        if (!strcmp(key, "name"))
+            seen = &seen_name;
+        else if (!strcmp(key, "addr"))
+            seen = &seen_addr;
+        else if (!strcmp(key, "port"))
+            seen = &seen_port;
+        else if (!strcmp(key, "mtu"))
+            seen = &seen_mtu;
+        else
+            return cfg_error(err, errlen, where,
+                             "'%s': unknown key (expected name, addr, port, mtu)", key);
+        if (*seen)
+            return cfg_error(err, errlen, where, "'%s' given twice", key);
+        *seen = true;
+
+        unsigned long v;
+        if (seen == &seen_name) {
+            if (!*val || strlen(val) >= sizeof(cfg->name))
+                return cfg_error(err, errlen, where, "name '%s': must be 1..%zu characters",
+                                 val, sizeof(cfg->name) - 1);
+            if (!name_ok(val))
+                return cfg_error(err, errlen, where,
+                                 "name '%s': only letters, digits, '.', '_' and '-' are allowed", val);
+            strcpy(cfg->name, val);
+        } else if (seen == &seen_addr) {
+            if (!strcmp(val, "auto")) {
+                struct sockaddr_in *sin = (struct sockaddr_in *)&cfg->addr;
+                memset(&cfg->addr, 0, sizeof(cfg->addr));
+                sin->sin_family = AF_INET;
+                sin->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+                cfg->family = AF_INET;
+                cfg->auto_loopback = true;
+            } else {
+                int rc = parse_addr(val, cfg, where, err, errlen);
+                if (rc)
+                    return rc;
+            }
+        } else if (seen == &seen_port) {
+            if (parse_uint(val, 1, 65535, &v))
+                return cfg_error(err, errlen, where, "port '%s': not a number in 1..65535", val);
+            cfg->port = (uint16_t)v;
+        } else {
+            if (parse_uint(val, SRN_LINK_MTU_MIN, SRN_LINK_MTU_MAX, &v))
+                return cfg_error(err, errlen, where, "mtu '%s': not a number in %d..%d",
+                                 val, SRN_LINK_MTU_MIN, SRN_LINK_MTU_MAX);
+            cfg->link_mtu = (uint32_t)v;
+        }
+    }
+    if (!seen_addr)
+        return cfg_error(err, errlen, where,
+                         "'addr' is missing (give an IP address of this host, or addr=auto "
+                         "for a free loopback address)");
+    return 0;
+}
+
+/* Parsing state shared by the environment and file readers. */
+struct cfg_list {
+    struct srn_dev_cfg *out;
+    int max;
+    int n;
+    int pos[SRN_MAX_DEVICES];   /* entry/line number of each device, for messages */
+    const char *source;         /* "SOFTRNIC_DEVICES" or the file path */
+    const char *unit;           /* "entry" or "line" */
+};
+
+static int cfg_add(struct cfg_list *l, const char *text, int pos, char *err, size_t errlen)
+{
+    char where[512];
+    snprintf(where, sizeof(where), "%s: %s %d", l->source, l->unit, pos);
+    if (l->n >= l->max)
+        return cfg_error(err, errlen, where, "too many devices (at most %d)", l->max);
+    struct srn_dev_cfg *c = &l->out[l->n];
+    int rc = srn_config_parse_entry(text, l->n, c, where, err, errlen);
+    if (rc)
+        return rc;
+    for (int i = 0; i < l->n; i++) {
+        const struct srn_dev_cfg *o = &l->out[i];
+        if (!strcmp(o->name, c->name))
+            return cfg_error(err, errlen, where, "name '%s' is already used by %s %d",
+                             c->name, l->unit, l->pos[i]);
+        /* Two auto devices each find their own address at open; two fixed
+         * devices on one address and port would fail the second bind. */
+        if (!c->auto_loopback && !o->auto_loopback && o->family == c->family &&
+            o->port == c->port && !memcmp(&o->addr, &c->addr, sizeof(c->addr)))
+            return cfg_error(err, errlen, where, "address and port are already used by %s %d",
+                             l->unit, l->pos[i]);
+    }
+    l->pos[l->n++] = pos;   /* n < max <= SRN_MAX_DEVICES, checked above */
+    return 0;
+}
+
+static int cfg_from_env(struct cfg_list *l, const char *env, char *err, size_t errlen)
+{
+    char *copy = strdup(env);
+    if (!copy) {
+        snprintf(err, errlen, "%s: out of memory", SRN_CFG_ENV);
+        return -ENOMEM;
+    }
+    int rc = 0, pos = 0;
+    /* strtok_r would merge empty fields and shift entry numbers; numbering
+     * follows what the user sees when counting ';'. */
+    for (char *p = copy, *next; p && !rc; p = next) {
+        next = strchr(p, ';');
+        if (next)
+            *next++ = '\0';
+        pos++;
+        char *t = trim(p);
+        if (*t)
+            rc = cfg_add(l, t, pos, err, errlen);
+    }
+    free(copy);
+    return rc;
+}
+
+static int cfg_from_file(struct cfg_list *l, const char *path, char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "re");
+    if (!f) {
+        int e = errno;
+        snprintf(err, errlen, "%s: cannot open '%s': %s", SRN_CFG_FILE_ENV, path, strerror(e));
+        return -e;
+    }
+    char line[SRN_CFG_LINE_MAX + 1];
+    int rc = 0, lineno = 0;
+    /* Bounded by the file's size: each iteration consumes at least one byte. */
+    while (!rc && fgets(line, sizeof(line), f)) {
+        lineno++;
+        size_t len = strlen(line);
+        if (len == sizeof(line) - 1 && line[len - 1] != '\n' && !feof(f)) {
+            char where[512];
+            snprintf(where, sizeof(where), "%s: line %d", path, lineno);
+            rc = cfg_error(err, errlen, where, "line longer than %d characters",
+                           SRN_CFG_LINE_MAX - 1);
+            break;
+        }
+        char *hash = strchr(line, '#');
+        if (hash)
+            *hash = '\0';
+        char *t = trim(line);
+        if (*t)
+            rc = cfg_add(l, t, lineno, err, errlen);
+    }
+    if (!rc && ferror(f)) {
+        snprintf(err, errlen, "%s: read error", path);
+        rc = -EIO;
+    }
+    fclose(f);
+    return rc;
+}
+
+int srn_config_load(struct srn_dev_cfg *out, int max, char *err, size_t errlen)
+{
+    if (err && errlen)
+        err[0] = '\0';
+    if (max <= 0)
+        return -EINVAL;
+    if (max > SRN_MAX_DEVICES)
+        max = SRN_MAX_DEVICES;
+    struct cfg_list l = { .out = out, .max = max };
+    int rc;
+    const char *env = getenv(SRN_CFG_ENV);
+    const char *file = getenv(SRN_CFG_FILE_ENV);
+    if (env) {
+        l.source = SRN_CFG_ENV;
+        l.unit = "entry";
+        rc = cfg_from_env(&l, env, err, errlen);
+    } else if (file && *file) {
+        l.source = file;
+        l.unit = "line";
+        rc = cfg_from_file(&l, file, err, errlen);
+    } else {
+        l.source = "default";
+        l.unit = "entry";
+        rc = cfg_add(&l, "name=softrnic0,addr=auto", 1, err, errlen);
+    }
+    if (rc)
+        return rc;
+    if (l.n == 0) {
+        /* An empty list is almost always a quoting mistake; a silent device-
+         * less library would leave the user staring at "No IB devices found". */
+        snprintf(err, errlen, "%s: no device entries (unset %s to get the default "
+                 "loopback device)", env ? SRN_CFG_ENV : file, env ? SRN_CFG_ENV : SRN_CFG_FILE_ENV);
+        return -EINVAL;
+    }
+    for (int i = 0; i < l.n; i++) {
+        uint32_t mtu;
+        if (out[i].link_mtu == 0 && srn_link_detect_mtu((struct sockaddr *)&out[i].addr, &mtu) == 0)
+            out[i].link_mtu = mtu;
+    }
+    return l.n;
+}
+
+static bool addr_is_loopback(const struct sockaddr *sa)
+{
+    if (sa->sa_family == AF_INET)
+        return (ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr) >> 24) == IN_LOOPBACKNET;
+    if (sa->sa_family == AF_INET6)
+        return IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *)sa)->sin6_addr);
+    return false;
+}
+
+static bool addr_equal(const struct sockaddr *a, const struct sockaddr *b)
+{
+    if (a->sa_family != b->sa_family)
+        return false;
+    if (a->sa_family == AF_INET)
+        return ((const struct sockaddr_in *)a)->sin_addr.s_addr ==
+               ((const struct sockaddr_in *)b)->sin_addr.s_addr;
+    if (a->sa_family == AF_INET6) {
+        const struct sockaddr_in6 *x = (const void *)a, *y = (const void *)b;
+        if (memcmp(&x->sin6_addr, &y->sin6_addr, sizeof(x->sin6_addr)))
+            return false;
+        /* The same link-local address may exist on several interfaces. */
+        return !x->sin6_scope_id || !y->sin6_scope_id || x->sin6_scope_id == y->sin6_scope_id;
+    }
+    return false;
+}
+
+int srn_link_detect_mtu(const struct sockaddr *sa, uint32_t *mtu)
+{
+    struct ifaddrs *list;
+    if (getifaddrs(&list))
+        return -errno;
+    /* 127.0.0.N other than .1 is not listed as an address of lo, yet every
+     * 127/8 address is local through it; match loopback by interface flag.
+     * Interfaces without addresses still appear (AF_PACKET entries). */
+    bool loop = addr_is_loopback(sa);
+    char ifname[IF_NAMESIZE] = "";
+    for (struct ifaddrs *ifa = list; ifa; ifa = ifa->ifa_next) {
+        if (!ifa->ifa_name || strlen(ifa->ifa_name) >= sizeof(ifname))
+            continue;
+        if (loop ? (ifa->ifa_flags & IFF_LOOPBACK) != 0
+                 : (ifa->ifa_addr && addr_equal(ifa->ifa_addr, sa))) {
+            strcpy(ifname, ifa->ifa_name);
+            break;
+        }
+    }
+    freeifaddrs(list);
+    if (!ifname[0])
+        return -ENODEV;
+
+    int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        fd = socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -errno;
+    struct ifreq ifr;
+    memset(&ifr, 0, sizeof(ifr));
+    strcpy(ifr.ifr_name, ifname);
+    int rc = ioctl(fd, SIOCGIFMTU, &ifr);
+    int e = errno;
+    close(fd);
+    if (rc)
+        return -e;
+    if (ifr.ifr_mtu <= 0)
+        return -ENODEV;
+    *mtu = (uint32_t)ifr.ifr_mtu;
+    return 0;
+}
+
+uint32_t srn_link_ib_mtu_bytes(int ib_mtu)
+{
+    if (ib_mtu < IBV_MTU_256 || ib_mtu > IBV_MTU_4096)
+        return 0;
+    return 256u << (ib_mtu - IBV_MTU_256);
+}
+
+int srn_link_ib_mtu(uint32_t link_mtu)
+{
+    uint32_t room = link_mtu > SRN_LINK_HDR_ROOM ? link_mtu - SRN_LINK_HDR_ROOM : 0;
+    for (int m = IBV_MTU_4096; m > IBV_MTU_256; m--)
+        if (srn_link_ib_mtu_bytes(m) <= room)
+            return m;
+    return IBV_MTU_256;
+}

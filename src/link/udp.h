@@ -1,0 +1,103 @@
+/* The UDP socket that carries a device's RoCEv2 packets, plus address helpers
+ * (sockaddr <-> RoCEv2 GID, printable form).
+ *
+ * One socket per device, bound to the device's own address and port, so the
+ * UDP source port of every packet is the device port (the ICRC covers it and
+ * the receiver recomputes it from the header it sees). The socket is
+ * non-blocking and unconnected; IPv4 packets leave with DF set and, because
+ * of that, IP ID 0 (Linux's rule for unconnected DF sockets; the ICRC covers
+ * the ID and receivers assume 0 — tests/test_link_wire.c checks this).
+ * IPv6 packets leave with UDP checksum 0 and zero-checksum packets are
+ * accepted, as rxe and RoCE NICs do.
+ *
+ * This layer never looks inside a datagram: it moves opaque bytes.
+ */
+#ifndef SRN_LINK_UDP_H
+#define SRN_LINK_UDP_H
+
+#include <stdint.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include "link/config.h"
+
+#define SRN_UDP_SOCKBUF (8u << 20)   /* 8 MiB each way: a few hundred 4 KiB packets of burst */
+
+struct srn_udp {
+    int fd;                          /* -1 when closed */
+    int family;
+    struct sockaddr_storage local;   /* bound address incl. port */
+    socklen_t local_len;
+    uint16_t port;                   /* host order */
+    int rcvbuf, sndbuf;              /* what the kernel granted (doubled value, as getsockopt reports) */
+};
+
+/* Open and bind the device's socket. auto_loopback: bind the first free
+ * 127.0.0.N (N = 1..254) on cfg->port and write it back into cfg->addr.
+ * Otherwise bind exactly cfg->addr:cfg->port. cfg->port 0 lets the kernel
+ * choose (tests) and is written back. cfg->link_mtu is filled if still 0
+ * (detected, else SRN_LOOPBACK_MTU for auto, else 1500). Returns 0 or -errno
+ * with a one-line explanation in err. */
+int srn_udp_open(struct srn_udp *u, struct srn_dev_cfg *cfg, char *err, size_t errlen);
+void srn_udp_close(struct srn_udp *u);
+
+/* Send one datagram gathered from iov to dst. Returns 0, -EAGAIN when the
+ * socket buffer (or a device queue) is full and the caller should retry
+ * later, -EMSGSIZE when it exceeds the path MTU, -EAFNOSUPPORT when dst is
+ * not of the socket's family, or another -errno. */
+int srn_udp_sendv(struct srn_udp *u, const struct sockaddr *dst, socklen_t dstlen,
+                  const struct iovec *iov, int iovcnt);
+
+/* Send up to n datagrams in one system call (sendmmsg). Returns how many
+ * were sent (0..n; the caller retries the rest later), or -errno when the
+ * first one failed with anything but a full buffer. */
+#define SRN_TX_BATCH 32
+struct srn_tx_msg {
+    const struct sockaddr *dst;
+    socklen_t dstlen;
+    const struct iovec *iov;
+    int iovcnt;
+};
+int srn_udp_send_batch(struct srn_udp *u, const struct srn_tx_msg *m, int n);
+
+/* Batched receive into a caller-owned set of fixed buffers. */
+#define SRN_RX_BATCH 32
+#define SRN_RX_BUFSZ 9216   /* >= 4096 MTU payload + headers; GRO comes later */
+struct srn_rx_batch {
+    int count;
+    struct {
+        uint8_t *data;
+        uint32_t len;
+        struct sockaddr_storage src;
+        socklen_t srclen;
+    } pkt[SRN_RX_BATCH];
+    /* Owned storage: one allocation of SRN_RX_BATCH * SRN_RX_BUFSZ bytes
+     * and the recvmmsg descriptors that point into it. */
+    uint8_t *bufs;
+    struct mmsghdr msgs[SRN_RX_BATCH];
+    struct iovec iov[SRN_RX_BATCH];
+};
+int srn_rx_batch_init(struct srn_rx_batch *b);   /* allocates buffers once; 0 or -ENOMEM */
+void srn_rx_batch_free(struct srn_rx_batch *b);
+
+/* Receive what is waiting, up to SRN_RX_BATCH datagrams, without blocking.
+ * Returns the number of datagrams now in b->pkt[0..count) (0 if none) or
+ * -errno. Datagrams longer than SRN_RX_BUFSZ are dropped and their number is
+ * stored in *truncated (may be NULL). pkt[i].data stays valid until the next
+ * call on the same batch. */
+int srn_udp_recv_batch(struct srn_udp *u, struct srn_rx_batch *b, int *truncated);
+
+/* RoCEv2 GID of an address: IPv4 -> ::ffff:a.b.c.d, IPv6 as is; any other
+ * family gives the all-zero GID. */
+void srn_sockaddr_to_gid(const struct sockaddr *sa, uint8_t gid[16]);
+/* Address to send to for a GID: IPv4-mapped GIDs become AF_INET, others
+ * AF_INET6. family_hint (the local socket's family, or AF_UNSPEC) must agree:
+ * -EAFNOSUPPORT if it does not, -EINVAL for the all-zero GID. */
+int srn_gid_to_sockaddr(const uint8_t gid[16], uint16_t port, int family_hint,
+                        struct sockaddr_storage *out, socklen_t *len);
+
+/* "127.0.0.2:4791", "[fd00::1]:4791", "[fe80::1%eth0]:4791"; returns buf. */
+#define SRN_SOCKADDR_STRLEN 80
+const char *srn_sockaddr_str(const struct sockaddr *sa, char *buf, size_t len);
+
+#endif

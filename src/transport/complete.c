@@ -1,0 +1,112 @@
+/*
+ * complete.c - completions and the error state.
+ */
+#include "transport/complete.h"
+
+#include "core/cq.h"
+#include "core/device.h"
+#include "core/nic.h"
+#include "core/qp.h"
+
+static enum ibv_wc_opcode wc_opcode_of(enum ibv_wr_opcode op)
+{
+	switch (op) {
+	case IBV_WR_RDMA_WRITE:
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+		return IBV_WC_RDMA_WRITE;
+	case IBV_WR_RDMA_READ:
+		return IBV_WC_RDMA_READ;
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+		return IBV_WC_COMP_SWAP;
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+		return IBV_WC_FETCH_ADD;
+	case IBV_WR_LOCAL_INV:
+		return IBV_WC_LOCAL_INV;
+	case IBV_WR_BIND_MW:
+		return IBV_WC_BIND_MW;
+	case IBV_WR_TSO:
+		return IBV_WC_TSO;
+	default:
+		return IBV_WC_SEND;
+	}
+}
+
+static void push(struct srn_qp *qp, struct srn_cq *cq, const struct ibv_wc *wc, bool solicited)
+{
+	if (srn_cq_push(cq, wc, solicited) == -ENOSPC) {
+		srn_count(&qp->nic->cnt, SRN_CNT_CQ_OVERFLOW, 1);
+		struct ibv_async_event ev = { .element.cq = &cq->ibcq, .event_type = IBV_EVENT_CQ_ERR };
+		srn_async_post(&cq->ctx->async, &ev);
+	}
+}
+
+void srn_complete_send(struct srn_qp *qp, enum ibv_wc_status status)
+{
+	struct srn_swqe *w = &qp->sq[qp->sq_tail & (qp->sq_size - 1)];
+	qp->sq_tail++;
+	if (status == IBV_WC_SUCCESS && !qp->sq_sig_all && !(w->send_flags & IBV_SEND_SIGNALED))
+		return;
+	struct ibv_wc wc = {
+		.wr_id = w->wr_id,
+		.status = status,
+		.opcode = wc_opcode_of(w->opcode),
+		.byte_len = w->length,
+		.qp_num = qp->qpn,
+		.vendor_err = status == IBV_WC_SUCCESS ? 0 : (uint32_t)status,
+	};
+	push(qp, qp->scq, &wc, false);
+	if (qp->sq_drained_pending && qp->sq_tail == qp->sq_head) {
+		qp->sq_drained_pending = false;
+		srn_qp_event(qp, IBV_EVENT_SQ_DRAINED);
+	}
+}
+
+void srn_complete_recv(struct srn_qp *qp, enum ibv_wc_status status, uint32_t byte_len,
+		       bool with_imm, uint32_t imm_be, bool solicited, enum ibv_wc_opcode op)
+{
+	struct srn_rwqe *w = &qp->rq[qp->rq_tail & (qp->rq_size - 1)];
+	qp->rq_tail++;
+	struct ibv_wc wc = {
+		.wr_id = w->wr_id,
+		.status = status,
+		.opcode = op,
+		.byte_len = byte_len,
+		.qp_num = qp->qpn,
+		.src_qp = qp->attr.dest_qp_num,
+		.wc_flags = with_imm ? IBV_WC_WITH_IMM : 0,
+		.imm_data = with_imm ? imm_be : 0,
+		.pkey_index = 0,
+		.vendor_err = status == IBV_WC_SUCCESS ? 0 : (uint32_t)status,
+	};
+	push(qp, qp->rcq, &wc, solicited);
+}
+
+void srn_qp_flush(struct srn_qp *qp)
+{
+	while (qp->sq_tail != qp->sq_head)
+		srn_complete_send(qp, IBV_WC_WR_FLUSH_ERR);
+	qp->sq_cur = qp->sq_head;
+	qp->sq_cur_started = false;
+	if (!qp->srq)
+		while (qp->rq_tail != qp->rq_head)
+			srn_complete_recv(qp, IBV_WC_WR_FLUSH_ERR, 0, false, 0, false, IBV_WC_RECV);
+	qp->resp_in_msg = false;
+}
+
+void srn_qp_event(struct srn_qp *qp, enum ibv_event_type type)
+{
+	struct ibv_async_event ev = { .element.qp = &qp->ibqp_ex.qp_base, .event_type = type };
+	srn_async_post(&qp->ctx->async, &ev);
+}
+
+void srn_qp_fail(struct srn_qp *qp, int event)
+{
+	if (qp->state == IBV_QPS_ERR)
+		return;
+	qp->state = IBV_QPS_ERR;
+	qp->ibqp_ex.qp_base.state = IBV_QPS_ERR;
+	qp->attr.qp_state = IBV_QPS_ERR;
+	srn_qp_flush(qp);
+	if (event >= 0)
+		srn_qp_event(qp, (enum ibv_event_type)event);
+}

@@ -1,0 +1,33 @@
+/*
+ * complete.h - turning work requests into completions, and the error
+ * state: every failed work request completes with the status a NIC would
+ * give, the QP moves to ERR and everything outstanding is flushed with
+ * IBV_WC_WR_FLUSH_ERR.  Must hold nic->lock.
+ */
+#ifndef SRN_TRANSPORT_COMPLETE_H
+#define SRN_TRANSPORT_COMPLETE_H
+
+#include <infiniband/verbs.h>
+#include <stdbool.h>
+
+struct srn_qp;
+struct srn_swqe;
+struct srn_rwqe;
+
+/* Complete the oldest send WQE (sq_tail) with status; a successful
+ * unsignaled one produces no CQE. */
+void srn_complete_send(struct srn_qp *qp, enum ibv_wc_status status);
+/* Complete the oldest receive WQE (rq_tail). */
+void srn_complete_recv(struct srn_qp *qp, enum ibv_wc_status status, uint32_t byte_len,
+		       bool with_imm, uint32_t imm_be, bool solicited, enum ibv_wc_opcode op);
+/* Move the QP to ERR (if not already) and flush both queues.  event is the
+ * asynchronous event to raise (IBV_EVENT_QP_REQ_ERR, _ACCESS_ERR, _FATAL)
+ * or SRN_NO_EVENT when a completion already reports the error. */
+#define SRN_NO_EVENT (-1)
+void srn_qp_fail(struct srn_qp *qp, int event);
+/* Flush everything outstanding with IBV_WC_WR_FLUSH_ERR (QP in ERR). */
+void srn_qp_flush(struct srn_qp *qp);
+/* Raise an asynchronous event for the QP on its context. */
+void srn_qp_event(struct srn_qp *qp, enum ibv_event_type type);
+
+#endif

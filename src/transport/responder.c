@@ -1,0 +1,250 @@
+/*
+ * responder.c - executing requests from the peer's requester.
+ *
+ * RC (IBTA ch. 9.7, rxe_resp.c for behaviour): a request with the expected
+ * PSN executes; a later PSN means loss and earns one NAK-sequence-error
+ * (then silence until the expected PSN arrives); an earlier PSN is a
+ * duplicate that is re-acknowledged, never executed twice.  A SEND with no
+ * receive posted earns an RNR NAK and is not consumed.  Errors in the
+ * request itself (class C: opcode sequence, length, access) earn a NAK and
+ * move this QP to ERR.  UC executes what arrives in order and silently
+ * drops a message with a gap; it never answers.
+ */
+#include <string.h>
+
+#include "core/mr.h"
+#include "core/nic.h"
+#include "core/qp.h"
+#include "transport/complete.h"
+#include "transport/rx.h"
+#include "transport/tx.h"
+#include "wire/roce_hdr.h"
+
+/* Outcome of executing one request packet. */
+enum exec_result {
+	EXEC_OK,
+	EXEC_RNR,                      /* no receive WQE: retry later */
+	EXEC_NAK_INVALID,              /* malformed/out-of-order request */
+	EXEC_NAK_ACCESS,               /* rkey, range or permission */
+	EXEC_NAK_OP,                   /* the responder failed (bad receive WQE) */
+};
+
+/* Copy len bytes of payload to offset off of the receive WQE's buffers.
+ * -EMSGSIZE if they do not fit, -EACCES if an lkey does not resolve. */
+static int place_recv(struct srn_qp *qp, const uint8_t *src, uint32_t off, uint32_t len)
+{
+	uint32_t idx = qp->rq_tail & (qp->rq_size - 1);
+	const struct srn_rwqe *w = &qp->rq[idx];
+	const struct ibv_sge *sge = qp->rq_sge + (size_t)idx * qp->cap.max_recv_sge;
+
+	if (off > w->length || len > w->length - off)
+		return -EMSGSIZE;
+	for (uint32_t i = 0; i < w->num_sge && len; i++) {
+		if (off >= sge[i].length) {
+			off -= sge[i].length;
+			continue;
+		}
+		uint32_t take = sge[i].length - off < len ? sge[i].length - off : len;
+		const char *why;
+		void *dst = srn_mr_resolve(qp->nic, qp->pd, sge[i].lkey, sge[i].addr + off, take,
+					   IBV_ACCESS_LOCAL_WRITE, &why);
+		if (!dst)
+			return -EACCES;
+		memcpy(dst, src, take);
+		src += take;
+		len -= take;
+		off = 0;
+	}
+	return 0;
+}
+
+/* Path-MTU payload rules of the responder (rxe check_length): FIRST and
+ * MIDDLE packets carry exactly the MTU, LAST 1..MTU, ONLY 0..MTU. */
+static bool length_ok(const struct srn_qp *qp, const struct srn_pkt *p)
+{
+	uint16_t f = p->info->flags;
+	if (f & (SRN_OPF_FIRST | SRN_OPF_MIDDLE))
+		return p->paylen == qp->mtu;
+	if (f & SRN_OPF_LAST)
+		return p->paylen >= 1 && p->paylen <= qp->mtu;
+	return p->paylen <= qp->mtu;
+}
+
+static enum exec_result exec_send(struct srn_qp *qp, const struct srn_pkt *p)
+{
+	uint16_t f = p->info->flags;
+	bool first = f & (SRN_OPF_FIRST | SRN_OPF_ONLY);
+	bool last = f & (SRN_OPF_LAST | SRN_OPF_ONLY);
+
+	if (first == qp->resp_in_msg)   /* FIRST inside a message, or MIDDLE/LAST outside one */
+		return EXEC_NAK_INVALID;
+	if (!length_ok(qp, p))
+		return EXEC_NAK_INVALID;
+	if (first) {
+		if (qp->rq_tail == qp->rq_head)
+			return EXEC_RNR;
+		qp->resp_off = 0;
+		qp->resp_in_write = false;
+	}
+	int ret = place_recv(qp, p->payload, qp->resp_off, p->paylen);
+	if (ret) {
+		enum ibv_wc_status st = ret == -EMSGSIZE ? IBV_WC_LOC_LEN_ERR : IBV_WC_LOC_PROT_ERR;
+		if (ret == -EMSGSIZE)
+			srn_count(&qp->nic->cnt, SRN_CNT_LOC_LEN_ERR, 1);
+		srn_complete_recv(qp, st, 0, false, 0, false, IBV_WC_RECV);
+		qp->resp_in_msg = false;
+		return ret == -EMSGSIZE ? EXEC_NAK_INVALID : EXEC_NAK_OP;
+	}
+	qp->resp_off += p->paylen;
+	qp->resp_in_msg = !last;
+	if (last) {
+		srn_complete_recv(qp, IBV_WC_SUCCESS, qp->resp_off, f & SRN_OPF_IMM, p->imm_be, p->se,
+				  IBV_WC_RECV);
+		srn_count(&qp->nic->cnt, SRN_CNT_RDMA_RECVS, 1);
+	}
+	return EXEC_OK;
+}
+
+static enum exec_result exec_write(struct srn_qp *qp, const struct srn_pkt *p)
+{
+	uint16_t f = p->info->flags;
+	bool first = f & (SRN_OPF_FIRST | SRN_OPF_ONLY);
+	bool last = f & (SRN_OPF_LAST | SRN_OPF_ONLY);
+	const char *why;
+
+	if (first == qp->resp_in_msg)
+		return EXEC_NAK_INVALID;
+	if (!length_ok(qp, p))
+		return EXEC_NAK_INVALID;
+	if (first) {
+		if (!(qp->attr.qp_access_flags & IBV_ACCESS_REMOTE_WRITE))
+			return EXEC_NAK_ACCESS;
+		/* A zero-length WRITE checks no key (IBTA 9.4.2.1). */
+		if (p->reth_len &&
+		    !srn_mr_resolve(qp->nic, qp->pd, p->reth_rkey, p->reth_va, p->reth_len,
+				    IBV_ACCESS_REMOTE_WRITE, &why))
+			return EXEC_NAK_ACCESS;
+		qp->resp_write_va = p->reth_va;
+		qp->resp_write_rkey = p->reth_rkey;
+		qp->resp_write_len = p->reth_len;
+		qp->resp_off = 0;
+		qp->resp_in_write = true;
+	} else if (!qp->resp_in_write) {
+		return EXEC_NAK_INVALID;
+	}
+	if (last && (f & SRN_OPF_IMM) && qp->rq_tail == qp->rq_head)
+		return EXEC_RNR;
+	if (p->paylen > qp->resp_write_len - qp->resp_off)
+		return EXEC_NAK_INVALID;
+	if (p->paylen) {
+		void *dst = srn_mr_resolve(qp->nic, qp->pd, qp->resp_write_rkey,
+					   qp->resp_write_va + qp->resp_off, p->paylen,
+					   IBV_ACCESS_REMOTE_WRITE, &why);
+		if (!dst)   /* deregistered mid-message */
+			return EXEC_NAK_ACCESS;
+		memcpy(dst, p->payload, p->paylen);
+	}
+	qp->resp_off += p->paylen;
+	qp->resp_in_msg = !last;
+	if (last) {
+		if (qp->resp_off != qp->resp_write_len) {
+			qp->resp_in_msg = false;
+			return EXEC_NAK_INVALID;
+		}
+		if (f & SRN_OPF_IMM)
+			srn_complete_recv(qp, IBV_WC_SUCCESS, qp->resp_write_len, true, p->imm_be,
+					  p->se, IBV_WC_RECV_RDMA_WITH_IMM);
+	}
+	return EXEC_OK;
+}
+
+static enum exec_result execute(struct srn_qp *qp, const struct srn_pkt *p)
+{
+	uint16_t f = p->info->flags;
+	if (f & SRN_OPF_SEND)
+		return exec_send(qp, p);
+	if (f & SRN_OPF_WRITE)
+		return exec_write(qp, p);
+	/* RDMA READ and atomics are not implemented yet: the request is
+	 * refused as a real responder refuses an operation it does not
+	 * support (invalid request). */
+	return EXEC_NAK_INVALID;
+}
+
+static void rc_request(struct srn_qp *qp, const struct srn_pkt *p)
+{
+	struct srn_nic *nic = qp->nic;
+	int c = srn_psn_cmp(p->psn, qp->resp_epsn);
+
+	if (c > 0) {
+		srn_count(&nic->cnt, SRN_CNT_OUT_OF_SEQUENCE, 1);
+		if (!qp->resp_nak_sent) {
+			qp->resp_nak_sent = true;
+			srn_ack_schedule(qp, SRN_AETH_NAK_PSN_SEQ, qp->resp_epsn);
+			srn_count(&nic->cnt, SRN_CNT_SEQ_NAK_SENT, 1);
+		}
+		return;
+	}
+	if (c < 0) {
+		/* Duplicate: acknowledge up to the newest PSN executed so the
+		 * requester stops resending; never execute again. */
+		srn_count(&nic->cnt, SRN_CNT_DUPLICATE_REQUEST, 1);
+		srn_ack_schedule(qp, SRN_AETH_ACK_UNLIMITED, srn_psn_add(qp->resp_epsn, SRN_PSN_MASK));
+		return;
+	}
+	bool last = p->info->flags & (SRN_OPF_LAST | SRN_OPF_ONLY);
+	switch (execute(qp, p)) {
+	case EXEC_OK:
+		break;
+	case EXEC_RNR:
+		srn_count(&nic->cnt, SRN_CNT_SEND_RNR_ERR, 1);
+		qp->resp_nak_sent = true;   /* stay silent about what follows */
+		srn_ack_schedule(qp, SRN_AETH_RNR_NAK | (qp->attr.min_rnr_timer & 0x1f), p->psn);
+		return;
+	case EXEC_NAK_INVALID:
+		srn_ack_schedule(qp, SRN_AETH_NAK_INVALID, p->psn);
+		srn_qp_fail(qp, IBV_EVENT_QP_REQ_ERR);
+		return;
+	case EXEC_NAK_ACCESS:
+		srn_ack_schedule(qp, SRN_AETH_NAK_REM_ACCESS, p->psn);
+		srn_qp_fail(qp, IBV_EVENT_QP_ACCESS_ERR);
+		return;
+	case EXEC_NAK_OP:
+		srn_ack_schedule(qp, SRN_AETH_NAK_REM_OP, p->psn);
+		srn_qp_fail(qp, IBV_EVENT_QP_FATAL);
+		return;
+	}
+	qp->resp_nak_sent = false;
+	qp->resp_epsn = srn_psn_add(qp->resp_epsn, 1);
+	if (last)
+		qp->resp_msn = (qp->resp_msn + 1) & SRN_PSN_MASK;
+	if (p->ackreq)
+		srn_ack_schedule(qp, SRN_AETH_ACK_UNLIMITED, p->psn);
+}
+
+static void uc_request(struct srn_qp *qp, const struct srn_pkt *p)
+{
+	uint16_t f = p->info->flags;
+	if (p->psn != qp->resp_epsn) {
+		/* A gap: the message in progress is lost as a whole. */
+		srn_count(&qp->nic->cnt, SRN_CNT_OUT_OF_SEQUENCE, 1);
+		qp->resp_in_msg = false;
+	}
+	qp->resp_epsn = srn_psn_add(p->psn, 1);
+	if (!(f & (SRN_OPF_FIRST | SRN_OPF_ONLY)) && !qp->resp_in_msg)
+		return;     /* tail of a message whose start was lost */
+	if (execute(qp, p) != EXEC_OK)
+		qp->resp_in_msg = false;   /* UC errors are silent drops */
+}
+
+void srn_resp_packet(struct srn_qp *qp, const struct srn_pkt *p)
+{
+	if (qp->state == IBV_QPS_RTR && !qp->resp_comm_est) {
+		qp->resp_comm_est = true;
+		srn_qp_event(qp, IBV_EVENT_COMM_EST);
+	}
+	if (qp->type == IBV_QPT_RC)
+		rc_request(qp, p);
+	else if (qp->type == IBV_QPT_UC)
+		uc_request(qp, p);
+}

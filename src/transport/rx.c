@@ -1,0 +1,130 @@
+/*
+ * rx.c - validation at the door: every received datagram is parsed,
+ * its ICRC checked, its destination QP found and its source and state
+ * checked before the responder or completer sees it.  Each reject is
+ * counted; nothing here trusts a length from the packet that
+ * srn_pkt_parse has not bounded.
+ */
+#include "transport/rx.h"
+
+#include <string.h>
+#include <netinet/in.h>
+
+#include "core/nic.h"
+#include "core/qp.h"
+#include "wire/icrc.h"
+#include "wire/roce_hdr.h"
+
+/* IP facts of a received packet for its ICRC.  A user-space socket sees
+ * neither the IPv4 ID nor the flags; softrnic peers send ID 0 with DF
+ * (link/udp.c), so those are assumed and foreign IDs are solved for. */
+static void rx_meta(const struct srn_nic *nic, const struct sockaddr *src, struct srn_ip_meta *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->family = nic->udp.family;
+	m->dport = nic->udp.port;
+	if (src->sa_family == AF_INET) {
+		const struct sockaddr_in *s = (const void *)src;
+		const struct sockaddr_in *d = (const void *)&nic->udp.local;
+		memcpy(m->src, &s->sin_addr, 4);
+		memcpy(m->dst, &d->sin_addr, 4);
+		m->sport = ntohs(s->sin_port);
+		m->ipv4_frag = 0x4000;
+	} else {
+		const struct sockaddr_in6 *s = (const void *)src;
+		const struct sockaddr_in6 *d = (const void *)&nic->udp.local;
+		memcpy(m->src, &s->sin6_addr, 16);
+		memcpy(m->dst, &d->sin6_addr, 16);
+		m->sport = ntohs(s->sin6_port);
+	}
+}
+
+static bool icrc_ok(struct srn_nic *nic, const uint8_t *data, uint32_t len,
+		    const struct sockaddr *src, uint32_t wire)
+{
+	struct srn_ip_meta m;
+	rx_meta(nic, src, &m);
+	struct iovec iov = { (void *)data, len - SRN_ICRC_LEN };
+	if (srn_icrc_calc(&m, &iov, 1) == wire)
+		return true;
+	uint16_t id;
+	if (m.family == AF_INET && srn_icrc_solve_ipv4_id(&m, &iov, 1, wire, &id) == 0) {
+		srn_count(&nic->cnt, SRN_CNT_ICRC_ID_SOLVED, 1);
+		return true;
+	}
+	return false;
+}
+
+/* RC and UC packets must come from the peer the QP was connected to
+ * (rxe check_addr does the same). */
+static bool from_peer(const struct srn_qp *qp, const struct sockaddr *src)
+{
+	if (src->sa_family != qp->peer.ss_family)
+		return false;
+	if (src->sa_family == AF_INET) {
+		const struct sockaddr_in *a = (const void *)src, *b = (const void *)&qp->peer;
+		return a->sin_addr.s_addr == b->sin_addr.s_addr;
+	}
+	const struct sockaddr_in6 *a = (const void *)src, *b = (const void *)&qp->peer;
+	return memcmp(&a->sin6_addr, &b->sin6_addr, 16) == 0;
+}
+
+static uint8_t transport_of_qp(const struct srn_qp *qp)
+{
+	switch (qp->type) {
+	case IBV_QPT_UC:
+		return SRN_TRANSPORT_UC;
+	case IBV_QPT_UD:
+		return SRN_TRANSPORT_UD;
+	default:
+		return SRN_TRANSPORT_RC;
+	}
+}
+
+void srn_rx_packet(struct srn_nic *nic, const uint8_t *data, uint32_t len,
+		   const struct sockaddr *src)
+{
+	struct srn_pkt p;
+
+	srn_count(&nic->cnt, SRN_CNT_RCVD_PKTS, 1);
+	srn_count(&nic->cnt, SRN_CNT_RCVD_BYTES, len);
+	if (srn_pkt_parse(data, len, &p)) {
+		srn_count(&nic->cnt, SRN_CNT_MALFORMED, 1);
+		return;
+	}
+	if (!icrc_ok(nic, data, len, src, p.icrc)) {
+		srn_count(&nic->cnt, SRN_CNT_BAD_ICRC, 1);
+		return;
+	}
+	if (srn_opcode_transport(p.opcode) == SRN_TRANSPORT_CC)
+		return;         /* CNP: congestion control is not implemented yet */
+
+	struct srn_qp *qp = srn_nic_qp_lookup(nic, p.dqpn);
+	if (!qp) {
+		srn_count(&nic->cnt, SRN_CNT_UNKNOWN_QP, 1);
+		return;
+	}
+	if (srn_opcode_transport(p.opcode) != transport_of_qp(qp)) {
+		srn_count(&nic->cnt, SRN_CNT_MALFORMED, 1);
+		return;
+	}
+	if (qp->type != IBV_QPT_UD && !from_peer(qp, src)) {
+		srn_count(&nic->cnt, SRN_CNT_ADDR_MISMATCH, 1);
+		return;
+	}
+	/* Requests are taken from RTR on; responses need a requester (RTS,
+	 * SQD, SQE).  RESET, INIT and ERR take nothing. */
+	bool is_req = p.info->flags & SRN_OPF_REQ;
+	enum ibv_qp_state s = qp->state;
+	bool accept = is_req ? (s == IBV_QPS_RTR || s == IBV_QPS_RTS || s == IBV_QPS_SQD ||
+				s == IBV_QPS_SQE)
+			     : (s == IBV_QPS_RTS || s == IBV_QPS_SQD || s == IBV_QPS_SQE);
+	if (!accept) {
+		srn_count(&nic->cnt, SRN_CNT_QP_STATE_DROP, 1);
+		return;
+	}
+	if (is_req)
+		srn_resp_packet(qp, &p);
+	else
+		srn_comp_packet(qp, &p);
+}

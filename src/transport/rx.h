@@ -1,0 +1,23 @@
+/*
+ * rx.h - everything that enters the NIC: validation at the door
+ * (rx.c), the responder (requests from a peer's requester) and the
+ * completer (ACKs and responses to our own requests).  All functions must
+ * be called with nic->lock held.
+ */
+#ifndef SRN_TRANSPORT_RX_H
+#define SRN_TRANSPORT_RX_H
+
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "wire/opcode.h"
+
+struct srn_nic;
+struct srn_qp;
+
+void srn_rx_packet(struct srn_nic *nic, const uint8_t *data, uint32_t len,
+		   const struct sockaddr *src);
+void srn_resp_packet(struct srn_qp *qp, const struct srn_pkt *p);
+void srn_comp_packet(struct srn_qp *qp, const struct srn_pkt *p);
+
+#endif

@@ -1,0 +1,113 @@
+/*
+ * tx.c - the packet builder, coalesced ACKs and deferred transmission.
+ *
+ * A packet is sent as one gathered datagram: [headers][payload pieces
+ * straight from registered memory][pad + ICRC], so payload bytes are never
+ * copied in user space on the way out.
+ */
+#include "transport/tx.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "core/limits.h"
+#include "core/nic.h"
+#include "core/qp.h"
+#include "wire/icrc.h"
+#include "wire/roce_hdr.h"
+
+#define SRN_MAX_TX_IOV (SRN_MAX_SGE + 2)
+
+int srn_xmit(struct srn_qp *qp, struct srn_pkt *p, const struct iovec *pay, int npay)
+{
+	struct srn_nic *nic = qp->nic;
+	uint8_t hdr[SRN_MAX_HDR_LEN];
+	uint8_t tail[3 + SRN_ICRC_LEN] = { 0 };
+	struct iovec iov[SRN_MAX_TX_IOV + 1];
+
+	if (npay > SRN_MAX_SGE)
+		return -EINVAL;
+	p->pkey = SRN_DEFAULT_PKEY;
+	int hl = srn_pkt_build_hdr(hdr, p);
+	if (hl < 0)
+		return hl;
+	int n = 0;
+	iov[n++] = (struct iovec){ hdr, (size_t)hl };
+	for (int i = 0; i < npay; i++)
+		if (pay[i].iov_len)
+			iov[n++] = pay[i];
+	uint8_t pad = srn_pad_of(p->paylen);
+	if (pad)
+		iov[n++] = (struct iovec){ tail, pad };
+	uint32_t crc = srn_icrc_calc(&qp->tx_meta, iov, n);
+	srn_icrc_put(tail + pad, crc);
+	if (pad)
+		iov[n - 1].iov_len = pad + SRN_ICRC_LEN;
+	else
+		iov[n++] = (struct iovec){ tail, SRN_ICRC_LEN };
+
+	int ret = srn_udp_sendv(&nic->udp, (const struct sockaddr *)&qp->peer, qp->peer_len,
+				iov, n);
+	if (ret == -EAGAIN) {
+		srn_count(&nic->cnt, SRN_CNT_TX_EAGAIN, 1);
+		return ret;
+	}
+	if (ret) {
+		srn_count(&nic->cnt, SRN_CNT_TX_ERR, 1);
+		return ret;
+	}
+	srn_count(&nic->cnt, SRN_CNT_SENT_PKTS, 1);
+	srn_count(&nic->cnt, SRN_CNT_SENT_BYTES, (uint64_t)hl + p->paylen + pad + SRN_ICRC_LEN);
+	return 0;
+}
+
+void srn_ack_schedule(struct srn_qp *qp, uint8_t syndrome, uint32_t psn)
+{
+	/* A later ACK or NAK-sequence supersedes an earlier one: each
+	 * acknowledges everything before its PSN (coalescing, rxe check_ack). */
+	qp->ack_syndrome = syndrome;
+	qp->ack_psn = psn;
+	if (!qp->ack_pending) {
+		qp->ack_pending = true;
+		qp->ack_next = qp->nic->ack_list;
+		qp->nic->ack_list = qp;
+	}
+}
+
+void srn_ack_flush(struct srn_nic *nic)
+{
+	struct srn_qp *keep = NULL;
+	while (nic->ack_list) {
+		struct srn_qp *qp = nic->ack_list;
+		nic->ack_list = qp->ack_next;
+		struct srn_pkt p = {
+			.opcode = SRN_OP_RC_ACKNOWLEDGE,
+			.dqpn = qp->attr.dest_qp_num,
+			.psn = qp->ack_psn,
+			.aeth_syndrome = qp->ack_syndrome,
+			.aeth_msn = qp->resp_msn,
+		};
+		if (srn_xmit(qp, &p, NULL, 0) == -EAGAIN) {
+			/* Keep it owed; the next flush retries. */
+			qp->ack_next = keep;
+			keep = qp;
+			continue;
+		}
+		qp->ack_pending = false;
+		srn_count(&nic->cnt, SRN_CNT_ACKS_SENT, 1);
+	}
+	nic->ack_list = keep;
+}
+
+void srn_tx_resume(struct srn_nic *nic)
+{
+	struct srn_qp *list = nic->tx_list;
+	nic->tx_list = NULL;
+	while (list) {
+		struct srn_qp *qp = list;
+		list = qp->tx_next;
+		qp->on_tx_list = false;
+		qp->req_blocked = false;
+		srn_req_push(qp);
+	}
+}

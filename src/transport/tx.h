@@ -1,0 +1,32 @@
+/*
+ * tx.h - everything that leaves the NIC: the requester (segmenting send
+ * work requests into packets), ACK/NAK generation and the packet builder.
+ * All functions must be called with nic->lock held.
+ */
+#ifndef SRN_TRANSPORT_TX_H
+#define SRN_TRANSPORT_TX_H
+
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include "wire/opcode.h"
+
+struct srn_nic;
+struct srn_qp;
+
+/* Build headers, pad and ICRC around payload pieces and send to the QP's
+ * peer.  Returns 0, -EAGAIN (socket full; nothing sent) or -errno. */
+int srn_xmit(struct srn_qp *qp, struct srn_pkt *p, const struct iovec *pay, int npay);
+
+/* Transmit what the send queue and the window allow. */
+void srn_req_push(struct srn_qp *qp);
+
+/* Owe the peer an ACK/NAK with this syndrome and PSN; sent by
+ * srn_ack_flush at the end of the receive batch, so ACKs coalesce. */
+void srn_ack_schedule(struct srn_qp *qp, uint8_t syndrome, uint32_t psn);
+void srn_ack_flush(struct srn_nic *nic);
+
+/* Retry QPs whose transmission stopped on a full socket buffer. */
+void srn_tx_resume(struct srn_nic *nic);
+
+#endif

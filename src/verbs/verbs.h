@@ -1,0 +1,36 @@
+/*
+ * verbs.h - shared by the verbs entry-point files only: the ops table
+ * setup and the one place where -errno becomes what each kind of verb
+ * returns (post: positive errno; create: NULL + errno; poll: negative).
+ */
+#ifndef SRN_VERBS_VERBS_H
+#define SRN_VERBS_VERBS_H
+
+#include <errno.h>
+#include <infiniband/verbs.h>
+
+#include "verbs/export.h"
+
+struct srn_context;
+
+/* Fill the context's ops tables; every operation not provided points at a
+ * stub that fails with EOPNOTSUPP. */
+void srn_verbs_set_ops(struct srn_context *ctx);
+
+/* ops implemented in the verbs_*.c files */
+int srn_verbs_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc);
+int srn_verbs_req_notify_cq(struct ibv_cq *cq, int solicited_only);
+int srn_verbs_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
+int srn_verbs_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
+int srn_verbs_query_port(struct ibv_context *c, uint8_t port, struct ibv_port_attr *a, size_t len);
+int srn_verbs_query_device_ex(struct ibv_context *c, const struct ibv_query_device_ex_input *in,
+			      struct ibv_device_attr_ex *a, size_t len);
+
+/* -errno → NULL with errno set */
+static inline void *srn_null_errno(int neg)
+{
+	errno = -neg;
+	return NULL;
+}
+
+#endif

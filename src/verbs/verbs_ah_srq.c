@@ -1,0 +1,124 @@
+/*
+ * verbs_ah_srq.c - address handles, shared receive queues, multicast.
+ *
+ * Address handles are complete (validated, resolved to a UDP address).
+ * SRQs and multicast answer EOPNOTSUPP until their data paths exist.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <netinet/in.h>
+
+#include "core/device.h"
+#include "core/mr.h"
+#include "core/nic.h"
+#include "link/udp.h"
+#include "verbs/verbs.h"
+
+struct srn_ah {
+	struct ibv_ah ibah;
+	struct ibv_ah_attr attr;
+	struct sockaddr_storage dst;
+	socklen_t dstlen;
+};
+
+SRN_EXPORT struct ibv_ah *ibv_create_ah(struct ibv_pd *ibpd, struct ibv_ah_attr *attr)
+{
+	struct srn_pd *pd = srn_pd(ibpd);
+	/* RoCE routes by GID: an AH without a GRH cannot be resolved (rxe
+	 * and mlx5 refuse it too). */
+	if (!attr->is_global || attr->port_num != 1 || attr->grh.sgid_index != 0)
+		return srn_null_errno(-EINVAL);
+	struct srn_ah *ah = calloc(1, sizeof(*ah));
+	if (!ah)
+		return srn_null_errno(-ENOMEM);
+	if (srn_gid_to_sockaddr(attr->grh.dgid.raw, pd->nic->udp.port, pd->nic->udp.family,
+				&ah->dst, &ah->dstlen)) {
+		free(ah);
+		return srn_null_errno(-EINVAL);
+	}
+	ah->attr = *attr;
+	ah->ibah.context = ibpd->context;
+	ah->ibah.pd = ibpd;
+	pd->refs++;
+	return &ah->ibah;
+}
+
+SRN_EXPORT int ibv_destroy_ah(struct ibv_ah *ibah)
+{
+	struct srn_ah *ah = (struct srn_ah *)ibah;
+	srn_pd(ibah->pd)->refs--;
+	free(ah);
+	return 0;
+}
+
+/* The 40 bytes before a UD payload hold the GRH; for RoCEv2 over IPv4 the
+ * IPv4 header sits in its last 20 bytes (rdma-core's convention), for
+ * IPv6 it is the IPv6 header itself. */
+SRN_EXPORT int ibv_init_ah_from_wc(struct ibv_context *context, uint8_t port_num,
+				   struct ibv_wc *wc, struct ibv_grh *grh,
+				   struct ibv_ah_attr *ah_attr)
+{
+	if (port_num != 1 || !(wc->wc_flags & IBV_WC_GRH) || !grh)
+		return -1;
+	memset(ah_attr, 0, sizeof(*ah_attr));
+	const uint8_t *raw = (const uint8_t *)grh;
+	uint8_t *dgid = ah_attr->grh.dgid.raw;
+	if ((raw[20] >> 4) == 4) {
+		memset(dgid, 0, 10);
+		dgid[10] = dgid[11] = 0xff;
+		memcpy(dgid + 12, raw + 20 + 12, 4);   /* IPv4 source address */
+		ah_attr->grh.traffic_class = raw[20 + 1];
+	} else {
+		memcpy(dgid, grh->sgid.raw, 16);
+		uint32_t vtf = be32toh(grh->version_tclass_flow);
+		ah_attr->grh.traffic_class = (uint8_t)(vtf >> 20);
+		ah_attr->grh.flow_label = vtf & 0xfffff;
+	}
+	ah_attr->is_global = 1;
+	ah_attr->grh.sgid_index = 0;
+	ah_attr->grh.hop_limit = 0xff;
+	ah_attr->dlid = (uint16_t)wc->slid;
+	ah_attr->sl = wc->sl;
+	ah_attr->src_path_bits = wc->dlid_path_bits;
+	ah_attr->port_num = port_num;
+	return 0;
+}
+
+SRN_EXPORT struct ibv_ah *ibv_create_ah_from_wc(struct ibv_pd *pd, struct ibv_wc *wc,
+						struct ibv_grh *grh, uint8_t port_num)
+{
+	struct ibv_ah_attr attr;
+	if (ibv_init_ah_from_wc(pd->context, port_num, wc, grh, &attr))
+		return srn_null_errno(-EINVAL);
+	return ibv_create_ah(pd, &attr);
+}
+
+SRN_EXPORT struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *attr)
+{
+	return srn_null_errno(-EOPNOTSUPP);
+}
+
+SRN_EXPORT int ibv_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr, int mask)
+{
+	return EOPNOTSUPP;
+}
+
+SRN_EXPORT int ibv_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr)
+{
+	return EOPNOTSUPP;
+}
+
+SRN_EXPORT int ibv_destroy_srq(struct ibv_srq *srq)
+{
+	return EOPNOTSUPP;
+}
+
+SRN_EXPORT int ibv_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
+{
+	return EOPNOTSUPP;
+}
+
+SRN_EXPORT int ibv_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
+{
+	return EOPNOTSUPP;
+}

@@ -1,0 +1,179 @@
+/*
+ * verbs_cq.c - completion queues, completion channels, polling.
+ */
+#include <stdlib.h>
+
+#include "core/cq.h"
+#include "core/device.h"
+#include "core/limits.h"
+#include "core/nic.h"
+#include "verbs/verbs.h"
+
+SRN_EXPORT struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *context)
+{
+	struct srn_channel *ch = calloc(1, sizeof(*ch));
+	if (!ch)
+		return srn_null_errno(-ENOMEM);
+	int ret = srn_channel_init(ch, srn_ctx(context));
+	if (ret) {
+		free(ch);
+		return srn_null_errno(ret);
+	}
+	ch->ibch.context = context;
+	ch->ibch.refcnt = 0;
+	return &ch->ibch;
+}
+
+SRN_EXPORT int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
+{
+	struct srn_channel *ch = srn_channel(channel);
+	if (ch->ncqs)
+		return EBUSY;
+	srn_channel_fini(ch);
+	free(ch);
+	return 0;
+}
+
+SRN_EXPORT struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe, void *cq_context,
+					struct ibv_comp_channel *channel, int comp_vector)
+{
+	if (cqe < 1 || cqe > SRN_MAX_CQE || comp_vector < 0 ||
+	    comp_vector >= context->num_comp_vectors)
+		return srn_null_errno(-EINVAL);
+	struct srn_cq *cq = calloc(1, sizeof(*cq));
+	if (!cq)
+		return srn_null_errno(-ENOMEM);
+	int ret = srn_cq_init(cq, cqe);
+	if (ret) {
+		free(cq);
+		return srn_null_errno(ret);
+	}
+	struct srn_context *ctx = srn_ctx(context);
+	cq->ctx = ctx;
+	cq->nic = ctx->nic;
+	cq->channel = channel ? srn_channel(channel) : NULL;
+	if (cq->channel) {
+		pthread_mutex_lock(&cq->nic->lock);
+		cq->channel->ncqs++;
+		pthread_mutex_unlock(&cq->nic->lock);
+	}
+	cq->ibcq.context = context;
+	cq->ibcq.channel = channel;
+	cq->ibcq.cq_context = cq_context;
+	cq->ibcq.cqe = cqe;
+	pthread_mutex_init(&cq->ibcq.mutex, NULL);
+	pthread_cond_init(&cq->ibcq.cond, NULL);
+	return &cq->ibcq;
+}
+
+SRN_EXPORT int ibv_resize_cq(struct ibv_cq *ibcq, int cqe)
+{
+	struct srn_cq *cq = srn_cq(ibcq);
+	if (cqe < 1 || cqe > SRN_MAX_CQE)
+		return EINVAL;
+	pthread_mutex_lock(&cq->nic->lock);
+	uint32_t used = cq->head - cq->tail;
+	int ret = 0;
+	if ((uint32_t)cqe < used) {
+		ret = EINVAL;   /* would lose completions */
+	} else {
+		struct srn_cq n = *cq;
+		int r = srn_cq_init(&n, cqe);
+		if (r) {
+			ret = -r;
+		} else {
+			for (uint32_t i = 0; i < used; i++)
+				n.ring[i] = cq->ring[(cq->tail + i) & (cq->size - 1)];
+			free(cq->ring);
+			cq->ring = n.ring;
+			cq->size = n.size;
+			cq->tail = 0;
+			cq->head = used;
+			cq->ibcq.cqe = cqe;
+		}
+	}
+	pthread_mutex_unlock(&cq->nic->lock);
+	return ret;
+}
+
+SRN_EXPORT int ibv_destroy_cq(struct ibv_cq *ibcq)
+{
+	struct srn_cq *cq = srn_cq(ibcq);
+	pthread_mutex_lock(&cq->nic->lock);
+	if (cq->nqps) {
+		pthread_mutex_unlock(&cq->nic->lock);
+		return EBUSY;
+	}
+	if (cq->channel) {
+		srn_channel_forget(cq->channel, cq);
+		cq->channel->ncqs--;
+	}
+	pthread_mutex_unlock(&cq->nic->lock);
+	srn_cq_fini(cq);
+	pthread_mutex_destroy(&ibcq->mutex);
+	pthread_cond_destroy(&ibcq->cond);
+	free(cq);
+	return 0;
+}
+
+int srn_verbs_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
+{
+	struct srn_cq *cq = srn_cq(ibcq);
+	struct srn_nic *nic = cq->nic;
+	if (n < 0)
+		return -EINVAL;
+	srn_progress_app_active(nic);
+	pthread_mutex_lock(&nic->lock);
+	int got = srn_cq_pop(cq, n, wc);
+	if (got < n) {
+		/* Empty (or short): do the NIC's work in this thread, then
+		 * look again. */
+		srn_count(&nic->cnt, SRN_CNT_APP_PROGRESS, 1);
+		srn_progress_poll(nic);
+		got += srn_cq_pop(cq, n - got, wc + got);
+	}
+	pthread_mutex_unlock(&nic->lock);
+	return got;
+}
+
+int srn_verbs_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
+{
+	struct srn_cq *cq = srn_cq(ibcq);
+	if (!cq->channel)
+		return EINVAL;
+	pthread_mutex_lock(&cq->nic->lock);
+	/* "Next" is stronger than "solicited"; a pending "next" stays. */
+	if (!solicited_only)
+		cq->arm = SRN_CQ_ARM_NEXT;
+	else if (cq->arm == SRN_CQ_DISARMED)
+		cq->arm = SRN_CQ_ARM_SOLICITED;
+	pthread_mutex_unlock(&cq->nic->lock);
+	/* Arming is what an application does before it sleeps on the
+	 * channel: hand progress to the background thread now. */
+	srn_progress_app_sleeps(cq->nic);
+	return 0;
+}
+
+SRN_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq,
+				void **cq_context)
+{
+	struct srn_channel *ch = srn_channel(channel);
+	srn_progress_app_sleeps(ch->ctx->nic);
+	struct srn_cq *c;
+	int ret = srn_channel_get(ch, &c);
+	if (ret) {
+		errno = -ret;
+		return -1;
+	}
+	*cq = &c->ibcq;
+	*cq_context = c->ibcq.cq_context;
+	return 0;
+}
+
+SRN_EXPORT void ibv_ack_cq_events(struct ibv_cq *ibcq, unsigned int nevents)
+{
+	pthread_mutex_lock(&ibcq->mutex);
+	ibcq->comp_events_completed += nevents;
+	pthread_cond_signal(&ibcq->cond);
+	pthread_mutex_unlock(&ibcq->mutex);
+}

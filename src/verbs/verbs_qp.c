@@ -1,0 +1,332 @@
+/*
+ * verbs_qp.c - QP create/modify/query/destroy and posting work requests.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/cq.h"
+#include "core/device.h"
+#include "core/limits.h"
+#include "core/mr.h"
+#include "core/nic.h"
+#include "core/qp.h"
+#include "core/qp_rules.h"
+#include "transport/complete.h"
+#include "transport/tx.h"
+#include "verbs/verbs.h"
+
+static struct srn_qp_limits limits_of(struct srn_nic *nic)
+{
+	return (struct srn_qp_limits){
+		.port_max_mtu = (enum ibv_mtu)nic->ib_mtu,
+		.max_rd_atomic = SRN_MAX_RD_ATOMIC,
+		.max_dest_rd_atomic = SRN_MAX_RD_ATOMIC,
+		.gid_tbl_len = SRN_GID_TBL_LEN,
+		.pkey_tbl_len = SRN_PKEY_TBL_LEN,
+		.max_qp_wr = SRN_MAX_QP_WR,
+		.max_sge = SRN_MAX_SGE,
+		.max_inline = SRN_MAX_INLINE,
+	};
+}
+
+SRN_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *ibpd, struct ibv_qp_init_attr *init)
+{
+	struct srn_pd *pd = srn_pd(ibpd);
+	struct srn_nic *nic = pd->nic;
+	struct srn_qp_limits lim = limits_of(nic);
+
+	if (!init->send_cq || !init->recv_cq)
+		return srn_null_errno(-EINVAL);
+	switch (init->qp_type) {
+	case IBV_QPT_RC:
+	case IBV_QPT_UC:
+	case IBV_QPT_UD:
+		break;
+	default:
+		return srn_null_errno(-EOPNOTSUPP);
+	}
+	if (init->srq)
+		return srn_null_errno(-EOPNOTSUPP);   /* SRQs come with their data path */
+	if (srn_qp_check_cap(&init->cap, false, &lim))
+		return srn_null_errno(-EINVAL);
+
+	struct srn_qp *qp = calloc(1, sizeof(*qp));
+	if (!qp)
+		return srn_null_errno(-ENOMEM);
+	qp->nic = nic;
+	qp->ctx = srn_ctx(ibpd->context);
+	qp->pd = pd;
+	qp->scq = srn_cq(init->send_cq);
+	qp->rcq = srn_cq(init->recv_cq);
+	qp->type = init->qp_type;
+	qp->sq_sig_all = init->sq_sig_all;
+	qp->cap = init->cap;
+	if (qp->cap.max_send_sge == 0)
+		qp->cap.max_send_sge = 1;
+	if (qp->cap.max_recv_sge == 0)
+		qp->cap.max_recv_sge = 1;
+	/* Report at least a useful inline size (rc_pingpong sends inline
+	 * when the message fits what the QP reports). */
+	if (qp->cap.max_inline_data < SRN_DEFAULT_INLINE)
+		qp->cap.max_inline_data = SRN_DEFAULT_INLINE;
+	qp->state = IBV_QPS_RESET;
+	qp->mtu = 256;
+	int ret = srn_qp_alloc_queues(qp);
+	if (ret)
+		goto fail;
+	qp->cap.max_send_wr = qp->sq_size;
+	qp->cap.max_recv_wr = qp->rq_size;
+
+	pthread_mutex_lock(&nic->lock);
+	ret = srn_nic_qp_add(nic, qp, &qp->qpn);
+	if (!ret) {
+		qp->scq->nqps++;
+		qp->rcq->nqps++;
+		pd->refs++;
+	}
+	pthread_mutex_unlock(&nic->lock);
+	if (ret)
+		goto fail;
+
+	struct ibv_qp *q = &qp->ibqp_ex.qp_base;
+	q->context = ibpd->context;
+	q->qp_context = init->qp_context;
+	q->pd = ibpd;
+	q->send_cq = init->send_cq;
+	q->recv_cq = init->recv_cq;
+	q->srq = NULL;
+	q->handle = qp->qpn;
+	q->qp_num = qp->qpn;
+	q->state = IBV_QPS_RESET;
+	q->qp_type = init->qp_type;
+	pthread_mutex_init(&q->mutex, NULL);
+	pthread_cond_init(&q->cond, NULL);
+	init->cap = qp->cap;
+	return q;
+fail:
+	srn_qp_free_queues(qp);
+	free(qp);
+	return srn_null_errno(ret);
+}
+
+SRN_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
+{
+	struct srn_qp *qp = srn_qp(ibqp);
+	struct srn_nic *nic = qp->nic;
+	struct srn_qp_limits lim = limits_of(nic);
+	int ret;
+
+	pthread_mutex_lock(&nic->lock);
+	ret = srn_qp_check_transition(qp->type, qp->state, attr, mask);
+	if (!ret)
+		ret = srn_qp_check_attr_values(qp->type, attr, mask, &lim);
+	if (!ret)
+		ret = srn_qp_apply(qp, attr, mask);
+	pthread_mutex_unlock(&nic->lock);
+	return -ret;
+}
+
+SRN_EXPORT int ibv_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask,
+			    struct ibv_qp_init_attr *init)
+{
+	struct srn_qp *qp = srn_qp(ibqp);
+	pthread_mutex_lock(&qp->nic->lock);
+	*attr = qp->attr;
+	attr->qp_state = qp->state;
+	attr->cur_qp_state = qp->state;
+	attr->rq_psn = qp->resp_epsn;
+	attr->sq_psn = qp->req_psn;
+	attr->cap = qp->cap;
+	attr->sq_draining = qp->state == IBV_QPS_SQD && qp->sq_tail != qp->sq_head;
+	memset(init, 0, sizeof(*init));
+	init->qp_context = ibqp->qp_context;
+	init->send_cq = ibqp->send_cq;
+	init->recv_cq = ibqp->recv_cq;
+	init->srq = ibqp->srq;
+	init->cap = qp->cap;
+	init->qp_type = qp->type;
+	init->sq_sig_all = qp->sq_sig_all;
+	pthread_mutex_unlock(&qp->nic->lock);
+	return 0;
+}
+
+SRN_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
+{
+	struct srn_qp *qp = srn_qp(ibqp);
+	struct srn_nic *nic = qp->nic;
+	pthread_mutex_lock(&nic->lock);
+	srn_qp_unlink(qp);
+	srn_nic_qp_del(nic, qp->qpn);
+	qp->scq->nqps--;
+	qp->rcq->nqps--;
+	qp->pd->refs--;
+	pthread_mutex_unlock(&nic->lock);
+	pthread_mutex_destroy(&ibqp->mutex);
+	pthread_cond_destroy(&ibqp->cond);
+	srn_qp_free_queues(qp);
+	free(qp);
+	return 0;
+}
+
+/* Which work-request opcodes a QP type takes (rdma-core/IBTA), and which
+ * of those this version executes. */
+static int check_send_opcode(const struct srn_qp *qp, enum ibv_wr_opcode op)
+{
+	switch (op) {
+	case IBV_WR_SEND:
+	case IBV_WR_SEND_WITH_IMM:
+		return qp->type == IBV_QPT_UD ? -EOPNOTSUPP : 0;
+	case IBV_WR_RDMA_WRITE:
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+		return qp->type == IBV_QPT_UD ? -EINVAL : 0;
+	case IBV_WR_RDMA_READ:
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+	case IBV_WR_SEND_WITH_INV:
+	case IBV_WR_LOCAL_INV:
+	case IBV_WR_BIND_MW:
+		return qp->type == IBV_QPT_RC ? -EOPNOTSUPP : -EINVAL;
+	default:
+		return -EINVAL;
+	}
+}
+
+static int post_one_send(struct srn_qp *qp, const struct ibv_send_wr *wr)
+{
+	int ret = check_send_opcode(qp, wr->opcode);
+	if (ret)
+		return ret;
+	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->cap.max_send_sge)
+		return -EINVAL;
+	if (qp->sq_head - qp->sq_tail >= qp->sq_size)
+		return -ENOMEM;
+	uint64_t total = 0;
+	for (int i = 0; i < wr->num_sge; i++)
+		total += wr->sg_list[i].length;
+	if (total > SRN_MAX_MSG_SZ)
+		return -EINVAL;
+	bool inl = wr->send_flags & IBV_SEND_INLINE;
+	if (inl && total > qp->cap.max_inline_data)
+		return -EINVAL;
+
+	uint32_t idx = qp->sq_head & (qp->sq_size - 1);
+	struct srn_swqe *w = &qp->sq[idx];
+	memset(w, 0, sizeof(*w));
+	w->wr_id = wr->wr_id;
+	w->opcode = wr->opcode;
+	w->send_flags = wr->send_flags;
+	w->imm_be = wr->imm_data;
+	w->length = (uint32_t)total;
+	w->num_sge = (uint32_t)wr->num_sge;
+	w->is_inline = inl;
+	w->remote_addr = wr->wr.rdma.remote_addr;
+	w->rkey = wr->wr.rdma.rkey;
+	if (inl) {
+		/* Inline data is copied now: the buffer may be reused as soon
+		 * as post returns, and needs no memory key. */
+		uint8_t *dst = qp->sq_inline + (size_t)idx * qp->cap.max_inline_data;
+		for (int i = 0; i < wr->num_sge; i++) {
+			memcpy(dst, (const void *)(uintptr_t)wr->sg_list[i].addr, wr->sg_list[i].length);
+			dst += wr->sg_list[i].length;
+		}
+	} else if (wr->num_sge) {
+		memcpy(qp->sq_sge + (size_t)idx * qp->cap.max_send_sge, wr->sg_list,
+		       (size_t)wr->num_sge * sizeof(struct ibv_sge));
+	}
+	qp->sq_head++;
+	return 0;
+}
+
+int srn_verbs_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
+{
+	struct srn_qp *qp = srn_qp(ibqp);
+	int ret = 0;
+
+	pthread_mutex_lock(&qp->nic->lock);
+	/* IBTA: posting to the send queue before RTS is an immediate error;
+	 * in ERR work is accepted and flushed (as mlx5 and rxe do). */
+	if (qp->state == IBV_QPS_RESET || qp->state == IBV_QPS_INIT || qp->state == IBV_QPS_RTR) {
+		*bad = wr;
+		ret = EINVAL;
+		goto out;
+	}
+	for (; wr; wr = wr->next) {
+		int r = post_one_send(qp, wr);
+		if (r) {
+			*bad = wr;
+			ret = -r;
+			break;
+		}
+	}
+	if (qp->state == IBV_QPS_ERR)
+		srn_qp_flush(qp);
+	else
+		srn_req_push(qp);
+out:
+	pthread_mutex_unlock(&qp->nic->lock);
+	return ret;
+}
+
+static int post_one_recv(struct srn_qp *qp, const struct ibv_recv_wr *wr)
+{
+	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->cap.max_recv_sge)
+		return -EINVAL;
+	if (qp->rq_head - qp->rq_tail >= qp->rq_size)
+		return -ENOMEM;
+	uint64_t total = 0;
+	for (int i = 0; i < wr->num_sge; i++)
+		total += wr->sg_list[i].length;
+	if (total > UINT32_MAX)
+		return -EINVAL;
+	uint32_t idx = qp->rq_head & (qp->rq_size - 1);
+	struct srn_rwqe *w = &qp->rq[idx];
+	w->wr_id = wr->wr_id;
+	w->num_sge = (uint32_t)wr->num_sge;
+	w->length = (uint32_t)total;
+	if (wr->num_sge)
+		memcpy(qp->rq_sge + (size_t)idx * qp->cap.max_recv_sge, wr->sg_list,
+		       (size_t)wr->num_sge * sizeof(struct ibv_sge));
+	qp->rq_head++;
+	return 0;
+}
+
+int srn_verbs_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
+{
+	struct srn_qp *qp = srn_qp(ibqp);
+	int ret = 0;
+
+	pthread_mutex_lock(&qp->nic->lock);
+	if (qp->state == IBV_QPS_RESET || qp->srq) {
+		*bad = wr;
+		ret = EINVAL;
+		goto out;
+	}
+	for (; wr; wr = wr->next) {
+		int r = post_one_recv(qp, wr);
+		if (r) {
+			*bad = wr;
+			ret = -r;
+			break;
+		}
+	}
+	if (qp->state == IBV_QPS_ERR)
+		srn_qp_flush(qp);
+out:
+	pthread_mutex_unlock(&qp->nic->lock);
+	return ret;
+}
+
+SRN_EXPORT struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *qp)
+{
+	/* The ibv_wr_* API is not provided yet (issue: extended verbs). */
+	errno = EOPNOTSUPP;
+	return NULL;
+}
+
+SRN_EXPORT int ibv_query_qp_data_in_order(struct ibv_qp *qp, enum ibv_wr_opcode op, uint32_t flags)
+{
+	/* Data of one message is placed in PSN order under one lock, so a
+	 * later byte is never visible before an earlier one of the same
+	 * message. */
+	return flags ? 0 : 1;
+}
