@@ -7,18 +7,27 @@
  *   whole ICRC design rests on this. A control socket without
  *   IP_PMTUDISC_DO must show non-zero IDs, proving the capture would notice.
  * - IPv6: UDP checksum is 0 (rxe behaviour) and the source port is ours.
+ * - Through a real (tun) device in a private network namespace, IPv4 ID 0
+ *   holds as well, and with UDP GSO (UDP_SEGMENT) segment k of one send
+ *   carries IP ID k: the ICRC of a GSO segment must be computed with that ID.
  *
  * Only 127/8 and ::1 are used; each packet carries a per-run magic string so
  * traffic of other tests running at the same time is ignored.
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <linux/if_tun.h>
+#include <net/if.h>
 #include <netinet/in.h>
 #include <netinet/ip.h>
 #include <netinet/udp.h>
 #include <poll.h>
 #include <stdio.h>
+#include <sched.h>
 #include <stdlib.h>
+#include <sys/ioctl.h>
+#include <sys/wait.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -66,7 +75,7 @@ static void capture4(int raw, const char *tag, struct seen *s)
     size_t ml = strlen(magic), tl = strlen(tag);
     memset(s, 0, sizeof(*s));
     double end = now_s() + 2.0;
-    for (int iter = 0; iter < 10000 && s->count < NSEND && now_s() < end; iter++) {
+    for (int iter = 0; iter < 100000 && s->count < NSEND && now_s() < end; iter++) {
         struct pollfd p = { .fd = raw, .events = POLLIN };
         if (poll(&p, 1, 100) != 1)
             continue;
@@ -94,7 +103,7 @@ static void capture6(int raw, const char *tag, struct seen *s)
     size_t ml = strlen(magic), tl = strlen(tag);
     memset(s, 0, sizeof(*s));
     double end = now_s() + 2.0;
-    for (int iter = 0; iter < 10000 && s->count < NSEND && now_s() < end; iter++) {
+    for (int iter = 0; iter < 100000 && s->count < NSEND && now_s() < end; iter++) {
         struct pollfd p = { .fd = raw, .events = POLLIN };
         if (poll(&p, 1, 100) != 1)
             continue;
@@ -111,6 +120,20 @@ static void capture6(int raw, const char *tag, struct seen *s)
     }
 }
 
+/* A fresh raw socket per capture with a large buffer: other tests may be
+ * sending UDP on loopback at the same time, and a raw socket queues a copy of
+ * every UDP packet the host receives. */
+static int open_raw(int family)
+{
+    int fd = socket(family, SOCK_RAW | SOCK_CLOEXEC, IPPROTO_UDP);
+    if (fd >= 0) {
+        int sz = 16 << 20;
+        if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &sz, sizeof(sz)))
+            setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
+    }
+    return fd;
+}
+
 static void send_tagged(struct srn_udp *u, const struct srn_udp *dst, const char *tag)
 {
     for (int i = 0; i < NSEND; i++) {
@@ -124,7 +147,7 @@ static void send_tagged(struct srn_udp *u, const struct srn_udp *dst, const char
 
 static void test_ipv4(void)
 {
-    int raw = socket(AF_INET, SOCK_RAW | SOCK_CLOEXEC, IPPROTO_UDP);
+    int raw = open_raw(AF_INET);
     if (raw < 0) {
         printf("SKIP ipv4 capture: raw socket: %s\n", strerror(errno));
         return;
@@ -162,6 +185,9 @@ static void test_ipv4(void)
     int plain = socket(AF_INET, SOCK_DGRAM, 0);
     struct sockaddr_in pa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
     CHECK(bind(plain, (struct sockaddr *)&pa, sizeof(pa)) == 0, "control bind");
+    close(raw);
+    raw = open_raw(AF_INET);
+    CHECK(raw >= 0, "second raw socket");
     for (int i = 0; i < NSEND; i++) {
         char pkt[64];
         int n = snprintf(pkt, sizeof(pkt), "%sctl%d", magic, i);
@@ -182,7 +208,7 @@ static void test_ipv4(void)
 
 static void test_ipv6(void)
 {
-    int raw = socket(AF_INET6, SOCK_RAW | SOCK_CLOEXEC, IPPROTO_UDP);
+    int raw = open_raw(AF_INET6);
     if (raw < 0) {
         printf("SKIP ipv6 capture: raw socket: %s\n", strerror(errno));
         return;
@@ -217,6 +243,137 @@ static void test_ipv6(void)
     close(raw);
 }
 
+/* Read IPv4/UDP packets to port 4791 from the tun fd for at most 2 s. */
+static int tun_read(int fd, struct seen *s, int want, size_t *len)
+{
+    uint8_t buf[70000];
+    memset(s, 0, sizeof(*s));
+    double end = now_s() + 2.0;
+    for (int iter = 0; iter < 1000 && s->count < want && now_s() < end; iter++) {
+        struct pollfd p = { .fd = fd, .events = POLLIN };
+        if (poll(&p, 1, 100) != 1)
+            continue;
+        ssize_t n = read(fd, buf, sizeof(buf));
+        if (n < 28)
+            continue;
+        const struct iphdr *ip = (const void *)buf;
+        const struct udphdr *uh = (const void *)(buf + ip->ihl * 4);
+        if (ip->version != 4 || ip->protocol != IPPROTO_UDP || ntohs(uh->dest) != SRN_ROCE_PORT)
+            continue;
+        s->id[s->count] = ntohs(ip->id);
+        s->frag[s->count] = ntohs(ip->frag_off);
+        s->sport[s->count] = ntohs(uh->source);
+        len[s->count] = (size_t)n;
+        s->count++;
+    }
+    return s->count;
+}
+
+static int ifioctl(int sk, unsigned long req, struct ifreq *ifr)
+{
+    return ioctl(sk, req, ifr) ? -errno : 0;
+}
+
+/* Runs in a child that owns a fresh network namespace: 10.99.0.1/24 on a tun
+ * device whose reader is this process, so every packet "sent to 10.99.0.2"
+ * comes back to us exactly as the kernel built it, after segmentation (a tun
+ * without TUNSETOFFLOAD has no GSO support, so the stack segments first). */
+static int tun_child(void)
+{
+    if (unshare(CLONE_NEWNET)) {
+        printf("SKIP tun: unshare(CLONE_NEWNET): %s\n", strerror(errno));
+        return 77;
+    }
+    int fd = open("/dev/net/tun", O_RDWR | O_CLOEXEC);
+    if (fd < 0) {
+        printf("SKIP tun: /dev/net/tun: %s\n", strerror(errno));
+        return 77;
+    }
+    struct ifreq ifr;
+    memset(&ifr, 0, sizeof(ifr));
+    strcpy(ifr.ifr_name, "srntun0");
+    ifr.ifr_flags = IFF_TUN | IFF_NO_PI;
+    if (ioctl(fd, TUNSETIFF, &ifr)) {
+        printf("SKIP tun: TUNSETIFF: %s\n", strerror(errno));
+        return 77;
+    }
+    int sk = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_in *sin = (struct sockaddr_in *)&ifr.ifr_addr;
+    memset(&ifr, 0, sizeof(ifr));
+    strcpy(ifr.ifr_name, "srntun0");
+    sin->sin_family = AF_INET;
+    sin->sin_addr.s_addr = htonl(0x0a630001);            /* 10.99.0.1 */
+    CHECK(ifioctl(sk, SIOCSIFADDR, &ifr) == 0, "SIOCSIFADDR");
+    sin->sin_addr.s_addr = htonl(0xffffff00);
+    CHECK(ifioctl(sk, SIOCSIFNETMASK, &ifr) == 0, "SIOCSIFNETMASK");
+    ifr.ifr_mtu = 1500;
+    CHECK(ifioctl(sk, SIOCSIFMTU, &ifr) == 0, "SIOCSIFMTU");
+    CHECK(ifioctl(sk, SIOCGIFFLAGS, &ifr) == 0, "SIOCGIFFLAGS");
+    ifr.ifr_flags |= IFF_UP;
+    CHECK(ifioctl(sk, SIOCSIFFLAGS, &ifr) == 0, "SIOCSIFFLAGS");
+    close(sk);
+    if (failures)
+        return 1;
+
+    struct srn_dev_cfg c = { .name = "tun", .family = AF_INET, .port = SRN_ROCE_PORT };
+    ((struct sockaddr_in *)&c.addr)->sin_family = AF_INET;
+    ((struct sockaddr_in *)&c.addr)->sin_addr.s_addr = htonl(0x0a630001);
+    struct srn_udp u;
+    char err[256];
+    int rc = srn_udp_open(&u, &c, err, sizeof(err));
+    CHECK(rc == 0, "%s", err);
+    if (rc)
+        return 1;
+    CHECK(c.link_mtu == 1500, "detected link_mtu %u on the tun device", c.link_mtu);
+    struct sockaddr_in peer = { .sin_family = AF_INET, .sin_port = htons(SRN_ROCE_PORT),
+                                .sin_addr.s_addr = htonl(0x0a630002) };
+    static uint8_t payload[4000];
+    struct iovec v = { payload, 500 };
+    for (int i = 0; i < 3; i++)
+        CHECK(srn_udp_sendv(&u, (struct sockaddr *)&peer, sizeof(peer), &v, 1) == 0, "tun send");
+    struct seen s;
+    size_t len[NSEND];
+    CHECK(tun_read(fd, &s, 3, len) == 3, "tun: read %d of 3", s.count);
+    for (int i = 0; i < s.count; i++)
+        CHECK(s.id[i] == 0 && s.frag[i] == IP_DF && s.sport[i] == SRN_ROCE_PORT,
+              "tun packet %d: id %u frag 0x%04x sport %u", i, s.id[i], s.frag[i], s.sport[i]);
+    printf("tun ipv4: %d packets, IP ID 0, DF set\n", s.count);
+
+    /* Beyond the current API: a 4000-byte send cut into 1000-byte segments. */
+    int seg = 1000;
+    if (setsockopt(u.fd, SOL_UDP, UDP_SEGMENT, &seg, sizeof(seg)) == 0) {
+        v.iov_len = 4000;
+        CHECK(srn_udp_sendv(&u, (struct sockaddr *)&peer, sizeof(peer), &v, 1) == 0, "gso send");
+        CHECK(tun_read(fd, &s, 4, len) == 4, "gso: read %d of 4 segments", s.count);
+        for (int i = 0; i < s.count; i++)
+            CHECK(s.id[i] == i && s.frag[i] == IP_DF && len[i] == 1028,
+                  "gso segment %d: id %u frag 0x%04x len %zu (want id %d)", i, s.id[i], s.frag[i], len[i], i);
+        printf("tun ipv4 GSO: segment k carries IP ID k (%u %u %u %u)\n", s.id[0], s.id[1], s.id[2], s.id[3]);
+    } else {
+        printf("tun: UDP_SEGMENT unsupported here, GSO check skipped\n");
+    }
+    srn_udp_close(&u);
+    close(fd);
+    return failures ? 1 : 0;
+}
+
+static void test_tun(void)
+{
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        alarm(20);   /* bound the child whatever happens */
+        failures = 0; /* the parent counts its own */
+        exit(tun_child());
+    }
+    int st = 0;
+    CHECK(pid > 0 && waitpid(pid, &st, 0) == pid, "fork/wait");
+    if (WIFEXITED(st) && WEXITSTATUS(st) == 77)
+        return;
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "tun child status 0x%x", st);
+    ran++;
+}
+
 int main(void)
 {
     if (geteuid() != 0) {
@@ -226,6 +383,7 @@ int main(void)
     snprintf(magic, sizeof(magic), "srn-wire-%ld-%ld:", (long)getpid(), (long)time(NULL));
     test_ipv4();
     test_ipv6();
+    test_tun();
     if (failures) {
         fprintf(stderr, "test_link_wire: %d failure(s)\n", failures);
         return 1;

@@ -387,60 +387,6 @@ struct vec_expect {
 #define V(_id, pl, ...)	{ .id = _id, .payload = pl, \
 			  .p = { .pkey = 0xffff, __VA_ARGS__ } }
 
-static const struct vec_expect vec_expect[] = {
-	V("G01", "hello RoCEv2!", .opcode = 0x04, .ackreq = 1, .psn = 0x100,
-	  .dqpn = 0x11, .pad = 3, .paylen = 13),
-	V("G02", "\x00\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a\x0b\x0c\x0d"
-	  "\x0e\x0f", .opcode = 0x0a, .ackreq = 1, .psn = 0x101, .dqpn = 0x11,
-	  .reth_va = 0x7f0000001000, .reth_rkey = 0x1234, .reth_len = 16,
-	  .paylen = 16),
-	V("G03", "ABCDEFGH", .opcode = 0x0b, .se = 1, .ackreq = 1,
-	  .psn = 0x102, .dqpn = 0x11, .reth_va = 0x7f0000002000,
-	  .reth_rkey = 0x1234, .reth_len = 8,
-	  .imm_be = htobe32(0xdeadbeef), .paylen = 8),
-	V("G04", "", .opcode = 0x0c, .ackreq = 1, .psn = 0x103, .dqpn = 0x11,
-	  .reth_va = 0x7f0000003000, .reth_rkey = 0x1234, .reth_len = 4096),
-	V("G05", "01234567", .opcode = 0x10, .psn = 0x103, .dqpn = 0x22,
-	  .aeth_syndrome = 0x1f, .aeth_msn = 3, .paylen = 8),
-	V("G06", "", .opcode = 0x11, .psn = 0x104, .dqpn = 0x22,
-	  .aeth_syndrome = SRN_AETH_ACK_UNLIMITED, .aeth_msn = 4),
-	V("G07", "", .opcode = 0x11, .psn = 0x105, .dqpn = 0x22,
-	  .aeth_syndrome = SRN_AETH_NAK_PSN_SEQ, .aeth_msn = 4),
-	V("G08", "", .opcode = 0x11, .psn = 0x105, .dqpn = 0x22,
-	  .aeth_syndrome = SRN_AETH_RNR_NAK | 14, .aeth_msn = 4),
-	V("G09", "", .opcode = 0x13, .ackreq = 1, .psn = 0x106, .dqpn = 0x11,
-	  .atm_va = 0x7f0000004000, .atm_rkey = 0x1234,
-	  .atm_swap_add = 0x1111111111111111, .atm_compare = 0x2222222222222222),
-	V("G10", "", .opcode = 0x14, .ackreq = 1, .psn = 0x107, .dqpn = 0x11,
-	  .atm_va = 0x7f0000004008, .atm_rkey = 0x1234, .atm_swap_add = 1),
-	V("G11", "", .opcode = 0x12, .psn = 0x106, .dqpn = 0x22,
-	  .aeth_syndrome = 0x1f, .aeth_msn = 5, .atm_orig = 0x2222222222222222),
-	V("G12", "WXYZ", .opcode = 0x05, .ackreq = 1, .psn = 0x108,
-	  .dqpn = 0x11, .imm_be = htobe32(0x01020304), .paylen = 4),
-	V("G13", "inv!", .opcode = 0x17, .ackreq = 1, .psn = 0x109,
-	  .dqpn = 0x11, .ieth_rkey = 0x5678, .paylen = 4),
-	V("G14", "ud!!", .opcode = 0x64, .dqpn = 0x33, .deth_qkey = 0x11111111,
-	  .deth_sqpn = 0x12, .paylen = 4),
-	V("G15", "", .opcode = 0x65, .psn = 1, .dqpn = 0x33,
-	  .deth_qkey = 0x11111111, .deth_sqpn = 0x12,
-	  .imm_be = htobe32(0xcafef00d)),
-	V("G16", "uc!!", .opcode = 0x2a, .psn = 0x200, .dqpn = 0x44,
-	  .reth_va = 0x1000, .reth_rkey = 0x99, .reth_len = 4, .paylen = 4),
-	V("G17", "", .opcode = SRN_OP_CNP, .becn = 1, .dqpn = 0x11),
-	V("G18", "v6v6", .opcode = 0x04, .ackreq = 1, .psn = 0x100,
-	  .dqpn = 0x11, .paylen = 4),
-	/* External: the CX-4 Lx CNP, scapy's UC packet (M=1, pad 2) and the
-	 * two Mellanox RoCEv1 captures (M=1). */
-	V("E1", "", .opcode = SRN_OP_CNP, .becn = 1, .dqpn = 0x118),
-	V("E2", NULL, .opcode = 0x24, .mig = 1, .pad = 2, .dqpn = 0xd3,
-	  .psn = 0xcf1710, .paylen = 18),
-	V("E4", "\x00\x00\x00\x00\x01", .opcode = 0x0a, .mig = 1, .pad = 3,
-	  .dqpn = 0x10a, .ackreq = 1, .psn = 0xa788bc,
-	  .reth_va = 0x55d4c0726000, .reth_rkey = 0x47b3, .reth_len = 5,
-	  .paylen = 5),
-	V("E5", "", .opcode = 0x11, .mig = 1, .dqpn = 0x109, .psn = 0xa788c0,
-	  .aeth_syndrome = 0, .aeth_msn = 5),
-};
 
 /* The UDP (or GRH) payload of vector i, copied to an exact-size buffer. */
 static uint8_t *vector_payload(int i, size_t *len)
@@ -462,6 +408,62 @@ static uint8_t *vector_payload(int i, size_t *len)
 
 static void test_vectors(void)
 {
+	/* Not static: htobe32() is not a constant expression. */
+	const struct vec_expect vec_expect[] = {
+		V("G01", "hello RoCEv2!", .opcode = 0x04, .ackreq = 1, .psn = 0x100,
+		  .dqpn = 0x11, .pad = 3, .paylen = 13),
+		V("G02", "\x00\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a\x0b\x0c\x0d"
+		  "\x0e\x0f", .opcode = 0x0a, .ackreq = 1, .psn = 0x101, .dqpn = 0x11,
+		  .reth_va = 0x7f0000001000, .reth_rkey = 0x1234, .reth_len = 16,
+		  .paylen = 16),
+		V("G03", "ABCDEFGH", .opcode = 0x0b, .se = 1, .ackreq = 1,
+		  .psn = 0x102, .dqpn = 0x11, .reth_va = 0x7f0000002000,
+		  .reth_rkey = 0x1234, .reth_len = 8,
+		  .imm_be = htobe32(0xdeadbeef), .paylen = 8),
+		V("G04", "", .opcode = 0x0c, .ackreq = 1, .psn = 0x103, .dqpn = 0x11,
+		  .reth_va = 0x7f0000003000, .reth_rkey = 0x1234, .reth_len = 4096),
+		V("G05", "01234567", .opcode = 0x10, .psn = 0x103, .dqpn = 0x22,
+		  .aeth_syndrome = 0x1f, .aeth_msn = 3, .paylen = 8),
+		V("G06", "", .opcode = 0x11, .psn = 0x104, .dqpn = 0x22,
+		  .aeth_syndrome = SRN_AETH_ACK_UNLIMITED, .aeth_msn = 4),
+		V("G07", "", .opcode = 0x11, .psn = 0x105, .dqpn = 0x22,
+		  .aeth_syndrome = SRN_AETH_NAK_PSN_SEQ, .aeth_msn = 4),
+		V("G08", "", .opcode = 0x11, .psn = 0x105, .dqpn = 0x22,
+		  .aeth_syndrome = SRN_AETH_RNR_NAK | 14, .aeth_msn = 4),
+		V("G09", "", .opcode = 0x13, .ackreq = 1, .psn = 0x106, .dqpn = 0x11,
+		  .atm_va = 0x7f0000004000, .atm_rkey = 0x1234,
+		  .atm_swap_add = 0x1111111111111111, .atm_compare = 0x2222222222222222),
+		V("G10", "", .opcode = 0x14, .ackreq = 1, .psn = 0x107, .dqpn = 0x11,
+		  .atm_va = 0x7f0000004008, .atm_rkey = 0x1234, .atm_swap_add = 1),
+		V("G11", "", .opcode = 0x12, .psn = 0x106, .dqpn = 0x22,
+		  .aeth_syndrome = 0x1f, .aeth_msn = 5, .atm_orig = 0x2222222222222222),
+		V("G12", "WXYZ", .opcode = 0x05, .ackreq = 1, .psn = 0x108,
+		  .dqpn = 0x11, .imm_be = htobe32(0x01020304), .paylen = 4),
+		V("G13", "inv!", .opcode = 0x17, .ackreq = 1, .psn = 0x109,
+		  .dqpn = 0x11, .ieth_rkey = 0x5678, .paylen = 4),
+		V("G14", "ud!!", .opcode = 0x64, .dqpn = 0x33, .deth_qkey = 0x11111111,
+		  .deth_sqpn = 0x12, .paylen = 4),
+		V("G15", "", .opcode = 0x65, .psn = 1, .dqpn = 0x33,
+		  .deth_qkey = 0x11111111, .deth_sqpn = 0x12,
+		  .imm_be = htobe32(0xcafef00d)),
+		V("G16", "uc!!", .opcode = 0x2a, .psn = 0x200, .dqpn = 0x44,
+		  .reth_va = 0x1000, .reth_rkey = 0x99, .reth_len = 4, .paylen = 4),
+		V("G17", "", .opcode = SRN_OP_CNP, .becn = 1, .dqpn = 0x11),
+		V("G18", "v6v6", .opcode = 0x04, .ackreq = 1, .psn = 0x100,
+		  .dqpn = 0x11, .paylen = 4),
+		/* External: the CX-4 Lx CNP, scapy's UC packet (M=1, pad 2) and the
+		 * two Mellanox RoCEv1 captures (M=1). */
+		V("E1", "", .opcode = SRN_OP_CNP, .becn = 1, .dqpn = 0x118),
+		V("E2", NULL, .opcode = 0x24, .mig = 1, .pad = 2, .dqpn = 0xd3,
+		  .psn = 0xcf1710, .paylen = 18),
+		V("E4", "\x00\x00\x00\x00\x01", .opcode = 0x0a, .mig = 1, .pad = 3,
+		  .dqpn = 0x10a, .ackreq = 1, .psn = 0xa788bc,
+		  .reth_va = 0x55d4c0726000, .reth_rkey = 0x47b3, .reth_len = 5,
+		  .paylen = 5),
+		V("E5", "", .opcode = 0x11, .mig = 1, .dqpn = 0x109, .psn = 0xa788c0,
+		  .aeth_syndrome = 0, .aeth_msn = 5),
+	};
+
 	for (size_t k = 0; k < sizeof(vec_expect) / sizeof(vec_expect[0]); k++) {
 		const struct vec_expect *ve = &vec_expect[k];
 		int i = wt_vec_find(ve->id);
@@ -517,7 +519,7 @@ static void test_rejects(int nvec)
 			memcpy(t, b, n);
 			rc = srn_pkt_parse(t, n, &p);
 			if (cut % 4 == 0 && (ok.info->hdr_mask & SRN_HDR_PAYLOAD) &&
-			    n >= ok.info->hdr_len + SRN_ICRC_LEN + ok.pad) {
+			    n >= (size_t)ok.info->hdr_len + SRN_ICRC_LEN + ok.pad) {
 				CHECK(rc == 0 && p.info == ok.info &&
 				      p.paylen + p.pad + cut == ok.paylen + ok.pad &&
 				      p.psn == ok.psn && p.reth_va == ok.reth_va,
@@ -567,10 +569,12 @@ static void test_rejects(int nvec)
 		/* Extra bytes: 1..7 more, random contents. */
 		{
 			size_t flen;
+			const uint8_t *fr = wt_vec_frame(i, &flen);
 			uint8_t *x;
 			struct srn_frame f;
 
-			srn_frame_decode(wt_vec_frame(i, &flen), flen, &f);
+			if (srn_frame_decode(fr, flen, &f) != 0)
+				continue;
 			for (size_t extra = 1; extra < 8; extra++) {
 				int want_ok = (ok.info->hdr_mask & SRN_HDR_PAYLOAD) &&
 					      extra % 4 == 0;
@@ -588,7 +592,12 @@ static void test_rejects(int nvec)
 		}
 	}
 
-	CHECK(srn_pkt_parse((const uint8_t *)"", 0, &ok) == -EBADMSG, "empty");
+	{
+		struct srn_pkt p;
+
+		CHECK(srn_pkt_parse((const uint8_t *)"", 0, &p) == -EBADMSG,
+		      "empty");
+	}
 }
 
 static void test_udp_sport(void)

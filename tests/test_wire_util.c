@@ -80,8 +80,10 @@ int wt_load_vectors(const char *path)
 
 		if (line[0] == '#' || !tab)
 			continue;
-		*tab = 0;
-		snprintf(v->id, sizeof(v->id), "%s", line);
+		if ((size_t)(tab - line) >= sizeof(v->id))
+			continue;
+		memcpy(v->id, line, (size_t)(tab - line));
+		v->id[tab - line] = 0;
 		len = wt_hex(tab + 1, v->frame, sizeof(v->frame));
 		if (len <= 0) {
 			fprintf(stderr, "%s: bad hex for %s\n", path, v->id);

@@ -84,7 +84,7 @@ static size_t iov_total(const struct iovec *iov, int iovcnt)
 static uint32_t crc_transport(uint32_t crc, const struct iovec *iov,
 			      int iovcnt)
 {
-	uint8_t bth[SRN_BTH_LEN];
+	uint8_t bth[SRN_BTH_LEN] = { 0 };
 	size_t got = 0, off = 0;
 	int i = 0;
 
