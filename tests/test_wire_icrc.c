@@ -76,6 +76,17 @@ static void test_constants(void)
 	CHECK(libdeflate_crc32(0, ff, 8) == SRN_ICRC_SEED, "seed %08x",
 	      libdeflate_crc32(0, ff, 8));
 	CHECK(~SRN_ICRC_SEED == 0xdebb20e3u, "rxe's raw seed");
+
+	/* LSB first: CRC value 0x2a00fd82 is sent as 82 fd 00 2a (E1). */
+	{
+		uint8_t w[4];
+
+		srn_icrc_put(w, 0x2a00fd82u);
+		CHECK(w[0] == 0x82 && w[1] == 0xfd && w[2] == 0x00 &&
+		      w[3] == 0x2a, "wire order %02x%02x%02x%02x", w[0], w[1],
+		      w[2], w[3]);
+		CHECK(srn_icrc_get(w) == 0x2a00fd82u, "get");
+	}
 	for (int i = 0; i < 300; i++) {
 		uint32_t crc = (uint32_t)wt_rand(&s);
 		size_t n = i < 20 ? (size_t)i : wt_rand(&s) % sizeof(zeros);

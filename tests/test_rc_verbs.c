@@ -1,0 +1,365 @@
+/*
+ * test_rc_verbs - RC Send/Receive and RDMA Write through the public verbs
+ * API, two QPs of one process connected to each other over the loopback
+ * device (real UDP packets through the kernel).  Checks every completion
+ * field, data integrity across segmentation, inline and unsignaled sends,
+ * completion events driven by the progress thread, and the error
+ * semantics that exist so far (bad lkey, bad rkey, receive buffer too
+ * small, flush on error).
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <infiniband/verbs.h>
+
+#define CHECK(c) do { if (!(c)) { fprintf(stderr, "%s:%d: CHECK(%s) failed\n", __FILE__, __LINE__, #c); exit(1); } } while (0)
+#define BUF (1 << 20)
+
+static struct ibv_context *ctx;
+static struct ibv_pd *pd;
+static struct ibv_comp_channel *chan;
+static struct ibv_cq *cq_a, *cq_b;
+static struct ibv_qp *qa, *qb;
+static struct ibv_mr *mr_a, *mr_b;
+static uint8_t *buf_a, *buf_b;
+static union ibv_gid gid;
+
+static struct ibv_qp *make_qp(struct ibv_cq *cq, int sig_all)
+{
+	struct ibv_qp_init_attr ia = {
+		.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC, .sq_sig_all = sig_all,
+		.cap = { .max_send_wr = 64, .max_recv_wr = 64, .max_send_sge = 4, .max_recv_sge = 4,
+			 .max_inline_data = 64 },
+	};
+	struct ibv_qp *qp = ibv_create_qp(pd, &ia);
+	CHECK(qp);
+	CHECK(ia.cap.max_inline_data >= 64);
+	return qp;
+}
+
+static void connect_qp(struct ibv_qp *qp, uint32_t dest, uint32_t psn, enum ibv_mtu mtu)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
+				 .qp_access_flags = IBV_ACCESS_REMOTE_WRITE };
+	CHECK(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+			    IBV_QP_ACCESS_FLAGS) == 0);
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = mtu;
+	a.dest_qp_num = dest;
+	a.rq_psn = psn;
+	a.max_dest_rd_atomic = 1;
+	a.min_rnr_timer = 12;
+	a.ah_attr.is_global = 1;
+	a.ah_attr.grh.dgid = gid;
+	a.ah_attr.grh.hop_limit = 1;
+	a.ah_attr.port_num = 1;
+	CHECK(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+			    IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER) == 0);
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	a.sq_psn = psn;
+	a.timeout = 14;
+	a.retry_cnt = 7;
+	a.rnr_retry = 7;
+	a.max_rd_atomic = 1;
+	CHECK(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+			    IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC) == 0);
+}
+
+static void setup(enum ibv_mtu mtu, uint32_t psn)
+{
+	qa = make_qp(cq_a, 0);
+	qb = make_qp(cq_b, 0);
+	connect_qp(qa, qb->qp_num, psn, mtu);
+	connect_qp(qb, qa->qp_num, psn, mtu);
+}
+
+static void teardown(void)
+{
+	CHECK(ibv_destroy_qp(qa) == 0);
+	CHECK(ibv_destroy_qp(qb) == 0);
+	struct ibv_wc wc;
+	while (ibv_poll_cq(cq_a, 1, &wc) > 0) ;
+	while (ibv_poll_cq(cq_b, 1, &wc) > 0) ;
+}
+
+/* Poll until one completion arrives (bounded: 10 s). */
+static struct ibv_wc poll_one(struct ibv_cq *cq)
+{
+	struct ibv_wc wc;
+	struct timespec t0, t;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		int n = ibv_poll_cq(cq, 1, &wc);
+		CHECK(n >= 0);
+		if (n == 1)
+			return wc;
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		CHECK(t.tv_sec - t0.tv_sec < 10);
+	}
+}
+
+static void post_recv(struct ibv_qp *qp, uint64_t id, uint8_t *p, uint32_t len, struct ibv_mr *mr)
+{
+	struct ibv_sge s = { (uintptr_t)p, len, mr->lkey };
+	struct ibv_recv_wr wr = { .wr_id = id, .sg_list = &s, .num_sge = 1 }, *bad;
+	CHECK(ibv_post_recv(qp, &wr, &bad) == 0);
+}
+
+static void fill(uint8_t *p, uint32_t len, uint32_t seed)
+{
+	for (uint32_t i = 0; i < len; i++)
+		p[i] = (uint8_t)(seed * 131 + i * 7 + (i >> 8));
+}
+
+/* Sends of many sizes, split over three SGEs, with and without
+ * immediate, checked byte for byte and field by field. */
+static void test_send_sizes(enum ibv_mtu mtu, uint32_t psn)
+{
+	static const uint32_t sizes[] = { 0, 1, 3, 255, 256, 257, 1023, 1024, 1025, 4096, 4097,
+					  65536, 100000, 1 << 20 };
+	setup(mtu, psn);
+	for (unsigned i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		uint32_t len = sizes[i];
+		int imm = i & 1;
+		memset(buf_b, 0xee, BUF + 64);
+		fill(buf_a, len, i);
+		post_recv(qb, 1000 + i, buf_b, BUF, mr_b);
+		uint32_t l1 = len / 3, l2 = len / 3, l3 = len - l1 - l2;
+		struct ibv_sge s[3] = { { (uintptr_t)buf_a, l1, mr_a->lkey },
+					{ (uintptr_t)buf_a + l1, l2, mr_a->lkey },
+					{ (uintptr_t)buf_a + l1 + l2, l3, mr_a->lkey } };
+		struct ibv_send_wr wr = { .wr_id = 2000 + i, .sg_list = s, .num_sge = 3,
+					  .opcode = imm ? IBV_WR_SEND_WITH_IMM : IBV_WR_SEND,
+					  .send_flags = IBV_SEND_SIGNALED,
+					  .imm_data = htobe32(0xabc00000 + i) }, *bad;
+		CHECK(ibv_post_send(qa, &wr, &bad) == 0);
+		struct ibv_wc w = poll_one(cq_b);
+		CHECK(w.status == IBV_WC_SUCCESS);
+		CHECK(w.wr_id == 1000 + i);
+		CHECK(w.opcode == IBV_WC_RECV);
+		CHECK(w.byte_len == len);
+		CHECK(w.qp_num == qb->qp_num);
+		CHECK(w.src_qp == qa->qp_num);
+		CHECK(!!(w.wc_flags & IBV_WC_WITH_IMM) == imm);
+		if (imm)
+			CHECK(w.imm_data == htobe32(0xabc00000 + i));
+		CHECK(memcmp(buf_a, buf_b, len) == 0);
+		if (buf_b[len] != 0xee) { fprintf(stderr, "len %u: byte after = %#x\n", len, buf_b[len]); exit(1); }
+		w = poll_one(cq_a);
+		CHECK(w.status == IBV_WC_SUCCESS && w.wr_id == 2000 + i && w.opcode == IBV_WC_SEND);
+		CHECK(w.qp_num == qa->qp_num);
+	}
+	teardown();
+}
+
+/* Unsignaled sends produce no CQE; inline data may be overwritten right
+ * after post; a signaled one at the end completes. */
+static void test_unsignaled_inline(void)
+{
+	setup(IBV_MTU_1024, 0x100);
+	for (int i = 0; i < 20; i++)
+		post_recv(qb, i, buf_b + i * 64, 64, mr_b);
+	for (int i = 0; i < 20; i++) {
+		uint8_t msg[40];
+		memset(msg, 'a' + i, sizeof(msg));
+		struct ibv_sge s = { (uintptr_t)msg, sizeof(msg), 0 /* inline: no key needed */ };
+		struct ibv_send_wr wr = { .wr_id = i, .sg_list = &s, .num_sge = 1, .opcode = IBV_WR_SEND,
+					  .send_flags = IBV_SEND_INLINE |
+							(i == 19 ? IBV_SEND_SIGNALED : 0) }, *bad;
+		CHECK(ibv_post_send(qa, &wr, &bad) == 0);
+		memset(msg, 0, sizeof(msg));
+	}
+	for (int i = 0; i < 20; i++) {
+		struct ibv_wc w = poll_one(cq_b);
+		CHECK(w.status == IBV_WC_SUCCESS && w.wr_id == (uint64_t)i && w.byte_len == 40);
+		CHECK(buf_b[i * 64] == 'a' + i && buf_b[i * 64 + 39] == 'a' + i);
+	}
+	struct ibv_wc w = poll_one(cq_a);
+	CHECK(w.wr_id == 19);
+	CHECK(ibv_poll_cq(cq_a, 1, &w) == 0);
+	teardown();
+}
+
+/* RDMA Write and Write-with-immediate land in the target region; only the
+ * immediate form consumes a receive and makes a completion there. */
+static void test_write(void)
+{
+	setup(IBV_MTU_1024, 0xfffff0);   /* crosses the 24-bit PSN wrap */
+	uint32_t len = 300000;
+	fill(buf_a, len, 99);
+	memset(buf_b, 0, BUF);
+	struct ibv_sge s = { (uintptr_t)buf_a, len, mr_a->lkey };
+	struct ibv_send_wr wr = { .wr_id = 7, .sg_list = &s, .num_sge = 1, .opcode = IBV_WR_RDMA_WRITE,
+				  .send_flags = IBV_SEND_SIGNALED }, *bad;
+	wr.wr.rdma.remote_addr = (uintptr_t)buf_b + 100;
+	wr.wr.rdma.rkey = mr_b->rkey;
+	CHECK(ibv_post_send(qa, &wr, &bad) == 0);
+	struct ibv_wc w = poll_one(cq_a);
+	CHECK(w.status == IBV_WC_SUCCESS && w.opcode == IBV_WC_RDMA_WRITE && w.wr_id == 7);
+	CHECK(memcmp(buf_a, buf_b + 100, len) == 0);
+	CHECK(ibv_poll_cq(cq_b, 1, &w) == 0);
+
+	post_recv(qb, 77, buf_b, 0, mr_b);
+	wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+	wr.imm_data = htobe32(0x12345678);
+	wr.wr.rdma.remote_addr = (uintptr_t)buf_b + 200000;
+	s.length = 5000;
+	CHECK(ibv_post_send(qa, &wr, &bad) == 0);
+	w = poll_one(cq_b);
+	CHECK(w.status == IBV_WC_SUCCESS && w.opcode == IBV_WC_RECV_RDMA_WITH_IMM);
+	CHECK(w.wr_id == 77 && w.byte_len == 5000 && (w.wc_flags & IBV_WC_WITH_IMM));
+	CHECK(w.imm_data == htobe32(0x12345678));
+	CHECK(memcmp(buf_a, buf_b + 200000, 5000) == 0);
+	poll_one(cq_a);
+	teardown();
+}
+
+/* Completion events: the progress thread must deliver them while this
+ * thread sleeps in poll() on the channel fd. */
+static void test_events(void)
+{
+	struct ibv_cq *ecq = ibv_create_cq(ctx, 16, (void *)0x1234, chan, 0);
+	CHECK(ecq);
+	struct ibv_qp_init_attr ia = { .send_cq = cq_a, .recv_cq = ecq, .qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1 } };
+	struct ibv_qp *r = ibv_create_qp(pd, &ia);
+	CHECK(r);
+	qa = make_qp(cq_a, 1);
+	connect_qp(qa, r->qp_num, 5, IBV_MTU_4096);
+	connect_qp(r, qa->qp_num, 5, IBV_MTU_4096);
+	post_recv(r, 55, buf_b, 4096, mr_b);
+	CHECK(ibv_req_notify_cq(ecq, 0) == 0);
+	struct ibv_sge s = { (uintptr_t)buf_a, 4000, mr_a->lkey };
+	struct ibv_send_wr wr = { .wr_id = 1, .sg_list = &s, .num_sge = 1, .opcode = IBV_WR_SEND }, *bad;
+	CHECK(ibv_post_send(qa, &wr, &bad) == 0);
+	struct pollfd pfd = { .fd = chan->fd, .events = POLLIN };
+	CHECK(poll(&pfd, 1, 5000) == 1);
+	struct ibv_cq *ev_cq;
+	void *ev_ctx;
+	CHECK(ibv_get_cq_event(chan, &ev_cq, &ev_ctx) == 0);
+	CHECK(ev_cq == ecq && ev_ctx == (void *)0x1234);
+	ibv_ack_cq_events(ecq, 1);
+	struct ibv_wc w;
+	CHECK(ibv_poll_cq(ecq, 1, &w) == 1 && w.wr_id == 55 && w.byte_len == 4000);
+	poll_one(cq_a);
+	CHECK(ibv_destroy_qp(qa) == 0);
+	CHECK(ibv_destroy_qp(r) == 0);
+	CHECK(ibv_destroy_cq(ecq) == 0);
+}
+
+/* Errors complete with the status a NIC gives, and flush the rest. */
+static void test_errors(void)
+{
+	struct ibv_sge s = { (uintptr_t)buf_a, 100, mr_a->lkey };
+	struct ibv_send_wr wr = { .wr_id = 1, .sg_list = &s, .num_sge = 1, .opcode = IBV_WR_SEND,
+				  .send_flags = IBV_SEND_SIGNALED }, *bad;
+	struct ibv_wc w;
+
+	/* bad lkey -> local protection error, QP to ERR, later WRs flushed */
+	setup(IBV_MTU_1024, 0);
+	s.lkey = mr_a->lkey ^ 0xff;
+	CHECK(ibv_post_send(qa, &wr, &bad) == 0);
+	w = poll_one(cq_a);
+	CHECK(w.status == IBV_WC_LOC_PROT_ERR && w.wr_id == 1);
+	s.lkey = mr_a->lkey;
+	wr.wr_id = 2;
+	CHECK(ibv_post_send(qa, &wr, &bad) == 0);
+	w = poll_one(cq_a);
+	CHECK(w.status == IBV_WC_WR_FLUSH_ERR && w.wr_id == 2);
+	struct ibv_qp_attr qattr;
+	struct ibv_qp_init_attr qinit;
+	CHECK(ibv_query_qp(qa, &qattr, IBV_QP_STATE, &qinit) == 0 && qattr.qp_state == IBV_QPS_ERR);
+	teardown();
+
+	/* stale rkey -> NAK remote access error -> REM_ACCESS_ERR */
+	setup(IBV_MTU_1024, 0);
+	wr.opcode = IBV_WR_RDMA_WRITE;
+	wr.wr_id = 3;
+	wr.wr.rdma.remote_addr = (uintptr_t)buf_b;
+	wr.wr.rdma.rkey = mr_b->rkey + 1;
+	CHECK(ibv_post_send(qa, &wr, &bad) == 0);
+	w = poll_one(cq_a);
+	CHECK(w.status == IBV_WC_REM_ACCESS_ERR && w.wr_id == 3);
+	/* out of range */
+	teardown();
+	setup(IBV_MTU_1024, 0);
+	wr.wr.rdma.rkey = mr_b->rkey;
+	wr.wr.rdma.remote_addr = (uintptr_t)buf_b + BUF - 10;
+	CHECK(ibv_post_send(qa, &wr, &bad) == 0);
+	w = poll_one(cq_a);
+	CHECK(w.status == IBV_WC_REM_ACCESS_ERR);
+	teardown();
+
+	/* receive buffer too small -> LOC_LEN_ERR there, REM_INV_REQ_ERR here */
+	setup(IBV_MTU_1024, 0);
+	post_recv(qb, 9, buf_b, 50, mr_b);
+	wr.opcode = IBV_WR_SEND;
+	wr.wr_id = 4;
+	CHECK(ibv_post_send(qa, &wr, &bad) == 0);
+	w = poll_one(cq_b);
+	CHECK(w.status == IBV_WC_LOC_LEN_ERR && w.wr_id == 9);
+	w = poll_one(cq_a);
+	CHECK(w.status == IBV_WC_REM_INV_REQ_ERR && w.wr_id == 4);
+	teardown();
+
+	/* post before RTS is refused; moving to ERR flushes receives */
+	qa = make_qp(cq_a, 0);
+	CHECK(ibv_post_send(qa, &wr, &bad) == EINVAL && bad == &wr);
+	struct ibv_recv_wr rw = { .wr_id = 5 }, *rbad;
+	CHECK(ibv_post_recv(qa, &rw, &rbad) == EINVAL);   /* RESET */
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1 };
+	CHECK(ibv_modify_qp(qa, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+			    IBV_QP_ACCESS_FLAGS) == 0);
+	CHECK(ibv_post_recv(qa, &rw, &rbad) == 0);
+	a.qp_state = IBV_QPS_ERR;
+	CHECK(ibv_modify_qp(qa, &a, IBV_QP_STATE) == 0);
+	w = poll_one(cq_a);
+	CHECK(w.status == IBV_WC_WR_FLUSH_ERR && w.wr_id == 5 && w.opcode == IBV_WC_RECV);
+	CHECK(ibv_destroy_qp(qa) == 0);
+}
+
+int main(void)
+{
+	int n;
+	struct ibv_device **list = ibv_get_device_list(&n);
+	CHECK(list && n >= 1);
+	ctx = ibv_open_device(list[0]);
+	CHECK(ctx);
+	ibv_free_device_list(list);
+	CHECK(ibv_query_gid(ctx, 1, 0, &gid) == 0);
+	pd = ibv_alloc_pd(ctx);
+	chan = ibv_create_comp_channel(ctx);
+	cq_a = ibv_create_cq(ctx, 256, NULL, NULL, 0);
+	cq_b = ibv_create_cq(ctx, 256, NULL, NULL, 0);
+	buf_a = malloc(BUF + 64);
+	buf_b = malloc(BUF + 64);
+	CHECK(pd && chan && cq_a && cq_b && buf_a && buf_b);
+	int acc = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
+	mr_a = ibv_reg_mr(pd, buf_a, BUF + 64, acc);
+	mr_b = ibv_reg_mr(pd, buf_b, BUF + 64, acc);
+	CHECK(mr_a && mr_b && mr_a->rkey != mr_b->rkey);
+
+	test_send_sizes(IBV_MTU_1024, 0);
+	test_send_sizes(IBV_MTU_256, 0xffff00);
+	test_send_sizes(IBV_MTU_4096, 12345);
+	test_unsignaled_inline();
+	test_write();
+	test_events();
+	test_errors();
+
+	CHECK(ibv_dealloc_pd(pd) == EBUSY);   /* MRs still registered */
+	CHECK(ibv_dereg_mr(mr_a) == 0 && ibv_dereg_mr(mr_b) == 0);
+	CHECK(ibv_destroy_cq(cq_a) == 0 && ibv_destroy_cq(cq_b) == 0);
+	CHECK(ibv_destroy_comp_channel(chan) == 0);
+	CHECK(ibv_dealloc_pd(pd) == 0);
+	CHECK(ibv_close_device(ctx) == 0);
+	free(buf_a);
+	free(buf_b);
+	printf("ok\n");
+	return 0;
+}
