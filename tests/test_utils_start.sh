@@ -109,16 +109,19 @@ done
 
 # ---- provider libraries -------------------------------------------------
 
+# A provider is present when the linker can find it (gcc's search path
+# is the one the link below uses; ldconfig may not be on a user's PATH).
 providers=
 have_mlx5=0
-for p in libmlx5.so.1 libefa.so.1 libmlx4.so.1 libmana.so.1; do
-	if ldconfig -p 2>/dev/null | grep -q "^[[:space:]]*$p "; then
-		providers="$providers -l:$p"
-		[ $p = libmlx5.so.1 ] && have_mlx5=1
-	fi
-done
-if ! ldconfig -p 2>/dev/null | grep -qE '^[[:space:]]*lib(mlx5|efa)\.so\.1 ' ||
-   ! command -v gcc >/dev/null; then
+if command -v gcc >/dev/null; then
+	for p in libmlx5.so.1 libefa.so.1 libmlx4.so.1 libmana.so.1; do
+		if [ "$(gcc -print-file-name=$p)" != "$p" ]; then
+			providers="$providers -l:$p"
+			[ $p = libmlx5.so.1 ] && have_mlx5=1
+		fi
+	done
+fi
+if ! grep -qE 'libmlx5|libefa' <<<"$providers"; then
 	echo "SKIP: provider libraries (ibverbs-providers) or gcc not available"
 	[ $fail -ne 0 ] && exit 1
 	exit 77
@@ -161,6 +164,8 @@ int main(void)
 EOF
 # --no-as-needed: the providers must be loaded (their constructors run)
 # even though the program calls little or nothing in them.
+# $providers is a list of linker flags: split on purpose.
+# shellcheck disable=SC2086
 if ! gcc -std=gnu11 -Wall -Werror -DHAVE_MLX5=$have_mlx5 -o "$work/prov" "$work/prov.c" \
 	-Wl,--no-as-needed $providers -libverbs ||
    ! gcc -std=gnu11 -Wall -Werror -DHAVE_MLX5=0 -o "$work/plain" "$work/prov.c" -libverbs; then

@@ -64,12 +64,13 @@ static void build_devices(void)
 		pthread_mutex_init(&d->open_lock, NULL);
 		d->ibdev.node_type = IBV_NODE_CA;
 		d->ibdev.transport_type = IBV_TRANSPORT_IB;
-		snprintf(d->ibdev.name, sizeof(d->ibdev.name), "%s", cfg[i].name);
+		snprintf(d->ibdev.name, sizeof(d->ibdev.name), "%.*s", (int)sizeof(d->ibdev.name) - 1,
+			 cfg[i].name);
 		snprintf(d->ibdev.dev_name, sizeof(d->ibdev.dev_name), "uverbs%d", i);
 		snprintf(d->ibdev.dev_path, sizeof(d->ibdev.dev_path),
 			 "/sys/class/infiniband_verbs/uverbs%d", i);
 		snprintf(d->ibdev.ibdev_path, sizeof(d->ibdev.ibdev_path),
-			 "/sys/class/infiniband/%.64s", cfg[i].name);
+			 "/sys/class/infiniband/%.63s", cfg[i].name);
 		devices[ndevices++] = d;
 	}
 }
@@ -170,9 +171,14 @@ void srn_device_query(struct srn_device *dev, struct ibv_device_attr *a)
 void srn_port_query(struct srn_device *dev, struct ibv_port_attr *a)
 {
 	memset(a, 0, sizeof(*a));
-	int mtu = srn_link_ib_mtu(dev->cfg.link_mtu);
+	/* An open device knows its link MTU (detected when the socket was
+	 * bound); the configuration may have left it to detection. */
+	int mtu = dev->nic ? dev->nic->ib_mtu : srn_link_ib_mtu(dev->cfg.link_mtu);
 	a->state = IBV_PORT_ACTIVE;
-	a->max_mtu = mtu;
+	/* Like rxe and RoCE NICs: the port can do 4096; what the link's MTU
+	 * allows is the active MTU.  QPs are held to the active MTU
+	 * (verbs_qp.c), because a larger packet could not leave with DF. */
+	a->max_mtu = IBV_MTU_4096;
 	a->active_mtu = mtu;
 	a->gid_tbl_len = SRN_GID_TBL_LEN;
 	a->port_cap_flags = IBV_PORT_CM_SUP | IBV_PORT_IP_BASED_GIDS;

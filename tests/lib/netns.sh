@@ -21,6 +21,8 @@
 # registered cleanups and deletes both namespaces. A test that needs its own
 # EXIT trap should call srn_netns_cleanup from it instead.
 #
+# Safe to source under 'set -euo pipefail'.
+#
 # Invariants: nothing is created outside the two namespaces (the veth pair is
 # created inside NS_A with its peer moved straight into NS_B); names carry the
 # creating shell's PID, so parallel tests never collide; every wait is bounded.
@@ -45,7 +47,7 @@ srn_netns_require_root() {
         ip netns del "$probe" >/dev/null 2>&1
         srn_netns_skip "cannot create veth interfaces here"
     fi
-    ip netns del "$probe" >/dev/null 2>&1
+    ip netns del "$probe" >/dev/null 2>&1 || true
     return 0
 }
 
@@ -64,7 +66,7 @@ srn_netns_cleanup() {
         # Processes still inside keep a namespace alive after 'ip netns del';
         # end the ones we can see so the namespace really goes away.
         pids=$(ip netns pids "$ns" 2>/dev/null)
-        [ -n "$pids" ] && kill $pids >/dev/null 2>&1
+        [ -z "$pids" ] || kill $pids >/dev/null 2>&1 || true
         ip netns del "$ns" >/dev/null 2>&1 || true
     done
     SRN_NETNS_CREATED=()
@@ -97,8 +99,8 @@ srn_netns_setup() {
     trap 'exit 129' HUP
 
     # A namespace left by a crashed run with a recycled PID would make 'add' fail.
-    ip netns del "$NS_A" >/dev/null 2>&1
-    ip netns del "$NS_B" >/dev/null 2>&1
+    ip netns del "$NS_A" >/dev/null 2>&1 || true
+    ip netns del "$NS_B" >/dev/null 2>&1 || true
     ip netns add "$NS_A" || return 1
     SRN_NETNS_CREATED+=("$NS_A")
     ip netns add "$NS_B" || return 1
