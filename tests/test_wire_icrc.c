@@ -94,6 +94,19 @@ static void test_constants(void)
 		CHECK(srn_crc32_zeros(crc, n) == libdeflate_crc32(crc, zeros, n),
 		      "zeros(%08x, %zu)", crc, n);
 	}
+	/* Beyond what a buffer can check: 2^k zero bytes are twice 2^(k-1),
+	 * and splitting n anywhere gives the same result. */
+	for (int k = 1; k < 48; k++) {
+		uint32_t crc = (uint32_t)wt_rand(&s);
+		uint64_t n = 1ull << k, a = wt_rand(&s) % n;
+
+		CHECK(srn_crc32_zeros(crc, n) ==
+		      srn_crc32_zeros(srn_crc32_zeros(crc, n / 2), n / 2),
+		      "zeros 2^%d", k);
+		CHECK(srn_crc32_zeros(crc, n + 12345) ==
+		      srn_crc32_zeros(srn_crc32_zeros(crc, a), n + 12345 - a),
+		      "zeros split 2^%d", k);
+	}
 }
 
 /* The ICRC the documentation lists for the external vectors. */

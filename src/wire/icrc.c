@@ -28,7 +28,6 @@
 
 #define CRC32_POLY	0xedb88320u	/* reflected 0x04c11db7 */
 #define GF2_ONE		0x80000000u	/* x^0 */
-#define GF2_X8		0x00800000u	/* x^8 */
 
 #define IPV4_HDR_LEN	20
 #define IPV6_HDR_LEN	40
@@ -161,8 +160,14 @@ uint32_t srn_icrc_calc(const struct srn_ip_meta *ip, const struct iovec *iov,
 
 /* ---- GF(2) polynomial arithmetic modulo the CRC-32 polynomial -------- */
 
-/* a * b mod P.  Each step multiplies b by x (a right shift in the
- * reflected form, reducing when x^31 overflows). */
+/* b * x mod P: a right shift in the reflected form, reducing when the
+ * x^31 term overflows. */
+static uint32_t gf2_mul_x(uint32_t b)
+{
+	return (b & 1) ? (b >> 1) ^ CRC32_POLY : b >> 1;
+}
+
+/* a * b mod P, one term of a at a time. */
 static uint32_t gf2_mulmod(uint32_t a, uint32_t b)
 {
 	uint32_t r = 0;
@@ -170,20 +175,38 @@ static uint32_t gf2_mulmod(uint32_t a, uint32_t b)
 	for (int i = 0; i < 32; i++) {
 		if (a & (GF2_ONE >> i))
 			r ^= b;
-		b = (b & 1) ? (b >> 1) ^ CRC32_POLY : b >> 1;
+		b = gf2_mul_x(b);
 	}
 	return r;
 }
 
-/* x^(8n) mod P: the effect of n zero bytes on the raw CRC register. */
+/*
+ * x^(8 * 2^k) mod P for k = 0..31, i.e. the effect of 2^k zero bytes.
+ * Entry 0 is x^8; each next one is the square of the previous (computed
+ * offline with gf2_mulmod; test_wire_icrc checks the squaring relation
+ * and the result against libdeflate on real zero bytes).
+ */
+static const uint32_t x8_pow2[32] = {
+	0x00800000, 0x00008000, 0xedb88320, 0xb1e6b092,
+	0xa06a2517, 0xed627dae, 0x88d14467, 0xd7bbfe6a,
+	0xec447f11, 0x8e7ea170, 0x6427800e, 0x4d47bae0,
+	0x09fe548f, 0x83852d0f, 0x30362f1a, 0x7b5a9cc3,
+	0x31fec169, 0x9fec022a, 0x6c8dedc4, 0x15d6874d,
+	0x5fde7a4e, 0xbad90e37, 0x2e4e5eef, 0x4eaba214,
+	0xa8a472c0, 0x429a969e, 0x148d302a, 0xc40ba6d0,
+	0xc4e22c3c, 0x40000000, 0x20000000, 0x08000000,
+};
+
+/* x^(8n) mod P: the effect of n zero bytes on the raw CRC register.
+ * One multiplication per set bit of n (about log2(n) / 2 for packets). */
 static uint32_t gf2_x8n(uint64_t n)
 {
-	uint32_t r = GF2_ONE, sq = GF2_X8;
+	uint32_t r = GF2_ONE, sq = 0;
 
-	for (; n; n >>= 1) {	/* at most 64 rounds */
+	for (int k = 0; n; k++, n >>= 1) {	/* at most 64 rounds */
+		sq = k < 32 ? x8_pow2[k] : gf2_mulmod(sq, sq);
 		if (n & 1)
 			r = gf2_mulmod(r, sq);
-		sq = gf2_mulmod(sq, sq);
 	}
 	return r;
 }
@@ -200,7 +223,7 @@ static uint32_t crc_byte_raw(uint8_t b)
 	uint32_t r = b;
 
 	for (int k = 0; k < 8; k++)
-		r = (r & 1) ? (r >> 1) ^ CRC32_POLY : r >> 1;
+		r = gf2_mul_x(r);
 	return r;
 }
 
@@ -255,7 +278,7 @@ int srn_icrc_solve_ipv4_id(const struct srn_ip_meta *ip,
 {
 	struct srn_ip_meta m;
 	uint64_t plen;
-	uint32_t delta, after_lo, after_hi, col[16];
+	uint32_t delta, c, col[16];
 
 	if (ip->family != AF_INET)
 		return -EINVAL;
@@ -263,16 +286,18 @@ int srn_icrc_solve_ipv4_id(const struct srn_ip_meta *ip,
 	m.ipv4_id = 0;
 	delta = wire_icrc ^ srn_icrc_calc(&m, iov, iovcnt);
 
-	/* Pseudo-packet length; the ID's high byte sits at PSEUDO_ID_OFF and
-	 * its low byte right after, followed by plen - off - 1 bytes. */
+	/*
+	 * Reflected CRC-32 takes each byte least significant bit first, so
+	 * the 16 ID bits enter in the order 8..15 (high byte), then 0..7.
+	 * The last one, bit 7, is followed by k = plen - (PSEUDO_ID_OFF + 2)
+	 * bytes: its contribution is crc_byte_raw(0x80) * x^(8k).  Every bit
+	 * entering one step earlier contributes that times x.
+	 */
 	plen = 8 + IPV4_HDR_LEN + UDP_HDR_LEN + iov_total(iov, iovcnt);
-	after_lo = gf2_x8n(plen - (PSEUDO_ID_OFF + 2));
-	after_hi = gf2_mulmod(after_lo, GF2_X8);
-	for (int b = 0; b < 8; b++) {
-		uint32_t c = crc_byte_raw((uint8_t)(1u << b));
-
-		col[b] = gf2_mulmod(c, after_lo);
-		col[8 + b] = gf2_mulmod(c, after_hi);
+	c = gf2_mulmod(crc_byte_raw(0x80), gf2_x8n(plen - (PSEUDO_ID_OFF + 2)));
+	for (int step = 0; step < 16; step++) {
+		col[(7 - step) & 15] = c;	/* 7, 6, .., 0, 15, .., 8 */
+		c = gf2_mul_x(c);
 	}
 	return solve16(col, delta, id);
 }

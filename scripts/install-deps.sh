@@ -1,0 +1,28 @@
+#!/bin/bash
+# scripts/install-deps.sh - install what softrnic builds and tests with, from
+# Debian's packages (Debian 12).  Does nothing when everything is present;
+# otherwise needs root or sudo.  Why each package is needed: README.md.
+set -euo pipefail
+
+PACKAGES=(
+	build-essential cmake pkg-config    # compiler (with libasan/libubsan/libtsan), build
+	libibverbs-dev                      # <infiniband/verbs.h>: the ABI we implement
+	ibverbs-utils ibverbs-providers     # unmodified ibv_* binaries the tests and demo run
+	libdeflate-dev                      # fast CRC32 for the ICRC
+	iproute2                            # ip netns / veth / ss for the tests
+	tshark                              # dissects captured RoCEv2 packets
+	python3                             # test helpers
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+SUDO=
+[ "$(id -u)" -eq 0 ] || SUDO=sudo
+export DEBIAN_FRONTEND=noninteractive
+echo "=== installing: ${missing[*]}"
+timeout 300 $SUDO apt-get update
+timeout 600 $SUDO apt-get install -y --no-install-recommends "${missing[@]}"
