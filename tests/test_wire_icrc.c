@@ -231,6 +231,7 @@ static void test_masking_pair(void)
 	int la = wt_hex(mask_a, a, sizeof(a)), lb = wt_hex(mask_b, b, sizeof(b));
 	struct srn_frame f;
 	struct iovec iov;
+	uint32_t c, w;
 
 	CHECK(la == 62 && lb == 62, "pair lengths %d %d", la, lb);
 	test_frame("mask-A", a, (size_t)la);
@@ -253,6 +254,13 @@ static void test_masking_pair(void)
 	f.ip.ipv4_id = 0x1234;
 	f.ip.sport = 0xc002;
 	CHECK(srn_icrc_calc(&f.ip, &iov, 1) == 0x57da7df1u, "calc sport 0xc002");
+
+	/* A fragment (MF set, or an offset) is not a whole packet. */
+	a[20] |= 0x20;
+	CHECK(srn_icrc_of_frame(a, (size_t)la, &c, &w) == -EBADMSG, "MF");
+	a[20] &= (uint8_t)~0x20;
+	a[21] = 1;
+	CHECK(srn_icrc_of_frame(a, (size_t)la, &c, &w) == -EBADMSG, "offset");
 }
 
 static void solve_vector(const char *id, uint16_t want)

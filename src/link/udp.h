@@ -7,6 +7,8 @@
  * non-blocking and unconnected; IPv4 packets leave with DF set and, because
  * of that, IP ID 0 (Linux's rule for unconnected DF sockets; the ICRC covers
  * the ID and receivers assume 0 — tests/test_link_wire.c checks this).
+ * Should UDP GSO (UDP_SEGMENT) be added: segment k of one send leaves with
+ * IP ID k, so its ICRC must be computed with ID k (the same test checks it).
  * IPv6 packets leave with UDP checksum 0 and zero-checksum packets are
  * accepted, as rxe and RoCE NICs do.
  *

@@ -10,7 +10,8 @@
  * the transport.
  *
  * srn_pkt_build_hdr is its inverse for the header part; the caller appends
- * payload, pad (zero bytes) and ICRC.
+ * payload, pad (zero bytes) and ICRC.  The AETH RNR timer table lives here
+ * too, next to the AETH decoding.
  *
  * Invariants: pure functions, no state.  A successful parse satisfies
  * info->hdr_len + paylen + pad + SRN_ICRC_LEN == len, and payload points

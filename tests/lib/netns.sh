@@ -11,10 +11,12 @@
 #
 # Usage:
 #   source "$SRN_SRC/tests/lib/netns.sh"
-#   srn_netns_require_root            # exit 77 unless we can create namespaces
-#   SRN_NETNS_MTU=1400 srn_netns_setup
-#   srn_ns_a some-command ...         # = ip netns exec "$NS_A" some-command ...
-#   srn_netns_at_exit "kill $pid"     # extra cleanup, run before the namespaces go
+#   srn_netns_require_root             # exit 77 unless we can create namespaces
+#   SRN_NETNS_MTU=1400 srn_netns_setup # veth MTU, default 1500
+#   srn_ns_a some-command ...          # = ip netns exec "$NS_A" some-command ...
+#   ip netns exec "$NS_B" server &     # background: call ip directly so $! is
+#   pid=$!                             #   the server, not a subshell
+#   srn_netns_at_exit "kill $pid"      # extra cleanup, run before the namespaces go
 #
 # srn_netns_setup exports NS_A NS_B IF_A IF_B ADDR_A ADDR_B ADDR6_A ADDR6_B
 # and installs an EXIT trap (plus INT/TERM/HUP traps that exit) which runs the
