@@ -16,11 +16,14 @@
 #
 # Environment: JOBS (default 2), SRN_SKIP_ASAN=1 to run only the first
 # pass, SRN_CTEST_BUDGET seconds allowed per ctest pass (default 300),
-# CC as usual.
+# BUILD_DIR / ASAN_BUILD_DIR to build elsewhere than build/ and
+# build-asan/, CC as usual.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 JOBS=${JOBS:-2}
+BUILD_DIR=${BUILD_DIR:-build}
+ASAN_BUILD_DIR=${ASAN_BUILD_DIR:-build-asan}
 BUDGET=${SRN_CTEST_BUDGET:-300}
 CC=${CC:-gcc}
 export CC
@@ -43,7 +46,7 @@ run_pass() {
 }
 
 status=0
-run_pass build || status=1
+run_pass "$BUILD_DIR" || status=1
 
 if [ "${SRN_SKIP_ASAN:-0}" != 1 ]; then
 	SRN_ASAN_PRELOAD=$("$CC" -print-file-name=libasan.so)
@@ -54,7 +57,7 @@ if [ "${SRN_SKIP_ASAN:-0}" != 1 ]; then
 	export SRN_ASAN_PRELOAD
 	export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 	export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
-	run_pass build-asan -DSRN_SANITIZE=ON || status=1
+	run_pass "$ASAN_BUILD_DIR" -DSRN_SANITIZE=ON || status=1
 fi
 
 [ "$status" -eq 0 ] && echo "=== all tests passed" || echo "=== FAILURES (see above)"

@@ -4,8 +4,9 @@
  * device (real UDP packets through the kernel).  Checks every completion
  * field, data integrity across segmentation, inline and unsignaled sends,
  * completion events driven by the progress thread, and the error
- * semantics that exist so far (bad lkey, bad rkey, receive buffer too
- * small, flush on error).
+ * semantics (bad lkey, bad rkey, receive buffer too small, flush on
+ * error, RNR wait and RNR/transport retry exhaustion), RDMA Read and
+ * atomics.
  */
 #include <errno.h>
 #include <poll.h>
@@ -40,10 +41,13 @@ static struct ibv_qp *make_qp(struct ibv_cq *cq, int sig_all)
 	return qp;
 }
 
+static int conn_access = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+static uint8_t conn_timeout = 14, conn_retry = 7, conn_rnr_retry = 7, conn_min_rnr = 12;
+
 static void connect_qp(struct ibv_qp *qp, uint32_t dest, uint32_t psn, enum ibv_mtu mtu)
 {
 	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
-				 .qp_access_flags = IBV_ACCESS_REMOTE_WRITE };
+				 .qp_access_flags = conn_access };
 	CHECK(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
 			    IBV_QP_ACCESS_FLAGS) == 0);
 	memset(&a, 0, sizeof(a));
@@ -51,8 +55,8 @@ static void connect_qp(struct ibv_qp *qp, uint32_t dest, uint32_t psn, enum ibv_
 	a.path_mtu = mtu;
 	a.dest_qp_num = dest;
 	a.rq_psn = psn;
-	a.max_dest_rd_atomic = 1;
-	a.min_rnr_timer = 12;
+	a.max_dest_rd_atomic = 4;
+	a.min_rnr_timer = conn_min_rnr;
 	a.ah_attr.is_global = 1;
 	a.ah_attr.grh.dgid = gid;
 	a.ah_attr.grh.hop_limit = 1;
@@ -62,10 +66,10 @@ static void connect_qp(struct ibv_qp *qp, uint32_t dest, uint32_t psn, enum ibv_
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTS;
 	a.sq_psn = psn;
-	a.timeout = 14;
-	a.retry_cnt = 7;
-	a.rnr_retry = 7;
-	a.max_rd_atomic = 1;
+	a.timeout = conn_timeout;
+	a.retry_cnt = conn_retry;
+	a.rnr_retry = conn_rnr_retry;
+	a.max_rd_atomic = 4;
 	CHECK(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
 			    IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC) == 0);
 }
@@ -323,6 +327,139 @@ static void test_errors(void)
 	CHECK(ibv_destroy_qp(qa) == 0);
 }
 
+/* RDMA Read of many sizes, crossing MTU boundaries and SGEs. */
+static void test_read(enum ibv_mtu mtu)
+{
+	static const uint32_t sizes[] = { 0, 1, 8, 1000, 1024, 1025, 4096, 65537, 1 << 20 };
+	setup(mtu, 0xfffffa);
+	for (unsigned i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		uint32_t len = sizes[i];
+		fill(buf_b, len, 7 + i);
+		memset(buf_a, 0, BUF);
+		uint32_t h = len / 2;
+		struct ibv_sge s[2] = { { (uintptr_t)buf_a, h, mr_a->lkey },
+					{ (uintptr_t)buf_a + h, len - h, mr_a->lkey } };
+		struct ibv_send_wr wr = { .wr_id = 300 + i, .sg_list = s, .num_sge = 2,
+					  .opcode = IBV_WR_RDMA_READ, .send_flags = IBV_SEND_SIGNALED }, *bad;
+		wr.wr.rdma.remote_addr = (uintptr_t)buf_b;
+		wr.wr.rdma.rkey = mr_b->rkey;
+		CHECK(ibv_post_send(qa, &wr, &bad) == 0);
+		struct ibv_wc w = poll_one(cq_a);
+		CHECK(w.status == IBV_WC_SUCCESS && w.wr_id == 300 + i && w.opcode == IBV_WC_RDMA_READ);
+		CHECK(w.byte_len == len);
+		CHECK(memcmp(buf_a, buf_b, len) == 0);
+	}
+	teardown();
+}
+
+/* CAS (hit and miss) and FAA, results in the local buffer, and a chain of
+ * 100 FAAs adds up exactly. */
+static void test_atomics(void)
+{
+	setup(IBV_MTU_1024, 77);
+	uint64_t *target = (uint64_t *)(buf_b + 64), *result = (uint64_t *)buf_a;
+	*target = 1000;
+	struct ibv_sge s = { (uintptr_t)result, 8, mr_a->lkey };
+	struct ibv_send_wr wr = { .wr_id = 1, .sg_list = &s, .num_sge = 1,
+				  .opcode = IBV_WR_ATOMIC_CMP_AND_SWP, .send_flags = IBV_SEND_SIGNALED }, *bad;
+	wr.wr.atomic.remote_addr = (uintptr_t)target;
+	wr.wr.atomic.rkey = mr_b->rkey;
+	wr.wr.atomic.compare_add = 1000;
+	wr.wr.atomic.swap = 2000;
+	CHECK(ibv_post_send(qa, &wr, &bad) == 0);
+	struct ibv_wc w = poll_one(cq_a);
+	CHECK(w.status == IBV_WC_SUCCESS && w.opcode == IBV_WC_COMP_SWAP && w.byte_len == 8);
+	CHECK(*result == 1000 && *target == 2000);
+	wr.wr.atomic.compare_add = 1000;   /* miss: target stays */
+	wr.wr.atomic.swap = 3000;
+	CHECK(ibv_post_send(qa, &wr, &bad) == 0);
+	w = poll_one(cq_a);
+	CHECK(w.status == IBV_WC_SUCCESS && *result == 2000 && *target == 2000);
+	wr.opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
+	wr.send_flags = 0;
+	wr.wr.atomic.compare_add = 3;
+	for (int i = 0; i < 100; i++) {
+		if (i == 99)
+			wr.send_flags = IBV_SEND_SIGNALED;
+		CHECK(ibv_post_send(qa, &wr, &bad) == 0);
+		if (i % 32 == 31)   /* stay within the send queue */
+			for (int k = 0; k < 1000 && ibv_poll_cq(cq_a, 1, &w) == 0; k++)
+				;
+	}
+	w = poll_one(cq_a);
+	CHECK(w.status == IBV_WC_SUCCESS && w.opcode == IBV_WC_FETCH_ADD);
+	CHECK(*target == 2300 && *result == 2297);
+	/* misaligned -> invalid request */
+	wr.wr.atomic.remote_addr = (uintptr_t)target + 4;
+	CHECK(ibv_post_send(qa, &wr, &bad) == 0);
+	w = poll_one(cq_a);
+	CHECK(w.status == IBV_WC_REM_INV_REQ_ERR);
+	teardown();
+
+	/* no remote atomic right on the QP -> remote access error */
+	conn_access = IBV_ACCESS_REMOTE_WRITE;
+	setup(IBV_MTU_1024, 0);
+	conn_access = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+	wr.wr.atomic.remote_addr = (uintptr_t)target;
+	CHECK(ibv_post_send(qa, &wr, &bad) == 0);
+	w = poll_one(cq_a);
+	CHECK(w.status == IBV_WC_REM_ACCESS_ERR);
+	teardown();
+}
+
+static double now_s(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + t.tv_nsec / 1e9;
+}
+
+/* RNR: a SEND with no receive posted waits and succeeds once one is;
+ * with rnr_retry 1 it gives up with RNR_RETRY_EXC_ERR.  Peer gone: the
+ * local ACK timeout and retry_cnt end in RETRY_EXC_ERR in bounded time. */
+static void test_rnr_and_retry(void)
+{
+	conn_min_rnr = 1;                    /* 0.01 ms */
+	setup(IBV_MTU_1024, 0);
+	struct ibv_sge s = { (uintptr_t)buf_a, 100, mr_a->lkey };
+	struct ibv_send_wr wr = { .wr_id = 11, .sg_list = &s, .num_sge = 1, .opcode = IBV_WR_SEND,
+				  .send_flags = IBV_SEND_SIGNALED }, *bad;
+	CHECK(ibv_post_send(qa, &wr, &bad) == 0);
+	struct ibv_wc w;
+	double t0 = now_s();
+	while (now_s() - t0 < 0.05)
+		CHECK(ibv_poll_cq(cq_a, 1, &w) == 0);   /* still waiting */
+	post_recv(qb, 12, buf_b, 4096, mr_b);
+	w = poll_one(cq_b);
+	CHECK(w.status == IBV_WC_SUCCESS && w.wr_id == 12 && w.byte_len == 100);
+	w = poll_one(cq_a);
+	CHECK(w.status == IBV_WC_SUCCESS && w.wr_id == 11);
+	teardown();
+
+	conn_rnr_retry = 1;
+	setup(IBV_MTU_1024, 0);
+	CHECK(ibv_post_send(qa, &wr, &bad) == 0);
+	w = poll_one(cq_a);
+	CHECK(w.status == IBV_WC_RNR_RETRY_EXC_ERR && w.wr_id == 11);
+	teardown();
+	conn_rnr_retry = 7;
+	conn_min_rnr = 12;
+
+	conn_timeout = 8;                    /* 1 ms */
+	conn_retry = 2;
+	setup(IBV_MTU_1024, 0);
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_RESET };
+	CHECK(ibv_modify_qp(qb, &a, IBV_QP_STATE) == 0);   /* peer stops answering */
+	t0 = now_s();
+	CHECK(ibv_post_send(qa, &wr, &bad) == 0);
+	w = poll_one(cq_a);
+	CHECK(w.status == IBV_WC_RETRY_EXC_ERR && w.wr_id == 11);
+	CHECK(now_s() - t0 < 2.0);
+	teardown();
+	conn_timeout = 14;
+	conn_retry = 7;
+}
+
 int main(void)
 {
 	int n;
@@ -339,7 +476,8 @@ int main(void)
 	buf_a = malloc(BUF + 64);
 	buf_b = malloc(BUF + 64);
 	CHECK(pd && chan && cq_a && cq_b && buf_a && buf_b);
-	int acc = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
+	int acc = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+		  IBV_ACCESS_REMOTE_ATOMIC;
 	mr_a = ibv_reg_mr(pd, buf_a, BUF + 64, acc);
 	mr_b = ibv_reg_mr(pd, buf_b, BUF + 64, acc);
 	CHECK(mr_a && mr_b && mr_a->rkey != mr_b->rkey);
@@ -351,6 +489,11 @@ int main(void)
 	test_write();
 	test_events();
 	test_errors();
+	test_read(IBV_MTU_1024);
+	test_read(IBV_MTU_256);
+	test_read(IBV_MTU_4096);
+	test_atomics();
+	test_rnr_and_retry();
 
 	CHECK(ibv_dealloc_pd(pd) == EBUSY);   /* MRs still registered */
 	CHECK(ibv_dereg_mr(mr_a) == 0 && ibv_dereg_mr(mr_b) == 0);

@@ -156,8 +156,16 @@ else
 fi
 check_udp_address "$out" 127.0.0.10 4792
 
-# Same values as Debian's ibv_devinfo, read through the same library.
+# Same values as Debian's ibv_devinfo, read through the same library.  The
+# device is pinned to one address: the default device takes the first free
+# 127.0.0.N when it opens, and its GID and GUID follow that address, so two
+# processes can see different values while other tests hold addresses.
 if command -v ibv_devinfo >/dev/null; then
+	export SOFTRNIC_DEVICES="name=softrnic0,addr=127.0.0.12,port=4791"
+	srn devinfo
+	mine=$out
+	srn devinfo -v
+	mine_v=$out
 	preload=()
 	[ -n "${SRN_ASAN_PRELOAD:-}" ] && preload=(LD_PRELOAD="$SRN_ASAN_PRELOAD")
 	theirs=$(timeout 60 env "${preload[@]}" "$SOFTRNIC" run -- ibv_devinfo) ||

@@ -58,6 +58,10 @@ struct srn_nic {
 	 * and QPs whose transmission stopped on a full socket buffer. */
 	struct srn_qp *ack_list;
 	struct srn_qp *tx_list;
+	/* QPs with an armed retransmission or RNR timer; next_deadline is
+	 * the earliest of them (0 = none), the progress thread's timeout. */
+	struct srn_qp *timer_list;
+	_Atomic uint64_t next_deadline;
 
 	struct srn_counters cnt;
 

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "transport/rx.h"
+#include "transport/timers.h"
 #include "transport/tx.h"
 
 #define SRN_APP_IDLE_NS 200000ull      /* app counts as polling for this long */
@@ -59,9 +60,27 @@ static void *progress_main(void *arg)
 				drain_kick(nic);
 			continue;
 		}
-		int n = epoll_wait(nic->ep_all, ev, 4, -1);
+		/* Sleep until a packet, a kick, or the next timer. */
+		uint64_t dl = atomic_load_explicit(&nic->next_deadline, memory_order_relaxed);
+		struct timespec ts, *tsp = NULL;
+		if (dl) {
+			uint64_t now = srn_now_ns();
+			uint64_t d = dl > now ? dl - now : 0;
+			ts.tv_sec = (time_t)(d / 1000000000ull);
+			ts.tv_nsec = (long)(d % 1000000000ull);
+			tsp = &ts;
+		}
+		int n = epoll_pwait2(nic->ep_all, ev, 4, tsp, NULL);
 		if (n < 0 && errno != EINTR)
 			break;
+		if (n == 0 && !app_is_polling(nic, srn_now_ns(), &left)) {
+			pthread_mutex_lock(&nic->lock);
+			srn_timers_run(nic, srn_now_ns());
+			srn_ack_flush(nic);
+			srn_tx_resume(nic);
+			pthread_mutex_unlock(&nic->lock);
+			continue;
+		}
 		bool readable = false;
 		for (int i = 0; i < n; i++) {
 			if (ev[i].data.u32 == 0)
@@ -165,6 +184,8 @@ int srn_progress_poll(struct srn_nic *nic)
 		if (n < SRN_RX_BATCH)
 			break;
 	}
+	srn_ack_flush(nic);
+	srn_timers_run(nic, srn_now_ns());
 	srn_ack_flush(nic);
 	srn_tx_resume(nic);
 	return total;

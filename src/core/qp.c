@@ -16,6 +16,7 @@
 #include "core/nic.h"
 #include "link/udp.h"
 #include "transport/complete.h"
+#include "transport/timers.h"
 #include "transport/tx.h"
 #include "wire/roce_hdr.h"
 
@@ -45,6 +46,7 @@ int srn_qp_alloc_queues(struct srn_qp *qp)
 
 void srn_qp_free_queues(struct srn_qp *qp)
 {
+	free(qp->res);
 	free(qp->sq);
 	free(qp->sq_sge);
 	free(qp->sq_inline);
@@ -68,6 +70,13 @@ static void unlink_lists(struct srn_qp *qp)
 		}
 	qp->on_tx_list = false;
 	qp->req_blocked = false;
+	for (struct srn_qp **pp = &nic->timer_list; *pp; pp = &(*pp)->timer_next)
+		if (*pp == qp) {
+			*pp = qp->timer_next;
+			break;
+		}
+	qp->on_timer_list = false;
+	srn_timer_stop(qp);
 }
 
 /* Back to RESET: queues emptied without completions, transport state
@@ -85,6 +94,11 @@ static void reset(struct srn_qp *qp)
 	qp->resp_in_msg = qp->resp_in_write = false;
 	qp->resp_nak_sent = qp->resp_comm_est = false;
 	qp->sq_drained_pending = false;
+	qp->rd_atomic_inflight = 0;
+	qp->rewound = false;
+	qp->resp_tx_pending = false;
+	if (qp->res)
+		memset(qp->res, 0, qp->res_size * sizeof(*qp->res));
 	memset(&qp->attr, 0, sizeof(qp->attr));
 }
 
@@ -117,10 +131,30 @@ static int set_peer(struct srn_qp *qp, const struct ibv_ah_attr *ah)
 	return 0;
 }
 
+/* Responder resources: max_dest_rd_atomic of them, rounded up to a power
+ * of two (as rxe does), at least one so the ring arithmetic holds. */
+static int size_resources(struct srn_qp *qp, uint8_t n)
+{
+	uint32_t size = pow2_at_least(n ? n : 1);
+	if (size == qp->res_size)
+		return 0;
+	struct srn_resp_res *r = calloc(size, sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	free(qp->res);
+	qp->res = r;
+	qp->res_size = size;
+	qp->res_head = 0;
+	return 0;
+}
+
 int srn_qp_apply(struct srn_qp *qp, const struct ibv_qp_attr *attr, int mask)
 {
 	enum ibv_qp_state cur = qp->state;
 	enum ibv_qp_state next = (mask & IBV_QP_STATE) ? attr->qp_state : cur;
+
+	if ((mask & IBV_QP_MAX_DEST_RD_ATOMIC) && size_resources(qp, attr->max_dest_rd_atomic))
+		return -ENOMEM;
 
 	/* Resolve the address first: the only step that can fail, and
 	 * nothing may change if it does. */
@@ -155,9 +189,9 @@ int srn_qp_apply(struct srn_qp *qp, const struct ibv_qp_attr *attr, int mask)
 	if (mask & IBV_QP_TIMEOUT)
 		qp->attr.timeout = attr->timeout;
 	if (mask & IBV_QP_RETRY_CNT)
-		qp->attr.retry_cnt = attr->retry_cnt;
+		qp->retry_left = qp->attr.retry_cnt = attr->retry_cnt;
 	if (mask & IBV_QP_RNR_RETRY)
-		qp->attr.rnr_retry = attr->rnr_retry;
+		qp->rnr_left = qp->attr.rnr_retry = attr->rnr_retry;
 	if (mask & IBV_QP_RQ_PSN) {
 		qp->attr.rq_psn = attr->rq_psn & SRN_PSN_MASK;
 		qp->resp_epsn = qp->attr.rq_psn;

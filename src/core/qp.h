@@ -45,7 +45,29 @@ struct srn_swqe {
 	uint64_t compare_add, swap;
 	uint32_t remote_qpn, remote_qkey;  /* UD */
 	struct srn_ah *ah;                 /* UD */
-	uint32_t first_psn, last_psn;  /* assigned when transmission starts */
+	uint32_t first_psn, last_psn;  /* assigned when transmission starts;
+					* a READ owns one PSN per response packet */
+};
+
+static inline bool srn_wr_is_rd_atomic(enum ibv_wr_opcode op)
+{
+	return op == IBV_WR_RDMA_READ || op == IBV_WR_ATOMIC_CMP_AND_SWP ||
+	       op == IBV_WR_ATOMIC_FETCH_AND_ADD;
+}
+
+/* Responder resource (IBTA 9.7.5.1.4): an accepted READ or atomic, kept so
+ * a duplicate READ can be re-executed and a duplicate atomic answered
+ * from the saved result without executing it twice.  A ring of
+ * max_dest_rd_atomic entries; the oldest is overwritten. */
+struct srn_resp_res {
+	bool valid;
+	bool is_atomic;
+	bool pending;                  /* READ responses still to send */
+	uint32_t first_psn, last_psn;
+	uint32_t next_psn;             /* next READ response to send */
+	uint64_t va;                   /* READ: RETH va of first_psn */
+	uint32_t rkey, len;
+	uint64_t orig;                 /* atomic: original value */
 };
 
 struct srn_rwqe {
@@ -87,6 +109,16 @@ struct srn_qp {
 	uint32_t req_una;              /* oldest unacknowledged PSN */
 	uint32_t req_pkts_since_ackreq;
 	bool req_blocked;              /* socket full: resume from the progress loop */
+	uint32_t rd_atomic_inflight;   /* READ/atomic WQEs sent, not completed */
+	uint32_t retry_left, rnr_left; /* reset whenever an ACK makes progress */
+	bool rnr_wait;                 /* stalled until rnr_deadline */
+	uint32_t rnr_psn;              /* where to resume after the RNR wait */
+	bool rewound;                  /* went back to rewound_psn, no progress since */
+	uint32_t rewound_psn;
+	uint64_t ack_deadline;         /* local ACK timeout, 0 = not armed */
+	uint64_t rnr_deadline;
+	struct srn_qp *timer_next;     /* on nic->timer_list */
+	bool on_timer_list;
 	bool sq_drained_pending;       /* SQD: raise SQ_DRAINED once empty */
 
 	/* Receive queue */
@@ -104,6 +136,9 @@ struct srn_qp {
 	uint32_t resp_write_rkey, resp_write_len;
 	bool resp_nak_sent;            /* NAK-sequence sent for this gap (once) */
 	bool resp_comm_est;            /* first packet seen in RTR: COMM_EST raised */
+	struct srn_resp_res *res;      /* ring of res_size responder resources */
+	uint32_t res_size, res_head;   /* res_head: next slot to (over)write */
+	bool resp_tx_pending;          /* READ responses wait for socket room */
 
 	/* ACK owed to the peer, flushed at the end of a receive batch. */
 	bool ack_pending;

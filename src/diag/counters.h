@@ -21,8 +21,8 @@ enum srn_counter {
 	SRN_CNT_RDMA_SENDS,         /* rdma_sends: SEND messages started */
 	SRN_CNT_RDMA_RECVS,         /* rdma_recvs: SEND messages delivered */
 	SRN_CNT_DUPLICATE_REQUEST,  /* duplicate_request */
-	SRN_CNT_OUT_OF_SEQUENCE,    /* out_of_sequence */
-	SRN_CNT_RCVD_SEQ_ERR,       /* rcvd_seq_err: NAK-sequence received */
+	SRN_CNT_OUT_OF_SEQUENCE,    /* out_of_sequence (rxe: rcvd_seq_err): responder saw a PSN gap */
+	SRN_CNT_RCVD_SEQ_ERR,       /* packet_seq_err: NAK-sequence received (requester) */
 	SRN_CNT_SEQ_NAK_SENT,       /* NAK-sequence sent */
 	SRN_CNT_RCVD_RNR_ERR,       /* rcvd_rnr_err: RNR NAK received */
 	SRN_CNT_SEND_RNR_ERR,       /* send_rnr_err: RNR NAK sent */
@@ -40,6 +40,15 @@ enum srn_counter {
 	SRN_CNT_SEND_ERR,           /* send_err: requester error completions */
 	SRN_CNT_LOC_LEN_ERR,
 	SRN_CNT_CQ_OVERFLOW,
+	SRN_CNT_RDMA_READS,         /* RDMA READ requests executed as responder */
+	SRN_CNT_ATOMICS,            /* atomics executed as responder */
+	SRN_CNT_RETRANSMITS,        /* go-back-N rewinds */
+	SRN_CNT_LOCAL_ACK_TIMEOUT,  /* local_ack_timeout_err */
+	SRN_CNT_RETRY_EXCEEDED,     /* retry_exceeded_err */
+	SRN_CNT_RNR_RETRY_EXCEEDED, /* rnr_retry_exceeded_err */
+	SRN_CNT_IMPLIED_NAK,        /* implied_nak_seq_err */
+	SRN_CNT_DUP_READ,           /* duplicate READ re-executed */
+	SRN_CNT_DUP_ATOMIC,         /* duplicate atomic answered from saved result */
 	SRN_CNT_BG_WAKEUPS,         /* progress thread woke to do work */
 	SRN_CNT_APP_PROGRESS,       /* progress driven by an application call */
 	SRN_CNT__MAX

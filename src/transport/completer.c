@@ -1,35 +1,221 @@
 /*
- * completer.c - acknowledgements for our own requests.
+ * completer.c - what comes back for our own requests: ACKs, NAKs, READ
+ * responses and atomic acknowledgements.
  *
- * An ACK with PSN n acknowledges every request packet up to n (coalescing;
- * rxe check_ack): each WQE whose last PSN is <= n completes, in order.  A
- * NAK-sequence-error with PSN n acknowledges everything before n.  A NAK
- * for an invalid request, a remote access or a remote operational error
- * completes the WQE it names with the matching status and fails the QP.
+ * Everything is matched in order from sq_tail.  An ACK with PSN n
+ * acknowledges every request packet up to n (coalescing; rxe check_ack),
+ * and so does a READ response or atomic ACK for everything before it.  If
+ * such an acknowledgement passes a READ or atomic whose response never
+ * came, that response was lost: an implied NAK, resend from there.
  *
- * Not yet here (see docs/DESIGN.md): retransmission.  An RNR NAK or a
- * NAK-sequence-error therefore ends the QP with IBV_WC_RNR_RETRY_EXC_ERR /
- * IBV_WC_RETRY_EXC_ERR at once, as if the retry counts were 0.
+ * NAKs: sequence error → go back to its PSN (paid from retry_cnt); RNR →
+ * wait the responder's timer, then go back (paid from rnr_retry, 7 =
+ * forever); invalid request / remote access / remote operational error →
+ * complete the named WQE with that status and fail the QP.
  */
+#include <string.h>
+
+#include "core/mr.h"
 #include "core/nic.h"
 #include "core/qp.h"
 #include "transport/complete.h"
+#include "transport/retry.h"
 #include "transport/rx.h"
+#include "transport/timers.h"
 #include "transport/tx.h"
 #include "wire/roce_hdr.h"
 
-/* Complete every transmitted WQE whose last PSN is before `upto` (which
- * is one past the newest acknowledged PSN). */
-static void ack_upto(struct srn_qp *qp, uint32_t upto)
+static struct srn_swqe *tail_wqe(struct srn_qp *qp)
+{
+	return &qp->sq[qp->sq_tail & (qp->sq_size - 1)];
+}
+
+static void complete_tail(struct srn_qp *qp, enum ibv_wc_status st)
+{
+	if (srn_wr_is_rd_atomic(tail_wqe(qp)->opcode) && qp->rd_atomic_inflight)
+		qp->rd_atomic_inflight--;
+	srn_complete_send(qp, st);
+}
+
+/* Acknowledge everything before `upto`: complete the SEND/WRITE WQEs that
+ * end before it.  Returns false (implied NAK) if a READ/atomic that ends
+ * before it is still waiting for its response. */
+static bool ack_before(struct srn_qp *qp, uint32_t upto)
 {
 	while (qp->sq_tail != qp->sq_cur) {
-		const struct srn_swqe *w = &qp->sq[qp->sq_tail & (qp->sq_size - 1)];
+		const struct srn_swqe *w = tail_wqe(qp);
 		if (srn_psn_cmp(w->last_psn, upto) >= 0)
 			break;
-		srn_complete_send(qp, IBV_WC_SUCCESS);
+		if (srn_wr_is_rd_atomic(w->opcode))
+			return false;
+		complete_tail(qp, IBV_WC_SUCCESS);
 	}
-	if (srn_psn_cmp(upto, qp->req_una) > 0)
+	if (srn_psn_cmp(upto, qp->req_una) > 0) {
 		qp->req_una = upto;
+		srn_timer_progress(qp);
+	}
+	return true;
+}
+
+/* Acknowledgement covering a PSN that an unanswered READ/atomic owns, or
+ * a response beyond the one expected.  Once per gap: after going back,
+ * later packets of the old stream change nothing until one lands. */
+static void implied_nak(struct srn_qp *qp)
+{
+	if (qp->rewound && qp->rewound_psn == qp->req_una)
+		return;
+	srn_count(&qp->nic->cnt, SRN_CNT_IMPLIED_NAK, 1);
+	srn_req_retry(qp, qp->req_una, IBV_WC_RETRY_EXC_ERR);
+}
+
+static void fail_at(struct srn_qp *qp, uint32_t psn, enum ibv_wc_status st)
+{
+	ack_before(qp, psn);
+	srn_count(&qp->nic->cnt, SRN_CNT_SEND_ERR, 1);
+	if (qp->sq_tail != qp->sq_head) {
+		if (qp->sq_tail == qp->sq_cur) {
+			qp->sq_cur++;
+			qp->sq_cur_started = false;
+		}
+		complete_tail(qp, st);
+	}
+	srn_timer_stop(qp);
+	srn_qp_fail(qp, SRN_NO_EVENT);
+}
+
+/* Copy response bytes [off, off+len) into the WQE's local buffers. */
+static int scatter(struct srn_qp *qp, const struct srn_swqe *w, uint32_t off,
+		   const uint8_t *src, uint32_t len)
+{
+	uint32_t idx = qp->sq_tail & (qp->sq_size - 1);
+	const struct ibv_sge *sge = qp->sq_sge + (size_t)idx * qp->cap.max_send_sge;
+	for (uint32_t i = 0; i < w->num_sge && len; i++) {
+		if (off >= sge[i].length) {
+			off -= sge[i].length;
+			continue;
+		}
+		uint32_t take = sge[i].length - off < len ? sge[i].length - off : len;
+		const char *why;
+		void *dst = srn_mr_resolve(qp->nic, qp->pd, sge[i].lkey, sge[i].addr + off, take,
+					   IBV_ACCESS_LOCAL_WRITE, &why);
+		if (!dst)
+			return -EACCES;
+		memcpy(dst, src, take);
+		src += take;
+		len -= take;
+		off = 0;
+	}
+	return len ? -EMSGSIZE : 0;
+}
+
+static void on_ack(struct srn_qp *qp, const struct srn_pkt *p)
+{
+	struct srn_nic *nic = qp->nic;
+	uint8_t syn = p->aeth_syndrome;
+
+	switch (srn_aeth_type(syn)) {
+	case SRN_AETH_TYPE_ACK:
+		if (!ack_before(qp, srn_psn_add(p->psn, 1)))
+			implied_nak(qp);
+		return;
+	case SRN_AETH_TYPE_RNR:
+		srn_count(&nic->cnt, SRN_CNT_RCVD_RNR_ERR, 1);
+		if (!ack_before(qp, p->psn)) {
+			implied_nak(qp);
+			return;
+		}
+		if (qp->rnr_left == 0) {
+			srn_count(&nic->cnt, SRN_CNT_RNR_RETRY_EXCEEDED, 1);
+			fail_at(qp, p->psn, IBV_WC_RNR_RETRY_EXC_ERR);
+			return;
+		}
+		if (qp->rnr_left != 7)   /* 7 = retry forever (IBTA, verbs) */
+			qp->rnr_left--;
+		srn_timer_rnr(qp, p->psn, syn & 0x1f);
+		return;
+	default:
+		break;
+	}
+	switch (syn) {
+	case SRN_AETH_NAK_PSN_SEQ:
+		srn_count(&nic->cnt, SRN_CNT_RCVD_SEQ_ERR, 1);
+		if (!ack_before(qp, p->psn)) {
+			implied_nak(qp);
+			return;
+		}
+		if (qp->rewound && qp->rewound_psn == p->psn)
+			return;     /* already going back there */
+		srn_req_retry(qp, p->psn, IBV_WC_RETRY_EXC_ERR);
+		return;
+	case SRN_AETH_NAK_REM_ACCESS:
+		fail_at(qp, p->psn, IBV_WC_REM_ACCESS_ERR);
+		return;
+	case SRN_AETH_NAK_REM_OP:
+		fail_at(qp, p->psn, IBV_WC_REM_OP_ERR);
+		return;
+	default:
+		fail_at(qp, p->psn, IBV_WC_REM_INV_REQ_ERR);
+		return;
+	}
+}
+
+/* READ response or atomic ACK with PSN p->psn: it must belong to the
+ * tail WQE (after the implicit acknowledgements) and be the next one it
+ * expects; a later one means responses were lost. */
+static void on_response(struct srn_qp *qp, const struct srn_pkt *p)
+{
+	uint16_t f = p->info->flags;
+	if (!ack_before(qp, p->psn)) {
+		implied_nak(qp);
+		return;
+	}
+	if (qp->sq_tail == qp->sq_cur)
+		return;                         /* nothing outstanding owns it */
+	struct srn_swqe *w = tail_wqe(qp);
+	bool is_read = f & SRN_OPF_READ_RESP;
+	if (is_read != (w->opcode == IBV_WR_RDMA_READ) ||
+	    (!is_read && !srn_wr_is_rd_atomic(w->opcode))) {
+		fail_at(qp, p->psn, IBV_WC_BAD_RESP_ERR);
+		return;
+	}
+	if (p->psn != qp->req_una) {
+		/* A gap in the responses (the expected one was lost). */
+		if (srn_psn_cmp(p->psn, qp->req_una) > 0)
+			implied_nak(qp);
+		return;
+	}
+	if ((p->info->hdr_mask & SRN_HDR_AETH) &&
+	    srn_aeth_type(p->aeth_syndrome) != SRN_AETH_TYPE_ACK) {
+		fail_at(qp, p->psn, IBV_WC_BAD_RESP_ERR);   /* NAKs come as ACKNOWLEDGE */
+		return;
+	}
+	if (!is_read) {
+		uint64_t orig = p->atm_orig;
+		int r = scatter(qp, w, 0, (const uint8_t *)&orig, w->length < 8 ? w->length : 8);
+		qp->req_una = srn_psn_add(p->psn, 1);
+		srn_timer_progress(qp);
+		complete_tail(qp, r ? IBV_WC_LOC_PROT_ERR : IBV_WC_SUCCESS);
+		if (r)
+			srn_qp_fail(qp, SRN_NO_EVENT);
+		return;
+	}
+	uint32_t pktidx = srn_psn_diff(p->psn, w->first_psn);
+	uint32_t off = pktidx * qp->mtu;
+	bool last = f & (SRN_OPF_LAST | SRN_OPF_ONLY);
+	uint32_t want = w->length - off < qp->mtu ? w->length - off : qp->mtu;
+	/* The response must carry exactly the bytes this PSN stands for. */
+	if (off > w->length || p->paylen != want || last != (p->psn == w->last_psn)) {
+		fail_at(qp, p->psn, IBV_WC_BAD_RESP_ERR);
+		return;
+	}
+	if (scatter(qp, w, off, p->payload, p->paylen)) {
+		fail_at(qp, p->psn, IBV_WC_LOC_PROT_ERR);
+		return;
+	}
+	qp->req_una = srn_psn_add(p->psn, 1);
+	srn_timer_progress(qp);
+	if (last)
+		complete_tail(qp, IBV_WC_SUCCESS);
 }
 
 /* A PSN the requester actually sent and has not yet seen acknowledged:
@@ -40,26 +226,10 @@ static bool psn_in_flight(const struct srn_qp *qp, uint32_t psn)
 	       srn_psn_cmp(psn, qp->req_psn) < 0;
 }
 
-static void fail_at(struct srn_qp *qp, uint32_t psn, enum ibv_wc_status st)
-{
-	ack_upto(qp, psn);
-	srn_count(&qp->nic->cnt, SRN_CNT_SEND_ERR, 1);
-	if (qp->sq_tail != qp->sq_head) {
-		if (qp->sq_tail == qp->sq_cur) {
-			qp->sq_cur++;
-			qp->sq_cur_started = false;
-		}
-		srn_complete_send(qp, st);
-	}
-	srn_qp_fail(qp, SRN_NO_EVENT);
-}
-
 void srn_comp_packet(struct srn_qp *qp, const struct srn_pkt *p)
 {
 	struct srn_nic *nic = qp->nic;
-	if (!(p->info->flags & SRN_OPF_ACK) || qp->type != IBV_QPT_RC) {
-		/* READ responses and atomic ACKs answer requests this
-		 * version does not send. */
+	if (qp->type != IBV_QPT_RC) {
 		srn_count(&nic->cnt, SRN_CNT_MALFORMED, 1);
 		return;
 	}
@@ -68,34 +238,10 @@ void srn_comp_packet(struct srn_qp *qp, const struct srn_pkt *p)
 		return;
 	}
 	srn_count(&nic->cnt, SRN_CNT_ACKS_RCVD, 1);
-	uint8_t syn = p->aeth_syndrome;
-	switch (srn_aeth_type(syn)) {
-	case SRN_AETH_TYPE_ACK:
-		ack_upto(qp, srn_psn_add(p->psn, 1));
-		break;
-	case SRN_AETH_TYPE_RNR:
-		srn_count(&nic->cnt, SRN_CNT_RCVD_RNR_ERR, 1);
-		fail_at(qp, p->psn, IBV_WC_RNR_RETRY_EXC_ERR);
-		return;
-	case SRN_AETH_TYPE_NAK:
-		switch (syn) {
-		case SRN_AETH_NAK_PSN_SEQ:
-			srn_count(&nic->cnt, SRN_CNT_RCVD_SEQ_ERR, 1);
-			fail_at(qp, p->psn, IBV_WC_RETRY_EXC_ERR);
-			return;
-		case SRN_AETH_NAK_REM_ACCESS:
-			fail_at(qp, p->psn, IBV_WC_REM_ACCESS_ERR);
-			return;
-		case SRN_AETH_NAK_REM_OP:
-			fail_at(qp, p->psn, IBV_WC_REM_OP_ERR);
-			return;
-		default:
-			fail_at(qp, p->psn, IBV_WC_REM_INV_REQ_ERR);
-			return;
-		}
-	default:
-		srn_count(&nic->cnt, SRN_CNT_MALFORMED, 1);
-		return;
-	}
-	srn_req_push(qp);
+	if (p->opcode == SRN_OP_RC_ACKNOWLEDGE)
+		on_ack(qp, p);
+	else
+		on_response(qp, p);
+	if (qp->state == IBV_QPS_RTS || qp->state == IBV_QPS_SQD)
+		srn_req_push(qp);
 }

@@ -1,12 +1,22 @@
 /*
- * requester.c - turning send work requests into request packets.
+ * requester.c - turning send work requests into request packets, and
+ * go-back-N.
  *
  * One WQE at a time from sq_cur: it gets its PSN range when its first
- * packet goes out, then packets of at most the path MTU go out while the
- * window of unacknowledged PSNs allows.  The last packet of a message and
- * every SRN_ACKREQ_EVERY-th packet ask for an ACK (rxe asks every 64;
- * asking more often keeps the window moving).  A full socket buffer stops
- * the QP until the progress loop resumes it; nothing is dropped.
+ * packet goes out (a READ reserves one PSN per expected response packet
+ * but sends one request), then packets of at most the path MTU go out
+ * while the window of unacknowledged PSNs allows.  The last packet of a
+ * message and every SRN_ACKREQ_EVERY-th packet ask for an ACK (rxe asks
+ * every 64; asking more often keeps the window moving).
+ *
+ * READ/atomic WQEs are limited to max_rd_atomic outstanding; a FENCEd WQE
+ * waits until none is outstanding.  A full socket buffer parks the QP
+ * until the progress loop resumes it; nothing is dropped.
+ *
+ * Go-back-N: sq_cur returns to sq_tail (the WQE holding the oldest
+ * unacknowledged PSN) and req_psn to that PSN; send_one derives the packet
+ * index from req_psn - first_psn, so the WQE resumes at exactly that
+ * packet, and the WQEs after it are resent with the PSNs they had.
  */
 #include <errno.h>
 
@@ -15,6 +25,8 @@
 #include "core/nic.h"
 #include "core/qp.h"
 #include "transport/complete.h"
+#include "transport/retry.h"
+#include "transport/timers.h"
 #include "transport/tx.h"
 #include "wire/roce_hdr.h"
 
@@ -72,9 +84,22 @@ static int opcode_for(struct srn_qp *qp, const struct srn_swqe *w, enum srn_seg 
 		return srn_opcode_write(transport_of(qp), seg, false);
 	case IBV_WR_RDMA_WRITE_WITH_IMM:
 		return srn_opcode_write(transport_of(qp), seg, true);
+	case IBV_WR_RDMA_READ:
+		return SRN_OP_RC_RDMA_READ_REQUEST;
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+		return SRN_OP_RC_COMPARE_SWAP;
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+		return SRN_OP_RC_FETCH_ADD;
 	default:
 		return -EOPNOTSUPP;
 	}
+}
+
+static uint32_t npkts_of(const struct srn_qp *qp, const struct srn_swqe *w)
+{
+	if (w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP || w->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD)
+		return 1;
+	return w->length ? (w->length + qp->mtu - 1) / qp->mtu : 1;
 }
 
 /* Send the next packet of sq[sq_cur].  Returns 1 if the WQE is now fully
@@ -83,18 +108,21 @@ static int send_one(struct srn_qp *qp)
 {
 	uint32_t idx = qp->sq_cur & (qp->sq_size - 1);
 	struct srn_swqe *w = &qp->sq[idx];
-	uint32_t npkts = w->length ? (w->length + qp->mtu - 1) / qp->mtu : 1;
+	uint32_t npkts = npkts_of(qp, w);
 
 	if (!qp->sq_cur_started) {
 		w->first_psn = qp->req_psn;
 		w->last_psn = srn_psn_add(qp->req_psn, npkts - 1);
 		qp->sq_cur_started = true;
-		qp->sq_cur_off = 0;
 	}
 	uint32_t pktidx = srn_psn_diff(qp->req_psn, w->first_psn);
 	uint32_t off = pktidx * qp->mtu;
-	uint32_t len = w->length - off < qp->mtu ? w->length - off : qp->mtu;
-	enum srn_seg seg = srn_seg_of(pktidx, npkts);
+	uint32_t left = w->length - off;
+	bool rd = w->opcode == IBV_WR_RDMA_READ;
+	bool atomic = srn_wr_is_rd_atomic(w->opcode) && !rd;
+	/* A READ request carries no data; atomics carry it in AtomicETH. */
+	uint32_t len = (rd || atomic) ? 0 : (left < qp->mtu ? left : qp->mtu);
+	enum srn_seg seg = (rd || atomic) ? SRN_SEG_ONLY : srn_seg_of(pktidx, npkts);
 	bool last = seg == SRN_SEG_LAST || seg == SRN_SEG_ONLY;
 
 	int op = opcode_for(qp, w, seg);
@@ -107,10 +135,20 @@ static int send_one(struct srn_qp *qp)
 		.paylen = len,
 		.se = last && (w->send_flags & IBV_SEND_SOLICITED),
 		.imm_be = w->imm_be,
-		.reth_va = w->remote_addr,
+		/* A resent READ asks only for what is still missing (rxe
+		 * req_retry; IBTA 9.7.5.1.6). */
+		.reth_va = w->remote_addr + (rd ? off : 0),
 		.reth_rkey = w->rkey,
-		.reth_len = w->length,
+		.reth_len = rd ? left : w->length,
+		.atm_va = w->remote_addr,
+		.atm_rkey = w->rkey,
 	};
+	if (w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP) {
+		p.atm_swap_add = w->swap;
+		p.atm_compare = w->compare_add;
+	} else if (atomic) {
+		p.atm_swap_add = w->compare_add;
+	}
 	qp->req_pkts_since_ackreq++;
 	p.ackreq = qp->type == IBV_QPT_RC &&
 		   (last || qp->req_pkts_since_ackreq >= SRN_ACKREQ_EVERY);
@@ -126,41 +164,58 @@ static int send_one(struct srn_qp *qp)
 		qp->req_pkts_since_ackreq = 0;
 	if (pktidx == 0 && (w->opcode == IBV_WR_SEND || w->opcode == IBV_WR_SEND_WITH_IMM))
 		srn_count(&qp->nic->cnt, SRN_CNT_RDMA_SENDS, 1);
-	qp->req_psn = srn_psn_add(qp->req_psn, 1);
+	/* A READ request stands for all its response PSNs. */
+	qp->req_psn = rd ? srn_psn_add(w->last_psn, 1) : srn_psn_add(qp->req_psn, 1);
 	qp->sq_cur_off = off + len;
+	if (qp->type == IBV_QPT_RC)
+		srn_timer_sent(qp);
 	return last;
 }
 
 static void defer(struct srn_qp *qp)
 {
 	qp->req_blocked = true;
-	if (!qp->on_tx_list) {
-		qp->on_tx_list = true;
-		qp->tx_next = qp->nic->tx_list;
-		qp->nic->tx_list = qp;
+	srn_tx_defer(qp);
+}
+
+/* May sq[sq_cur] start now?  (FENCE, max_rd_atomic.) */
+static bool may_start(const struct srn_qp *qp, const struct srn_swqe *w)
+{
+	if ((w->send_flags & IBV_SEND_FENCE) && qp->rd_atomic_inflight)
+		return false;
+	if (srn_wr_is_rd_atomic(w->opcode)) {
+		uint32_t max = qp->attr.max_rd_atomic ? qp->attr.max_rd_atomic : 1;
+		if (qp->rd_atomic_inflight >= max)
+			return false;
 	}
+	return true;
 }
 
 void srn_req_push(struct srn_qp *qp)
 {
-	if (qp->req_blocked)
+	if (qp->req_blocked || qp->rnr_wait)
 		return;
 	while (qp->sq_cur != qp->sq_head) {
+		struct srn_swqe *w = &qp->sq[qp->sq_cur & (qp->sq_size - 1)];
 		/* RTS sends; SQD finishes the message in progress only. */
 		if (qp->state != IBV_QPS_RTS && !(qp->state == IBV_QPS_SQD && qp->sq_cur_started))
 			return;
 		if (qp->type == IBV_QPT_RC &&
 		    srn_psn_diff(qp->req_psn, qp->req_una) >= SRN_SEND_WINDOW)
 			return;
+		if (!qp->sq_cur_started && !may_start(qp, w))
+			return;
+		bool starting = !qp->sq_cur_started;
 		int ret = send_one(qp);
 		if (ret == -EAGAIN) {
+			if (starting)
+				qp->sq_cur_started = false;
 			defer(qp);
 			return;
 		}
 		if (ret < 0) {
 			/* The WQE cannot be executed: complete it with an error
-			 * after everything before it (completions stay in
-			 * order), then fail the QP. */
+			 * after everything before it, then fail the QP. */
 			while (qp->sq_tail != qp->sq_cur)
 				srn_complete_send(qp, IBV_WC_WR_FLUSH_ERR);
 			srn_count(&qp->nic->cnt, SRN_CNT_SEND_ERR, 1);
@@ -172,6 +227,8 @@ void srn_req_push(struct srn_qp *qp)
 			return;
 		}
 		if (ret == 1) {
+			if (srn_wr_is_rd_atomic(w->opcode))
+				qp->rd_atomic_inflight++;
 			qp->sq_cur++;
 			qp->sq_cur_started = false;
 			/* UC has no acknowledgements: done once sent. */
@@ -180,4 +237,43 @@ void srn_req_push(struct srn_qp *qp)
 					srn_complete_send(qp, IBV_WC_SUCCESS);
 		}
 	}
+}
+
+void srn_req_rewind(struct srn_qp *qp, uint32_t psn)
+{
+	if (qp->sq_tail == qp->sq_cur && !qp->sq_cur_started)
+		return;                 /* nothing was sent that needs resending */
+	srn_count(&qp->nic->cnt, SRN_CNT_RETRANSMITS, 1);
+	qp->sq_cur = qp->sq_tail;
+	qp->sq_cur_started = true;      /* the tail WQE keeps its PSN range */
+	qp->req_psn = psn;
+	qp->rewound = true;
+	qp->rewound_psn = psn;
+	qp->req_pkts_since_ackreq = 0;
+	qp->rd_atomic_inflight = 0;     /* recounted as they are resent */
+	qp->rnr_wait = false;
+	qp->ack_deadline = 0;
+	srn_req_push(qp);
+}
+
+void srn_req_retry(struct srn_qp *qp, uint32_t psn, enum ibv_wc_status status)
+{
+	/* IBTA: retry_cnt counts retries after a timeout or sequence NAK;
+	 * unlike rxe, 7 is not infinite (docs/DESIGN.md). */
+	if (qp->retry_left == 0) {
+		srn_count(&qp->nic->cnt, SRN_CNT_RETRY_EXCEEDED, 1);
+		srn_count(&qp->nic->cnt, SRN_CNT_SEND_ERR, 1);
+		if (qp->sq_tail != qp->sq_head) {
+			if (qp->sq_tail == qp->sq_cur) {
+				qp->sq_cur++;
+				qp->sq_cur_started = false;
+			}
+			srn_complete_send(qp, status);
+		}
+		srn_timer_stop(qp);
+		srn_qp_fail(qp, SRN_NO_EVENT);
+		return;
+	}
+	qp->retry_left--;
+	srn_req_rewind(qp, psn);
 }

@@ -9,7 +9,15 @@
  * request itself (class C: opcode sequence, length, access) earn a NAK and
  * move this QP to ERR.  UC executes what arrives in order and silently
  * drops a message with a gap; it never answers.
+ *
+ * READ and atomic requests take a responder resource (qp->res ring of
+ * max_dest_rd_atomic entries).  READ responses are read from memory as
+ * they are sent (zero copy), possibly over several progress rounds when
+ * the socket fills; a duplicate READ re-reads memory from its PSN on;
+ * a duplicate atomic is answered from the saved original value and never
+ * executed again (IBTA 9.7.5.1.4, rxe duplicate_request).
  */
+#include <errno.h>
 #include <string.h>
 
 #include "core/mr.h"
@@ -158,6 +166,74 @@ static enum exec_result exec_write(struct srn_qp *qp, const struct srn_pkt *p)
 	return EXEC_OK;
 }
 
+static struct srn_resp_res *res_alloc(struct srn_qp *qp)
+{
+	struct srn_resp_res *r = &qp->res[qp->res_head++ & (qp->res_size - 1)];
+	memset(r, 0, sizeof(*r));
+	r->valid = true;
+	return r;
+}
+
+static uint32_t read_npkts(const struct srn_qp *qp, uint32_t len)
+{
+	return len ? (len + qp->mtu - 1) / qp->mtu : 1;
+}
+
+static enum exec_result exec_read(struct srn_qp *qp, const struct srn_pkt *p)
+{
+	const char *why;
+	if (qp->resp_in_msg || qp->attr.max_dest_rd_atomic == 0)
+		return EXEC_NAK_INVALID;
+	if (!(qp->attr.qp_access_flags & IBV_ACCESS_REMOTE_READ))
+		return EXEC_NAK_ACCESS;
+	if (p->reth_len &&
+	    !srn_mr_resolve(qp->nic, qp->pd, p->reth_rkey, p->reth_va, p->reth_len,
+			    IBV_ACCESS_REMOTE_READ, &why))
+		return EXEC_NAK_ACCESS;
+	struct srn_resp_res *r = res_alloc(qp);
+	r->first_psn = r->next_psn = p->psn;
+	r->last_psn = srn_psn_add(p->psn, read_npkts(qp, p->reth_len) - 1);
+	r->va = p->reth_va;
+	r->rkey = p->reth_rkey;
+	r->len = p->reth_len;
+	r->pending = true;
+	qp->resp_tx_pending = true;
+	srn_count(&qp->nic->cnt, SRN_CNT_RDMA_READS, 1);
+	return EXEC_OK;
+}
+
+static enum exec_result exec_atomic(struct srn_qp *qp, const struct srn_pkt *p)
+{
+	const char *why;
+	if (qp->resp_in_msg || qp->attr.max_dest_rd_atomic == 0)
+		return EXEC_NAK_INVALID;
+	if (p->atm_va & 7)              /* atomics need 8-byte alignment */
+		return EXEC_NAK_INVALID;
+	if (!(qp->attr.qp_access_flags & IBV_ACCESS_REMOTE_ATOMIC))
+		return EXEC_NAK_ACCESS;
+	uint64_t *t = srn_mr_resolve(qp->nic, qp->pd, p->atm_rkey, p->atm_va, 8,
+				     IBV_ACCESS_REMOTE_ATOMIC, &why);
+	if (!t)
+		return EXEC_NAK_ACCESS;
+	/* Atomic against the target process's own CPU accesses too, hence
+	 * the builtins rather than a plain read-modify-write.  Values are in
+	 * host order in memory (as rxe and mlx5 on x86 treat them). */
+	uint64_t orig;
+	if (p->opcode == SRN_OP_RC_COMPARE_SWAP) {
+		orig = p->atm_compare;
+		__atomic_compare_exchange_n(t, &orig, p->atm_swap_add, false, __ATOMIC_SEQ_CST,
+					    __ATOMIC_SEQ_CST);
+	} else {
+		orig = __atomic_fetch_add(t, p->atm_swap_add, __ATOMIC_SEQ_CST);
+	}
+	struct srn_resp_res *r = res_alloc(qp);
+	r->is_atomic = true;
+	r->first_psn = r->last_psn = p->psn;
+	r->orig = orig;
+	srn_count(&qp->nic->cnt, SRN_CNT_ATOMICS, 1);
+	return EXEC_OK;
+}
+
 static enum exec_result execute(struct srn_qp *qp, const struct srn_pkt *p)
 {
 	uint16_t f = p->info->flags;
@@ -165,10 +241,110 @@ static enum exec_result execute(struct srn_qp *qp, const struct srn_pkt *p)
 		return exec_send(qp, p);
 	if (f & SRN_OPF_WRITE)
 		return exec_write(qp, p);
-	/* RDMA READ and atomics are not implemented yet: the request is
-	 * refused as a real responder refuses an operation it does not
-	 * support (invalid request). */
-	return EXEC_NAK_INVALID;
+	if (qp->type == IBV_QPT_RC && (f & SRN_OPF_READ_REQ))
+		return exec_read(qp, p);
+	if (qp->type == IBV_QPT_RC && (f & SRN_OPF_ATOMIC))
+		return exec_atomic(qp, p);
+	return EXEC_NAK_INVALID;        /* FLUSH, ATOMIC_WRITE: not supported */
+}
+
+static int send_atomic_ack(struct srn_qp *qp, const struct srn_resp_res *r)
+{
+	struct srn_pkt a = {
+		.opcode = SRN_OP_RC_ATOMIC_ACKNOWLEDGE,
+		.dqpn = qp->attr.dest_qp_num,
+		.psn = r->first_psn,
+		.aeth_syndrome = SRN_AETH_ACK_UNLIMITED,
+		.aeth_msn = qp->resp_msn,
+		.atm_orig = r->orig,
+	};
+	return srn_xmit(qp, &a, NULL, 0);
+}
+
+/* Send READ response packets of one resource until done or the socket is
+ * full (-EAGAIN). */
+static int send_read(struct srn_qp *qp, struct srn_resp_res *r)
+{
+	uint32_t n = srn_psn_diff(r->last_psn, r->first_psn) + 1;
+	while (r->pending) {
+		uint32_t idx = srn_psn_diff(r->next_psn, r->first_psn);
+		uint32_t off = idx * qp->mtu;
+		uint32_t len = r->len - off < qp->mtu ? r->len - off : qp->mtu;
+		struct srn_pkt p = {
+			.opcode = (uint8_t)srn_opcode_read_resp(srn_seg_of(idx, n)),
+			.dqpn = qp->attr.dest_qp_num,
+			.psn = r->next_psn,
+			.paylen = len,
+			.aeth_syndrome = SRN_AETH_ACK_UNLIMITED,
+			.aeth_msn = qp->resp_msn,
+		};
+		struct iovec iov = { NULL, len };
+		if (len) {
+			const char *why;
+			iov.iov_base = srn_mr_resolve(qp->nic, qp->pd, r->rkey, r->va + off, len,
+						      IBV_ACCESS_REMOTE_READ, &why);
+			if (!iov.iov_base) {
+				/* Deregistered while the READ was answered. */
+				r->pending = false;
+				srn_ack_schedule(qp, SRN_AETH_NAK_REM_ACCESS, r->next_psn);
+				srn_qp_fail(qp, IBV_EVENT_QP_ACCESS_ERR);
+				return 0;
+			}
+		}
+		int ret = srn_xmit(qp, &p, &iov, len ? 1 : 0);
+		if (ret)
+			return ret;
+		if (r->next_psn == r->last_psn)
+			r->pending = false;
+		r->next_psn = srn_psn_add(r->next_psn, 1);
+	}
+	return 0;
+}
+
+bool srn_resp_push(struct srn_qp *qp)
+{
+	if (!qp->resp_tx_pending)
+		return true;
+	/* Oldest first, so responses leave in PSN order. */
+	for (uint32_t i = 0; i < qp->res_size; i++) {
+		struct srn_resp_res *r = &qp->res[(qp->res_head + i) & (qp->res_size - 1)];
+		if (r->valid && r->pending && !r->is_atomic && send_read(qp, r) == -EAGAIN) {
+			srn_tx_defer(qp);
+			return false;
+		}
+	}
+	qp->resp_tx_pending = false;
+	return true;
+}
+
+/* A duplicate READ or atomic (PSN before ePSN). */
+static void duplicate_rd_atomic(struct srn_qp *qp, const struct srn_pkt *p)
+{
+	for (uint32_t i = 0; i < qp->res_size; i++) {
+		struct srn_resp_res *r = &qp->res[i];
+		if (!r->valid || srn_psn_cmp(p->psn, r->first_psn) < 0 ||
+		    srn_psn_cmp(p->psn, r->last_psn) > 0)
+			continue;
+		if (r->is_atomic && (p->info->flags & SRN_OPF_ATOMIC) && p->psn == r->first_psn) {
+			srn_count(&qp->nic->cnt, SRN_CNT_DUP_ATOMIC, 1);
+			send_atomic_ack(qp, r);
+			return;
+		}
+		if (!r->is_atomic && (p->info->flags & SRN_OPF_READ_REQ) && p->reth_rkey == r->rkey) {
+			/* The re-request must lie inside the original. */
+			uint32_t off = srn_psn_diff(p->psn, r->first_psn) * qp->mtu;
+			if (p->reth_va != r->va + off || p->reth_len != r->len - off)
+				return;
+			srn_count(&qp->nic->cnt, SRN_CNT_DUP_READ, 1);
+			r->next_psn = p->psn;
+			r->pending = true;
+			qp->resp_tx_pending = true;
+			srn_resp_push(qp);
+			return;
+		}
+	}
+	/* No resource (overwritten, or never executed): drop; the requester
+	 * times out and asks again. */
 }
 
 static void rc_request(struct srn_qp *qp, const struct srn_pkt *p)
@@ -189,7 +365,11 @@ static void rc_request(struct srn_qp *qp, const struct srn_pkt *p)
 		/* Duplicate: acknowledge up to the newest PSN executed so the
 		 * requester stops resending; never execute again. */
 		srn_count(&nic->cnt, SRN_CNT_DUPLICATE_REQUEST, 1);
-		srn_ack_schedule(qp, SRN_AETH_ACK_UNLIMITED, srn_psn_add(qp->resp_epsn, SRN_PSN_MASK));
+		if (p->info->flags & (SRN_OPF_READ_REQ | SRN_OPF_ATOMIC))
+			duplicate_rd_atomic(qp, p);
+		else
+			srn_ack_schedule(qp, SRN_AETH_ACK_UNLIMITED,
+					 srn_psn_add(qp->resp_epsn, SRN_PSN_MASK));
 		return;
 	}
 	bool last = p->info->flags & (SRN_OPF_LAST | SRN_OPF_ONLY);
@@ -215,9 +395,20 @@ static void rc_request(struct srn_qp *qp, const struct srn_pkt *p)
 		return;
 	}
 	qp->resp_nak_sent = false;
-	qp->resp_epsn = srn_psn_add(qp->resp_epsn, 1);
-	if (last)
+	uint16_t f = p->info->flags;
+	/* A READ consumes one PSN per response packet (IBTA 9.7.4.1.3). */
+	qp->resp_epsn = srn_psn_add(qp->resp_epsn,
+				    (f & SRN_OPF_READ_REQ) ? read_npkts(qp, p->reth_len) : 1);
+	if (last)   /* MSN counts messages; READ counts on acceptance (C9-148) */
 		qp->resp_msn = (qp->resp_msn + 1) & SRN_PSN_MASK;
+	if (f & SRN_OPF_READ_REQ) {
+		srn_resp_push(qp);
+		return;             /* the responses are the acknowledgement */
+	}
+	if (f & SRN_OPF_ATOMIC) {
+		send_atomic_ack(qp, &qp->res[(qp->res_head - 1) & (qp->res_size - 1)]);
+		return;
+	}
 	if (p->ackreq)
 		srn_ack_schedule(qp, SRN_AETH_ACK_UNLIMITED, p->psn);
 }

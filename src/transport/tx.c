@@ -13,6 +13,7 @@
 #include "core/limits.h"
 #include "core/nic.h"
 #include "core/qp.h"
+#include "transport/rx.h"
 #include "wire/icrc.h"
 #include "wire/roce_hdr.h"
 
@@ -99,6 +100,15 @@ void srn_ack_flush(struct srn_nic *nic)
 	nic->ack_list = keep;
 }
 
+void srn_tx_defer(struct srn_qp *qp)
+{
+	if (!qp->on_tx_list) {
+		qp->on_tx_list = true;
+		qp->tx_next = qp->nic->tx_list;
+		qp->nic->tx_list = qp;
+	}
+}
+
 void srn_tx_resume(struct srn_nic *nic)
 {
 	struct srn_qp *list = nic->tx_list;
@@ -108,6 +118,8 @@ void srn_tx_resume(struct srn_nic *nic)
 		list = qp->tx_next;
 		qp->on_tx_list = false;
 		qp->req_blocked = false;
-		srn_req_push(qp);
+		/* Responses first: the peer's requester is waiting on them. */
+		if (srn_resp_push(qp))
+			srn_req_push(qp);
 	}
 }

@@ -26,6 +26,9 @@ void srn_req_push(struct srn_qp *qp);
 void srn_ack_schedule(struct srn_qp *qp, uint8_t syndrome, uint32_t psn);
 void srn_ack_flush(struct srn_nic *nic);
 
+/* The socket filled while this QP had more to send: retry it from the
+ * progress loop. */
+void srn_tx_defer(struct srn_qp *qp);
 /* Retry QPs whose transmission stopped on a full socket buffer. */
 void srn_tx_resume(struct srn_nic *nic);
 

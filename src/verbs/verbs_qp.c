@@ -182,6 +182,7 @@ static int check_send_opcode(const struct srn_qp *qp, enum ibv_wr_opcode op)
 	case IBV_WR_RDMA_READ:
 	case IBV_WR_ATOMIC_CMP_AND_SWP:
 	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+		return qp->type == IBV_QPT_RC ? 0 : -EINVAL;
 	case IBV_WR_SEND_WITH_INV:
 	case IBV_WR_LOCAL_INV:
 	case IBV_WR_BIND_MW:
@@ -205,9 +206,13 @@ static int post_one_send(struct srn_qp *qp, const struct ibv_send_wr *wr)
 		total += wr->sg_list[i].length;
 	if (total > SRN_MAX_MSG_SZ)
 		return -EINVAL;
-	bool inl = wr->send_flags & IBV_SEND_INLINE;
+	bool inl = (wr->send_flags & IBV_SEND_INLINE) && !srn_wr_is_rd_atomic(wr->opcode);
 	if (inl && total > qp->cap.max_inline_data)
 		return -EINVAL;
+	bool atomic = wr->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
+		      wr->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD;
+	if (atomic && total != 8)
+		return -EINVAL;     /* the original value lands in 8 bytes */
 
 	uint32_t idx = qp->sq_head & (qp->sq_size - 1);
 	struct srn_swqe *w = &qp->sq[idx];
@@ -219,8 +224,15 @@ static int post_one_send(struct srn_qp *qp, const struct ibv_send_wr *wr)
 	w->length = (uint32_t)total;
 	w->num_sge = (uint32_t)wr->num_sge;
 	w->is_inline = inl;
-	w->remote_addr = wr->wr.rdma.remote_addr;
-	w->rkey = wr->wr.rdma.rkey;
+	if (atomic) {
+		w->remote_addr = wr->wr.atomic.remote_addr;
+		w->rkey = wr->wr.atomic.rkey;
+		w->compare_add = wr->wr.atomic.compare_add;
+		w->swap = wr->wr.atomic.swap;
+	} else {
+		w->remote_addr = wr->wr.rdma.remote_addr;
+		w->rkey = wr->wr.rdma.rkey;
+	}
 	if (inl) {
 		/* Inline data is copied now: the buffer may be reused as soon
 		 * as post returns, and needs no memory key. */

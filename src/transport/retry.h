@@ -1,0 +1,21 @@
+/*
+ * retry.h - go-back-N (requester.c).  Must hold nic->lock.
+ */
+#ifndef SRN_TRANSPORT_RETRY_H
+#define SRN_TRANSPORT_RETRY_H
+
+#include <infiniband/verbs.h>
+#include <stdint.h>
+
+struct srn_qp;
+
+/* Resend everything from psn (the oldest unacknowledged PSN): the WQE
+ * holding it restarts at that packet; a partly answered READ is asked
+ * again for the remainder only. */
+void srn_req_rewind(struct srn_qp *qp, uint32_t psn);
+/* A retry the retry count pays for (timeout, NAK-sequence, implied NAK):
+ * rewind, or when the count is spent complete the oldest WQE with
+ * `status` and fail the QP. */
+void srn_req_retry(struct srn_qp *qp, uint32_t psn, enum ibv_wc_status status);
+
+#endif

@@ -1,0 +1,113 @@
+/*
+ * timers.c - retransmission and RNR timers (policy lives here only).
+ *
+ * Armed QPs sit on nic->timer_list; nic->next_deadline caches the earliest
+ * deadline so the progress loop's check is one comparison, and the
+ * progress thread sleeps exactly until it.
+ */
+#include "transport/timers.h"
+
+#include "core/nic.h"
+#include "core/qp.h"
+#include "transport/complete.h"
+#include "transport/retry.h"
+#include "wire/roce_hdr.h"
+
+static uint64_t ack_timeout_ns(const struct srn_qp *qp)
+{
+	/* 4.096 us * 2^timeout; the 5-bit attribute is checked <= 31 at
+	 * modify time.  Large values are kept: 2^31 * 4096 ns fits. */
+	return 4096ull << qp->attr.timeout;
+}
+
+static void link_qp(struct srn_qp *qp)
+{
+	struct srn_nic *nic = qp->nic;
+	if (!qp->on_timer_list) {
+		qp->on_timer_list = true;
+		qp->timer_next = nic->timer_list;
+		nic->timer_list = qp;
+	}
+	uint64_t d = qp->ack_deadline;
+	if (qp->rnr_deadline && (!d || qp->rnr_deadline < d))
+		d = qp->rnr_deadline;
+	uint64_t cur = atomic_load_explicit(&nic->next_deadline, memory_order_relaxed);
+	if (d && (!cur || d < cur))
+		atomic_store_explicit(&nic->next_deadline, d, memory_order_relaxed);
+}
+
+void srn_timer_sent(struct srn_qp *qp)
+{
+	if (qp->attr.timeout == 0 || qp->ack_deadline)
+		return;
+	qp->ack_deadline = srn_now_ns() + ack_timeout_ns(qp);
+	link_qp(qp);
+}
+
+void srn_timer_progress(struct srn_qp *qp)
+{
+	qp->retry_left = qp->attr.retry_cnt;
+	qp->rnr_left = qp->attr.rnr_retry;
+	qp->rewound = false;
+	if (qp->req_una == qp->req_psn || qp->attr.timeout == 0) {
+		qp->ack_deadline = 0;     /* nothing outstanding */
+		return;
+	}
+	qp->ack_deadline = srn_now_ns() + ack_timeout_ns(qp);
+	link_qp(qp);
+}
+
+void srn_timer_rnr(struct srn_qp *qp, uint32_t psn, uint8_t timer_code)
+{
+	qp->rnr_wait = true;
+	qp->rnr_psn = psn;
+	qp->ack_deadline = 0;
+	qp->rnr_deadline = srn_now_ns() + (uint64_t)srn_rnr_timer_usec(timer_code) * 1000;
+	link_qp(qp);
+}
+
+void srn_timer_stop(struct srn_qp *qp)
+{
+	qp->ack_deadline = 0;
+	qp->rnr_deadline = 0;
+	qp->rnr_wait = false;
+}
+
+static void expire(struct srn_qp *qp, uint64_t now)
+{
+	if (qp->rnr_deadline && now >= qp->rnr_deadline) {
+		qp->rnr_deadline = 0;
+		qp->rnr_wait = false;
+		srn_req_rewind(qp, qp->rnr_psn);
+		return;
+	}
+	if (qp->ack_deadline && now >= qp->ack_deadline) {
+		qp->ack_deadline = 0;
+		srn_count(&qp->nic->cnt, SRN_CNT_LOCAL_ACK_TIMEOUT, 1);
+		srn_req_retry(qp, qp->req_una, IBV_WC_RETRY_EXC_ERR);
+	}
+}
+
+void srn_timers_run(struct srn_nic *nic, uint64_t now)
+{
+	uint64_t next = atomic_load_explicit(&nic->next_deadline, memory_order_relaxed);
+	if (!next || now < next)
+		return;
+	/* Detach the list first: expiry may re-arm (and re-link) a QP. */
+	struct srn_qp *list = nic->timer_list;
+	nic->timer_list = NULL;
+	atomic_store_explicit(&nic->next_deadline, 0, memory_order_relaxed);
+	while (list) {
+		struct srn_qp *qp = list;
+		list = qp->timer_next;
+		qp->on_timer_list = false;
+		bool live = qp->state == IBV_QPS_RTS || qp->state == IBV_QPS_SQD;
+		if (!live) {
+			srn_timer_stop(qp);
+			continue;
+		}
+		expire(qp, now);
+		if (qp->ack_deadline || qp->rnr_deadline)
+			link_qp(qp);
+	}
+}

@@ -1,0 +1,26 @@
+/*
+ * timers.h - the requester's two timers and their policy, in one place:
+ * the local ACK timeout (4.096 us * 2^timeout, 0 = never; IBTA C9-140)
+ * and the RNR wait.  The data path reports events; this file decides
+ * when timers start, stop and what expiry does.  Must hold nic->lock.
+ */
+#ifndef SRN_TRANSPORT_TIMERS_H
+#define SRN_TRANSPORT_TIMERS_H
+
+#include <stdint.h>
+
+struct srn_nic;
+struct srn_qp;
+
+/* A request packet left: start the ACK timer if it is not running. */
+void srn_timer_sent(struct srn_qp *qp);
+/* An ACK or response acknowledged something: restart or stop. */
+void srn_timer_progress(struct srn_qp *qp);
+/* Wait out an RNR NAK's timer, then resume at psn. */
+void srn_timer_rnr(struct srn_qp *qp, uint32_t psn, uint8_t timer_code);
+/* Stop everything (QP leaving RTS/SQD, destroyed). */
+void srn_timer_stop(struct srn_qp *qp);
+/* Fire what has expired. */
+void srn_timers_run(struct srn_nic *nic, uint64_t now);
+
+#endif
