@@ -97,4 +97,7 @@ void srn_progress_app_active(struct srn_nic *nic);
 
 uint64_t srn_now_ns(void);
 
+/* IP/UDP facts of packets this nic sends to dst, for their ICRC. */
+void srn_ip_meta_for(const struct srn_nic *nic, const struct sockaddr *dst, struct srn_ip_meta *m);
+
 #endif

@@ -107,6 +107,23 @@ void srn_qp_unlink(struct srn_qp *qp)
 	unlink_lists(qp);
 }
 
+void srn_ip_meta_for(const struct srn_nic *nic, const struct sockaddr *dst, struct srn_ip_meta *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->family = nic->udp.family;
+	m->sport = nic->udp.port;
+	m->dport = nic->udp.port;
+	if (m->family == AF_INET) {
+		memcpy(m->src, &((const struct sockaddr_in *)&nic->udp.local)->sin_addr, 4);
+		memcpy(m->dst, &((const struct sockaddr_in *)dst)->sin_addr, 4);
+		m->ipv4_id = 0;         /* what Linux sends on this socket: link/udp.h */
+		m->ipv4_frag = 0x4000;  /* DF */
+	} else {
+		memcpy(m->src, &((const struct sockaddr_in6 *)&nic->udp.local)->sin6_addr, 16);
+		memcpy(m->dst, &((const struct sockaddr_in6 *)dst)->sin6_addr, 16);
+	}
+}
+
 static int set_peer(struct srn_qp *qp, const struct ibv_ah_attr *ah)
 {
 	struct srn_nic *nic = qp->nic;
@@ -114,20 +131,7 @@ static int set_peer(struct srn_qp *qp, const struct ibv_ah_attr *ah)
 				      &qp->peer_len);
 	if (ret)
 		return -EINVAL;
-	struct srn_ip_meta *m = &qp->tx_meta;
-	memset(m, 0, sizeof(*m));
-	m->family = nic->udp.family;
-	m->sport = nic->udp.port;
-	m->dport = nic->udp.port;
-	if (m->family == AF_INET) {
-		memcpy(m->src, &((const struct sockaddr_in *)&nic->udp.local)->sin_addr, 4);
-		memcpy(m->dst, &((const struct sockaddr_in *)&qp->peer)->sin_addr, 4);
-		m->ipv4_id = 0;         /* what Linux sends on this socket: link/udp.h */
-		m->ipv4_frag = 0x4000;  /* DF */
-	} else {
-		memcpy(m->src, &((const struct sockaddr_in6 *)&nic->udp.local)->sin6_addr, 16);
-		memcpy(m->dst, &((const struct sockaddr_in6 *)&qp->peer)->sin6_addr, 16);
-	}
+	srn_ip_meta_for(nic, (const struct sockaddr *)&qp->peer, &qp->tx_meta);
 	return 0;
 }
 
@@ -182,7 +186,7 @@ int srn_qp_apply(struct srn_qp *qp, const struct ibv_qp_attr *attr, int mask)
 		qp->attr.qkey = attr->qkey;
 	if (mask & IBV_QP_ACCESS_FLAGS)
 		qp->attr.qp_access_flags = attr->qp_access_flags;
-	if (mask & IBV_QP_PATH_MTU) {
+	if ((mask & IBV_QP_PATH_MTU) && qp->type != IBV_QPT_UD) {
 		qp->attr.path_mtu = attr->path_mtu;
 		qp->mtu = srn_link_ib_mtu_bytes(attr->path_mtu);
 	}

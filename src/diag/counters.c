@@ -42,6 +42,8 @@ const char *const srn_counter_names[SRN_CNT__MAX] = {
 	[SRN_CNT_IMPLIED_NAK] = "implied_nak_seq_err",
 	[SRN_CNT_DUP_READ] = "duplicate_read",
 	[SRN_CNT_DUP_ATOMIC] = "duplicate_atomic",
+	[SRN_CNT_QKEY_VIOLATION] = "qkey_violation",
+	[SRN_CNT_UD_NO_RECV] = "ud_no_recv_drops",
 	[SRN_CNT_BG_WAKEUPS] = "progress_thread_wakeups",
 	[SRN_CNT_APP_PROGRESS] = "app_driven_progress",
 };

@@ -49,6 +49,8 @@ enum srn_counter {
 	SRN_CNT_IMPLIED_NAK,        /* implied_nak_seq_err */
 	SRN_CNT_DUP_READ,           /* duplicate READ re-executed */
 	SRN_CNT_DUP_ATOMIC,         /* duplicate atomic answered from saved result */
+	SRN_CNT_QKEY_VIOLATION,     /* UD: Q_Key mismatch, dropped */
+	SRN_CNT_UD_NO_RECV,         /* UD: no receive posted, dropped */
 	SRN_CNT_BG_WAKEUPS,         /* progress thread woke to do work */
 	SRN_CNT_APP_PROGRESS,       /* progress driven by an application call */
 	SRN_CNT__MAX

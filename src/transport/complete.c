@@ -81,6 +81,24 @@ void srn_complete_recv(struct srn_qp *qp, enum ibv_wc_status status, uint32_t by
 	push(qp, qp->rcq, &wc, solicited);
 }
 
+void srn_complete_recv_ud(struct srn_qp *qp, uint32_t byte_len, bool with_imm, uint32_t imm_be,
+			  bool solicited, uint32_t src_qp)
+{
+	struct srn_rwqe *w = &qp->rq[qp->rq_tail & (qp->rq_size - 1)];
+	qp->rq_tail++;
+	struct ibv_wc wc = {
+		.wr_id = w->wr_id,
+		.status = IBV_WC_SUCCESS,
+		.opcode = IBV_WC_RECV,
+		.byte_len = byte_len,
+		.qp_num = qp->qpn,
+		.src_qp = src_qp,
+		.wc_flags = IBV_WC_GRH | (with_imm ? IBV_WC_WITH_IMM : 0),
+		.imm_data = with_imm ? imm_be : 0,
+	};
+	push(qp, qp->rcq, &wc, solicited);
+}
+
 void srn_qp_flush(struct srn_qp *qp)
 {
 	while (qp->sq_tail != qp->sq_head)

@@ -20,6 +20,10 @@ void srn_complete_send(struct srn_qp *qp, enum ibv_wc_status status);
 /* Complete the oldest receive WQE (rq_tail). */
 void srn_complete_recv(struct srn_qp *qp, enum ibv_wc_status status, uint32_t byte_len,
 		       bool with_imm, uint32_t imm_be, bool solicited, enum ibv_wc_opcode op);
+/* Complete the oldest receive WQE of a UD QP: GRH present, source QP
+ * from the DETH. */
+void srn_complete_recv_ud(struct srn_qp *qp, uint32_t byte_len, bool with_imm, uint32_t imm_be,
+			  bool solicited, uint32_t src_qp);
 /* Move the QP to ERR (if not already) and flush both queues.  event is the
  * asynchronous event to raise (IBV_EVENT_QP_REQ_ERR, _ACCESS_ERR, _FATAL)
  * or SRN_NO_EVENT when a completion already reports the error. */

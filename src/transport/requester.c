@@ -20,6 +20,7 @@
  */
 #include <errno.h>
 
+#include "core/ah.h"
 #include "core/limits.h"
 #include "core/mr.h"
 #include "core/nic.h"
@@ -32,7 +33,14 @@
 
 static uint8_t transport_of(const struct srn_qp *qp)
 {
-	return qp->type == IBV_QPT_UC ? SRN_TRANSPORT_UC : SRN_TRANSPORT_RC;
+	switch (qp->type) {
+	case IBV_QPT_UC:
+		return SRN_TRANSPORT_UC;
+	case IBV_QPT_UD:
+		return SRN_TRANSPORT_UD;
+	default:
+		return SRN_TRANSPORT_RC;
+	}
 }
 
 /* Payload bytes [off, off+len) of the WQE in slot idx as iovecs pointing
@@ -157,7 +165,18 @@ static int send_one(struct srn_qp *qp)
 	int niov;
 	if (gather(qp, w, idx, off, len, iov, &niov))
 		return -EACCES;
-	int ret = srn_xmit(qp, &p, iov, niov);
+	int ret;
+	if (qp->type == IBV_QPT_UD) {
+		/* IBTA 10.2.4: a Q_Key with the high bit set in the work
+		 * request means "use the QP's own Q_Key". */
+		p.dqpn = w->remote_qpn;
+		p.deth_qkey = (w->remote_qkey & 0x80000000u) ? qp->attr.qkey : w->remote_qkey;
+		p.deth_sqpn = qp->qpn;
+		ret = srn_xmit_to(qp, (const struct sockaddr *)&w->ah->dst, w->ah->dstlen,
+				  &w->ah->meta, &p, iov, niov);
+	} else {
+		ret = srn_xmit(qp, &p, iov, niov);
+	}
 	if (ret)
 		return ret;
 	if (p.ackreq)

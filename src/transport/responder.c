@@ -19,6 +19,7 @@
  */
 #include <errno.h>
 #include <string.h>
+#include <netinet/in.h>
 
 #include "core/mr.h"
 #include "core/nic.h"
@@ -428,8 +429,78 @@ static void uc_request(struct srn_qp *qp, const struct srn_pkt *p)
 		qp->resp_in_msg = false;   /* UC errors are silent drops */
 }
 
-void srn_resp_packet(struct srn_qp *qp, const struct srn_pkt *p)
+/* The 40 bytes a UD receive buffer starts with (IBV_WC_GRH): for RoCEv2
+ * over IPv4 the IPv4 header in the last 20 of them, the first 20 zero
+ * (rdma-core's and mlx5's convention); over IPv6 the IPv6 header. */
+static void build_grh(const struct srn_qp *qp, const struct sockaddr *src, uint32_t paylen,
+		      uint8_t grh[SRN_GRH_LEN])
 {
+	memset(grh, 0, SRN_GRH_LEN);
+	uint16_t udp_len = (uint16_t)(8 + paylen);
+	if (src->sa_family == AF_INET) {
+		uint8_t *ip = grh + 20;
+		uint16_t tot = htobe16((uint16_t)(20 + udp_len));
+		ip[0] = 0x45;
+		memcpy(ip + 2, &tot, 2);
+		ip[6] = 0x40;           /* DF */
+		ip[8] = 64;
+		ip[9] = 17;
+		memcpy(ip + 12, &((const struct sockaddr_in *)src)->sin_addr, 4);
+		memcpy(ip + 16, &((const struct sockaddr_in *)&qp->nic->udp.local)->sin_addr, 4);
+		uint32_t sum = 0;
+		for (int i = 0; i < 20; i += 2)
+			sum += (uint32_t)ip[i] << 8 | ip[i + 1];
+		while (sum >> 16)
+			sum = (sum & 0xffff) + (sum >> 16);
+		uint16_t csum = htobe16((uint16_t)~sum);
+		memcpy(ip + 10, &csum, 2);
+	} else {
+		uint16_t plen = htobe16(udp_len);
+		grh[0] = 0x60;
+		memcpy(grh + 4, &plen, 2);
+		grh[6] = 17;
+		grh[7] = 64;
+		memcpy(grh + 8, &((const struct sockaddr_in6 *)src)->sin6_addr, 16);
+		memcpy(grh + 24, &((const struct sockaddr_in6 *)&qp->nic->udp.local)->sin6_addr, 16);
+	}
+}
+
+static void ud_request(struct srn_qp *qp, const struct srn_pkt *p, const struct sockaddr *src)
+{
+	struct srn_nic *nic = qp->nic;
+	/* Q_Key must match the QP's (IBTA 10.2.4); mismatches are counted
+	 * and dropped silently, as UD errors are. */
+	if (p->deth_qkey != qp->attr.qkey) {
+		srn_count(&nic->cnt, SRN_CNT_QKEY_VIOLATION, 1);
+		return;
+	}
+	if (qp->rq_tail == qp->rq_head) {
+		srn_count(&nic->cnt, SRN_CNT_UD_NO_RECV, 1);
+		return;
+	}
+	uint8_t grh[SRN_GRH_LEN];
+	build_grh(qp, src, p->paylen + (uint32_t)p->info->hdr_len + srn_pad_of(p->paylen) +
+				   SRN_ICRC_LEN, grh);
+	int ret = place_recv(qp, grh, 0, SRN_GRH_LEN);
+	if (!ret)
+		ret = place_recv(qp, p->payload, SRN_GRH_LEN, p->paylen);
+	if (ret) {
+		srn_count(&nic->cnt, SRN_CNT_LOC_LEN_ERR, ret == -EMSGSIZE);
+		srn_complete_recv(qp, ret == -EMSGSIZE ? IBV_WC_LOC_LEN_ERR : IBV_WC_LOC_PROT_ERR, 0,
+				  false, 0, false, IBV_WC_RECV);
+		return;
+	}
+	srn_count(&nic->cnt, SRN_CNT_RDMA_RECVS, 1);
+	srn_complete_recv_ud(qp, SRN_GRH_LEN + p->paylen, p->info->flags & SRN_OPF_IMM, p->imm_be,
+			     p->se, p->deth_sqpn);
+}
+
+void srn_resp_packet(struct srn_qp *qp, const struct srn_pkt *p, const struct sockaddr *src)
+{
+	if (qp->type == IBV_QPT_UD) {
+		ud_request(qp, p, src);
+		return;
+	}
 	if (qp->state == IBV_QPS_RTR && !qp->resp_comm_est) {
 		qp->resp_comm_est = true;
 		srn_qp_event(qp, IBV_EVENT_COMM_EST);

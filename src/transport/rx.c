@@ -124,7 +124,7 @@ void srn_rx_packet(struct srn_nic *nic, const uint8_t *data, uint32_t len,
 		return;
 	}
 	if (is_req)
-		srn_resp_packet(qp, &p);
+		srn_resp_packet(qp, &p, src);
 	else
 		srn_comp_packet(qp, &p);
 }

@@ -21,6 +21,14 @@
 
 int srn_xmit(struct srn_qp *qp, struct srn_pkt *p, const struct iovec *pay, int npay)
 {
+	return srn_xmit_to(qp, (const struct sockaddr *)&qp->peer, qp->peer_len, &qp->tx_meta, p,
+			   pay, npay);
+}
+
+int srn_xmit_to(struct srn_qp *qp, const struct sockaddr *dst, socklen_t dstlen,
+		const struct srn_ip_meta *meta, struct srn_pkt *p, const struct iovec *pay,
+		int npay)
+{
 	struct srn_nic *nic = qp->nic;
 	uint8_t hdr[SRN_MAX_HDR_LEN];
 	uint8_t tail[3 + SRN_ICRC_LEN] = { 0 };
@@ -40,15 +48,14 @@ int srn_xmit(struct srn_qp *qp, struct srn_pkt *p, const struct iovec *pay, int 
 	uint8_t pad = srn_pad_of(p->paylen);
 	if (pad)
 		iov[n++] = (struct iovec){ tail, pad };
-	uint32_t crc = srn_icrc_calc(&qp->tx_meta, iov, n);
+	uint32_t crc = srn_icrc_calc(meta, iov, n);
 	srn_icrc_put(tail + pad, crc);
 	if (pad)
 		iov[n - 1].iov_len = pad + SRN_ICRC_LEN;
 	else
 		iov[n++] = (struct iovec){ tail, SRN_ICRC_LEN };
 
-	int ret = srn_udp_sendv(&nic->udp, (const struct sockaddr *)&qp->peer, qp->peer_len,
-				iov, n);
+	int ret = srn_udp_sendv(&nic->udp, dst, dstlen, iov, n);
 	if (ret == -EAGAIN) {
 		srn_count(&nic->cnt, SRN_CNT_TX_EAGAIN, 1);
 		return ret;

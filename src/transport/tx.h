@@ -7,7 +7,10 @@
 #define SRN_TRANSPORT_TX_H
 
 #include <stdint.h>
+#include <sys/socket.h>
 #include <sys/uio.h>
+
+#include "wire/icrc.h"
 
 #include "wire/opcode.h"
 
@@ -17,6 +20,10 @@ struct srn_qp;
 /* Build headers, pad and ICRC around payload pieces and send to the QP's
  * peer.  Returns 0, -EAGAIN (socket full; nothing sent) or -errno. */
 int srn_xmit(struct srn_qp *qp, struct srn_pkt *p, const struct iovec *pay, int npay);
+/* The same to an explicit destination (UD: the address handle's). */
+int srn_xmit_to(struct srn_qp *qp, const struct sockaddr *dst, socklen_t dstlen,
+		const struct srn_ip_meta *meta, struct srn_pkt *p, const struct iovec *pay,
+		int npay);
 
 /* Transmit what the send queue and the window allow. */
 void srn_req_push(struct srn_qp *qp);

@@ -8,18 +8,12 @@
 #include <string.h>
 #include <netinet/in.h>
 
+#include "core/ah.h"
 #include "core/device.h"
 #include "core/mr.h"
 #include "core/nic.h"
 #include "link/udp.h"
 #include "verbs/verbs.h"
-
-struct srn_ah {
-	struct ibv_ah ibah;
-	struct ibv_ah_attr attr;
-	struct sockaddr_storage dst;
-	socklen_t dstlen;
-};
 
 SRN_EXPORT struct ibv_ah *ibv_create_ah(struct ibv_pd *ibpd, struct ibv_ah_attr *attr)
 {
@@ -37,6 +31,7 @@ SRN_EXPORT struct ibv_ah *ibv_create_ah(struct ibv_pd *ibpd, struct ibv_ah_attr 
 		return srn_null_errno(-EINVAL);
 	}
 	ah->attr = *attr;
+	srn_ip_meta_for(pd->nic, (const struct sockaddr *)&ah->dst, &ah->meta);
 	ah->ibah.context = ibpd->context;
 	ah->ibah.pd = ibpd;
 	pd->refs++;

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/ah.h"
 #include "core/cq.h"
 #include "core/device.h"
 #include "core/limits.h"
@@ -14,6 +15,7 @@
 #include "transport/complete.h"
 #include "transport/tx.h"
 #include "verbs/verbs.h"
+#include "wire/roce_hdr.h"
 
 static struct srn_qp_limits limits_of(struct srn_nic *nic)
 {
@@ -70,7 +72,8 @@ SRN_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *ibpd, struct ibv_qp_init_
 	if (qp->cap.max_inline_data < SRN_DEFAULT_INLINE)
 		qp->cap.max_inline_data = SRN_DEFAULT_INLINE;
 	qp->state = IBV_QPS_RESET;
-	qp->mtu = 256;
+	/* UD has no path MTU attribute: datagrams may fill the port MTU. */
+	qp->mtu = qp->type == IBV_QPT_UD ? srn_link_ib_mtu_bytes(nic->ib_mtu) : 256;
 	int ret = srn_qp_alloc_queues(qp);
 	if (ret)
 		goto fail;
@@ -175,7 +178,7 @@ static int check_send_opcode(const struct srn_qp *qp, enum ibv_wr_opcode op)
 	switch (op) {
 	case IBV_WR_SEND:
 	case IBV_WR_SEND_WITH_IMM:
-		return qp->type == IBV_QPT_UD ? -EOPNOTSUPP : 0;
+		return 0;
 	case IBV_WR_RDMA_WRITE:
 	case IBV_WR_RDMA_WRITE_WITH_IMM:
 		return qp->type == IBV_QPT_UD ? -EINVAL : 0;
@@ -213,6 +216,12 @@ static int post_one_send(struct srn_qp *qp, const struct ibv_send_wr *wr)
 		      wr->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD;
 	if (atomic && total != 8)
 		return -EINVAL;     /* the original value lands in 8 bytes */
+	if (qp->type == IBV_QPT_UD) {
+		/* A datagram is one packet: larger than the MTU is an error,
+		 * never a truncation (rxe refuses it at post time too). */
+		if (total > qp->mtu || !wr->wr.ud.ah)
+			return -EINVAL;
+	}
 
 	uint32_t idx = qp->sq_head & (qp->sq_size - 1);
 	struct srn_swqe *w = &qp->sq[idx];
@@ -224,7 +233,11 @@ static int post_one_send(struct srn_qp *qp, const struct ibv_send_wr *wr)
 	w->length = (uint32_t)total;
 	w->num_sge = (uint32_t)wr->num_sge;
 	w->is_inline = inl;
-	if (atomic) {
+	if (qp->type == IBV_QPT_UD) {
+		w->ah = srn_ah(wr->wr.ud.ah);
+		w->remote_qpn = wr->wr.ud.remote_qpn & SRN_PSN_MASK;
+		w->remote_qkey = wr->wr.ud.remote_qkey;
+	} else if (atomic) {
 		w->remote_addr = wr->wr.atomic.remote_addr;
 		w->rkey = wr->wr.atomic.rkey;
 		w->compare_add = wr->wr.atomic.compare_add;
