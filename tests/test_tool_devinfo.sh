@@ -49,7 +49,7 @@ srn help run
 for var in SOFTRNIC_DEVICES SOFTRNIC_PCAP LD_LIBRARY_PATH; do
 	grep -q "$var" <<<"$out" || fail "help run does not document $var"
 done
-[ "$rc" -eq 0 ] && ok "help run documents the environment"
+[ "$rc" -eq 0 ] && ok "help run documents the environment" || fail "help run: rc $rc"
 
 srn no-such-subcommand
 if [ "$rc" -eq 2 ] && grep -q 'Usage:' <<<"$err" && grep -q 'no-such-subcommand' <<<"$err"; then

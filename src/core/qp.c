@@ -31,15 +31,13 @@ static uint32_t pow2_at_least(uint32_t n)
 int srn_qp_alloc_queues(struct srn_qp *qp)
 {
 	qp->sq_size = pow2_at_least(qp->cap.max_send_wr ? qp->cap.max_send_wr : 1);
-	qp->rq_size = pow2_at_least(qp->cap.max_recv_wr ? qp->cap.max_recv_wr : 1);
+	if (srn_rq_init(&qp->rq, qp->cap.max_recv_wr, qp->cap.max_recv_sge))
+		return -ENOMEM;
 	qp->sq = calloc(qp->sq_size, sizeof(*qp->sq));
 	qp->sq_sge = calloc((size_t)qp->sq_size * (qp->cap.max_send_sge ? qp->cap.max_send_sge : 1),
 			    sizeof(struct ibv_sge));
 	qp->sq_inline = calloc((size_t)qp->sq_size * (qp->cap.max_inline_data ? qp->cap.max_inline_data : 1), 1);
-	qp->rq = calloc(qp->rq_size, sizeof(*qp->rq));
-	qp->rq_sge = calloc((size_t)qp->rq_size * (qp->cap.max_recv_sge ? qp->cap.max_recv_sge : 1),
-			    sizeof(struct ibv_sge));
-	if (!qp->sq || !qp->sq_sge || !qp->sq_inline || !qp->rq || !qp->rq_sge)
+	if (!qp->sq || !qp->sq_sge || !qp->sq_inline)
 		return -ENOMEM;
 	return 0;
 }
@@ -50,8 +48,7 @@ void srn_qp_free_queues(struct srn_qp *qp)
 	free(qp->sq);
 	free(qp->sq_sge);
 	free(qp->sq_inline);
-	free(qp->rq);
-	free(qp->rq_sge);
+	srn_rq_fini(&qp->rq);
 }
 
 static void unlink_lists(struct srn_qp *qp)
@@ -87,7 +84,8 @@ static void reset(struct srn_qp *qp)
 	qp->sq_head = qp->sq_cur = qp->sq_tail = 0;
 	qp->sq_cur_off = 0;
 	qp->sq_cur_started = false;
-	qp->rq_head = qp->rq_tail = 0;
+	qp->rq.head = qp->rq.tail = 0;
+	qp->recv_cur_valid = false;
 	qp->req_psn = qp->req_una = 0;
 	qp->req_pkts_since_ackreq = 0;
 	qp->resp_epsn = qp->resp_msn = 0;

@@ -8,8 +8,8 @@
  *        [tail, cur)  transmitted, waiting for acknowledgement
  *        cur          being transmitted (sq_cur_off bytes sent so far)
  *        (cur, head)  posted, not started
- *   RQ:  [rq_tail, rq_head) posted receives; rq_tail is the one the next
- *        (or current, if resp_in_msg) incoming SEND lands in.
+ *   RQ:  core/rq.h; the responder moves a WQE out into recv_cur when a
+ *        message starts and completes it from there.
  *
  * Scatter/gather entries are kept as posted (lkey, addr, length) and
  * resolved through the key table when the bytes move, so a region
@@ -24,6 +24,8 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+#include "core/limits.h"
+#include "core/rq.h"
 #include "wire/icrc.h"
 
 struct srn_nic;
@@ -70,11 +72,6 @@ struct srn_resp_res {
 	uint64_t orig;                 /* atomic: original value */
 };
 
-struct srn_rwqe {
-	uint64_t wr_id;
-	uint32_t num_sge;
-	uint32_t length;               /* sum of sge lengths */
-};
 
 struct srn_qp {
 	struct ibv_qp_ex ibqp_ex;      /* ibqp_ex.qp_base is the ibv_qp handed out */
@@ -121,10 +118,13 @@ struct srn_qp {
 	bool on_timer_list;
 	bool sq_drained_pending;       /* SQD: raise SQ_DRAINED once empty */
 
-	/* Receive queue */
-	struct srn_rwqe *rq;
-	struct ibv_sge *rq_sge;        /* rq_size * cap.max_recv_sge */
-	uint32_t rq_size, rq_head, rq_tail;
+	/* Receive queue (unused when the QP takes from an SRQ), and the
+	 * receive WQE the message in progress lands in, taken out of the RQ
+	 * or SRQ when its first packet arrived. */
+	struct srn_rq rq;
+	bool recv_cur_valid;
+	struct srn_rwqe recv_cur;
+	struct ibv_sge recv_cur_sge[SRN_MAX_SGE];
 
 	/* Responder */
 	uint32_t resp_epsn;            /* next expected PSN */

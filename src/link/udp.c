@@ -19,6 +19,12 @@
  *   IPv4 device on the same port.
  * - No SO_REUSEADDR: a failed bind is how auto_loopback learns that another
  *   process already owns 127.0.0.N:port.
+ *
+ * The fault injector and the pcap trace hook in behind u->hooked: with
+ * neither configured, each data-path call costs one untaken branch. With
+ * them, every datagram that reaches the socket goes through srn_udp_xmit
+ * and every one read from it through srn_udp_recv_into, the two places
+ * that trace, so the trace shows the wire: after TX faults, before RX ones.
  */
 #include "link/udp.h"
 
@@ -30,7 +36,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
+
+#include "link/pcap.h"
 
 #define SRN_AUTO_LOOPBACK_LAST 254   /* 127.0.0.1 .. 127.0.0.254 */
 #define SRN_FALLBACK_MTU 1500        /* when the interface cannot be found: the common Ethernet MTU */
@@ -147,6 +156,50 @@ static int bind_auto(struct srn_udp *u, struct srn_dev_cfg *cfg, char *err, size
     return -e;
 }
 
+static uint64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void hooks_close(struct srn_udp *u)
+{
+    srn_fault_destroy(u->fault);
+    srn_pcap_close(u->pcap);
+    u->fault = NULL;
+    u->pcap = NULL;
+    u->hooked = false;
+}
+
+/* SOFTRNIC_FAULTS and SOFTRNIC_PCAP, read at every open so a test can set
+ * them per device; a mistake fails the open rather than silently running
+ * without the faults or the trace the user asked for. */
+static int hooks_open(struct srn_udp *u, const char *name, char *err, size_t errlen)
+{
+    char msg[256];
+    int rc = 0;
+    const char *spec = getenv(SRN_FAULT_ENV);
+    if (spec && *spec) {
+        struct srn_fault_cfg fc;
+        rc = srn_fault_parse(spec, &fc, msg, sizeof(msg));
+        if (!rc) {
+            rc = srn_fault_create(&fc, &u->fault);
+            if (rc)
+                snprintf(msg, sizeof(msg), "%s: %s", SRN_FAULT_ENV, strerror(-rc));
+        }
+    }
+    if (!rc)
+        rc = srn_pcap_open_env(&u->pcap, msg, sizeof(msg));
+    if (rc) {
+        snprintf(err, errlen, "%s: %s", name, msg);
+        hooks_close(u);
+        return rc;
+    }
+    u->hooked = u->fault || u->pcap;
+    return 0;
+}
+
 int srn_udp_open(struct srn_udp *u, struct srn_dev_cfg *cfg, char *err, size_t errlen)
 {
     char dummy[1];
@@ -216,6 +269,9 @@ int srn_udp_open(struct srn_udp *u, struct srn_dev_cfg *cfg, char *err, size_t e
         else
             cfg->link_mtu = cfg->auto_loopback ? SRN_LOOPBACK_MTU : SRN_FALLBACK_MTU;
     }
+    rc = hooks_open(u, cfg->name, err, errlen);
+    if (rc)
+        goto fail;
     return 0;
 
 fail:
@@ -226,6 +282,7 @@ fail:
 
 void srn_udp_close(struct srn_udp *u)
 {
+    hooks_close(u);
     if (u->fd >= 0)
         close(u->fd);
     u->fd = -1;
@@ -240,11 +297,9 @@ static int send_errno(int e)
     return -e;
 }
 
-int srn_udp_sendv(struct srn_udp *u, const struct sockaddr *dst, socklen_t dstlen,
-                  const struct iovec *iov, int iovcnt)
+static int raw_send(struct srn_udp *u, const struct sockaddr *dst, socklen_t dstlen,
+                    const struct iovec *iov, int iovcnt)
 {
-    if (dst->sa_family != u->family)
-        return -EAFNOSUPPORT;
     struct msghdr mh = {
         .msg_name = (void *)dst,
         .msg_namelen = dstlen,
@@ -256,11 +311,60 @@ int srn_udp_sendv(struct srn_udp *u, const struct sockaddr *dst, socklen_t dstle
     return 0;
 }
 
+int srn_udp_xmit(struct srn_udp *u, const struct sockaddr *dst, socklen_t dstlen,
+                 const struct iovec *iov, int iovcnt)
+{
+    int r = raw_send(u, dst, dstlen, iov, iovcnt);
+    if (r == 0 && u->pcap)
+        srn_pcap_record(u->pcap, (const struct sockaddr *)&u->local, dst, iov, iovcnt, false,
+                        mono_ns());
+    return r;
+}
+
+static int sendv_hooked(struct srn_udp *u, const struct sockaddr *dst, socklen_t dstlen,
+                        const struct iovec *iov, int iovcnt)
+{
+    if (u->fault)
+        return srn_fault_tx(u, dst, dstlen, iov, iovcnt, mono_ns());
+    return srn_udp_xmit(u, dst, dstlen, iov, iovcnt);
+}
+
+int srn_udp_sendv(struct srn_udp *u, const struct sockaddr *dst, socklen_t dstlen,
+                  const struct iovec *iov, int iovcnt)
+{
+    if (dst->sa_family != u->family)
+        return -EAFNOSUPPORT;
+    if (__builtin_expect(u->hooked, 0))
+        return sendv_hooked(u, dst, dstlen, iov, iovcnt);
+    return raw_send(u, dst, dstlen, iov, iovcnt);
+}
+
+/* One datagram at a time, so each gets its own fault decision and trace
+ * record; same result convention as the sendmmsg path. */
+static int send_batch_hooked(struct srn_udp *u, const struct srn_tx_msg *m, int n)
+{
+    int k;
+    for (k = 0; k < n; k++) {
+        if (m[k].dst->sa_family != u->family)
+            break;
+        int r = sendv_hooked(u, m[k].dst, m[k].dstlen, m[k].iov, m[k].iovcnt);
+        if (r == -EAGAIN)
+            break;
+        if (r < 0)
+            return k ? k : r;
+    }
+    if (k == 0 && n > 0 && m[0].dst->sa_family != u->family)
+        return -EAFNOSUPPORT;
+    return k;
+}
+
 int srn_udp_send_batch(struct srn_udp *u, const struct srn_tx_msg *m, int n)
 {
     struct mmsghdr mm[SRN_TX_BATCH];
     if (n > SRN_TX_BATCH)
         n = SRN_TX_BATCH;
+    if (__builtin_expect(u->hooked, 0))
+        return send_batch_hooked(u, m, n);
     int k;
     for (k = 0; k < n; k++) {
         if (m[k].dst->sa_family != u->family)
@@ -298,15 +402,17 @@ void srn_rx_batch_free(struct srn_rx_batch *b)
     b->count = 0;
 }
 
-int srn_udp_recv_batch(struct srn_udp *u, struct srn_rx_batch *b, int *truncated)
+/* Receive into slots first..first+max-1 and describe what arrived in
+ * pkt[first..]. */
+static int recv_raw(struct srn_udp *u, struct srn_rx_batch *b, int first, int max,
+                    int *truncated)
 {
     if (truncated)
         *truncated = 0;
-    b->count = 0;
     /* Descriptors are rebuilt each call (a few stores per slot, nothing next
      * to the system call) so a batch stays valid if its owner moves it, and
      * the kernel's msg_namelen/msg_flags outputs never leak into a later call. */
-    for (int i = 0; i < SRN_RX_BATCH; i++) {
+    for (int i = first; i < first + max; i++) {
         b->iov[i].iov_base = b->bufs + (size_t)i * SRN_RX_BUFSZ;
         b->iov[i].iov_len = SRN_RX_BUFSZ;
         struct msghdr *h = &b->msgs[i].msg_hdr;
@@ -316,13 +422,13 @@ int srn_udp_recv_batch(struct srn_udp *u, struct srn_rx_batch *b, int *truncated
         h->msg_iov = &b->iov[i];
         h->msg_iovlen = 1;
     }
-    int r = recvmmsg(u->fd, b->msgs, SRN_RX_BATCH, MSG_DONTWAIT, NULL);
+    int r = recvmmsg(u->fd, b->msgs + first, (unsigned)max, MSG_DONTWAIT, NULL);
     if (r < 0) {
         int e = errno;
         return (e == EAGAIN || e == EWOULDBLOCK || e == EINTR) ? 0 : -e;
     }
-    int n = 0, trunc = 0;
-    for (int i = 0; i < r; i++) {
+    int n = first, trunc = 0;
+    for (int i = first; i < first + r; i++) {
         const struct msghdr *h = &b->msgs[i].msg_hdr;
         /* A cut datagram cannot pass the ICRC anyway; drop it here so the
          * layers above only ever see whole packets. */
@@ -339,8 +445,70 @@ int srn_udp_recv_batch(struct srn_udp *u, struct srn_rx_batch *b, int *truncated
     }
     if (truncated)
         *truncated = trunc;
-    b->count = n;
+    return n - first;
+}
+
+int srn_udp_recv_into(struct srn_udp *u, struct srn_rx_batch *b, int first, int max,
+                      int *truncated)
+{
+    int r = recv_raw(u, b, first, max, truncated);
+    if (u->pcap && r > 0) {
+        uint64_t now = mono_ns();
+        for (int i = first; i < first + r; i++) {
+            struct iovec v = { b->pkt[i].data, b->pkt[i].len };
+            srn_pcap_record(u->pcap, (const struct sockaddr *)&b->pkt[i].src,
+                            (const struct sockaddr *)&u->local, &v, 1, true, now);
+        }
+    }
+    return r;
+}
+
+static int recv_hooked(struct srn_udp *u, struct srn_rx_batch *b, int *truncated)
+{
+    uint64_t now = mono_ns();
+    int n;
+    if (u->fault) {
+        n = srn_fault_rx(u, b, truncated, now);
+    } else {
+        n = srn_udp_recv_into(u, b, 0, SRN_RX_BATCH, truncated);
+        b->count = n > 0 ? n : 0;
+    }
+    if (u->pcap)
+        srn_pcap_flush(u->pcap, now);
     return n;
+}
+
+int srn_udp_recv_batch(struct srn_udp *u, struct srn_rx_batch *b, int *truncated)
+{
+    if (__builtin_expect(u->hooked, 0))
+        return recv_hooked(u, b, truncated);
+    int n = recv_raw(u, b, 0, SRN_RX_BATCH, truncated);
+    b->count = n > 0 ? n : 0;
+    return n;
+}
+
+int srn_udp_fault_flush(struct srn_udp *u, uint64_t now_ns)
+{
+    int n = 0;
+    if (u->fault)
+        n = srn_fault_tx_flush(u, now_ns);
+    if (u->pcap)
+        srn_pcap_flush(u->pcap, now_ns);
+    return n;
+}
+
+uint64_t srn_udp_fault_next_ns(const struct srn_udp *u)
+{
+    uint64_t a = u->fault ? srn_fault_next_ns(u->fault) : 0;
+    uint64_t t = u->pcap ? srn_pcap_next_ns(u->pcap) : 0;
+    if (!a || (t && t < a))
+        return t;
+    return a;
+}
+
+const struct srn_fault_stats *srn_udp_fault_stats(const struct srn_udp *u)
+{
+    return srn_fault_stats_of(u->fault);
 }
 
 void srn_sockaddr_to_gid(const struct sockaddr *sa, uint8_t gid[16])

@@ -12,16 +12,23 @@
  * IPv6 packets leave with UDP checksum 0 and zero-checksum packets are
  * accepted, as rxe and RoCE NICs do.
  *
- * This layer never looks inside a datagram: it moves opaque bytes.
+ * This layer moves opaque bytes. The one exception is the optional fault
+ * injector (fault.h), which reads the BTH opcode and destination QP to
+ * filter; the optional pcap trace (pcap.h) records what passes. Both sit
+ * behind u->hooked, one predictable branch per call when neither is on.
  */
 #ifndef SRN_LINK_UDP_H
 #define SRN_LINK_UDP_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 
 #include "link/config.h"
+#include "link/fault.h"
+
+struct srn_pcap;
 
 #define SRN_UDP_SOCKBUF (8u << 20)   /* 8 MiB each way: a few hundred 4 KiB packets of burst */
 
@@ -32,15 +39,22 @@ struct srn_udp {
     socklen_t local_len;
     uint16_t port;                   /* host order */
     int rcvbuf, sndbuf;              /* what the kernel granted (doubled value, as getsockopt reports) */
+    bool hooked;                     /* fault or pcap set: take the slow path */
+    struct srn_fault *fault;         /* SOFTRNIC_FAULTS, else NULL */
+    struct srn_pcap *pcap;           /* SOFTRNIC_PCAP, else NULL */
 };
 
 /* Open and bind the device's socket. auto_loopback: bind the first free
  * 127.0.0.N (N = 1..254) on cfg->port and write it back into cfg->addr.
  * Otherwise bind exactly cfg->addr:cfg->port. cfg->port 0 lets the kernel
  * choose (tests) and is written back. cfg->link_mtu is filled if still 0
- * (detected, else SRN_LOOPBACK_MTU for auto, else 1500). Returns 0 or -errno
- * with a one-line explanation in err. */
+ * (detected, else SRN_LOOPBACK_MTU for auto, else 1500). Also reads
+ * SOFTRNIC_FAULTS (fault.h) and SOFTRNIC_PCAP / SOFTRNIC_PCAP_MAX_MB
+ * (pcap.h): a bad value or an unwritable trace file fails the open. Returns
+ * 0 or -errno with a one-line explanation in err. */
 int srn_udp_open(struct srn_udp *u, struct srn_dev_cfg *cfg, char *err, size_t errlen);
+/* Closes the socket, frees held fault packets (unsent), flushes and closes
+ * the trace. */
 void srn_udp_close(struct srn_udp *u);
 
 /* Send one datagram gathered from iov to dst. Returns 0, -EAGAIN when the
@@ -86,8 +100,33 @@ void srn_rx_batch_free(struct srn_rx_batch *b);
  * Returns the number of datagrams now in b->pkt[0..count) (0 if none) or
  * -errno. Datagrams longer than SRN_RX_BUFSZ are dropped and their number is
  * stored in *truncated (may be NULL). pkt[i].data stays valid until the next
- * call on the same batch. */
+ * call on the same batch (with a fault injector: until the next call on the
+ * same socket). With a fault injector, RX faults are applied and delayed
+ * packets whose time has come are returned even when the socket is empty. */
 int srn_udp_recv_batch(struct srn_udp *u, struct srn_rx_batch *b, int *truncated);
+
+/* ---- Fault injector and trace, for the progress loop ------------------
+ * Times are CLOCK_MONOTONIC nanoseconds (srn_now_ns()).
+ *
+ * Send the held TX packets whose deadline has passed, and write out trace
+ * records buffered for 100 ms. Returns the packets sent; 0 without hooks. */
+int srn_udp_fault_flush(struct srn_udp *u, uint64_t now_ns);
+/* Earliest time at which srn_udp_fault_flush (TX) or srn_udp_recv_batch
+ * (RX) has held work, or the trace has records to write out; 0 if none.
+ * May be in the past: then call both at once. Lock-free, any thread. */
+uint64_t srn_udp_fault_next_ns(const struct srn_udp *u);
+/* The injector's counters, NULL when SOFTRNIC_FAULTS is unset. */
+const struct srn_fault_stats *srn_udp_fault_stats(const struct srn_udp *u);
+
+/* ---- Link-internal (fault.c) -------------------------------------------
+ * Put one datagram on the wire now, past the fault injector, and trace it. */
+int srn_udp_xmit(struct srn_udp *u, const struct sockaddr *dst, socklen_t dstlen,
+                 const struct iovec *iov, int iovcnt);
+/* Receive up to max datagrams into buffer slots first.. of b, describe them
+ * in b->pkt[first..first+n) and trace them. Returns n or -errno; does not
+ * touch b->count or pkt[0..first). */
+int srn_udp_recv_into(struct srn_udp *u, struct srn_rx_batch *b, int first, int max,
+                      int *truncated);
 
 /* RoCEv2 GID of an address: IPv4 -> ::ffff:a.b.c.d, IPv6 as is; any other
  * family gives the all-zero GID. */

@@ -64,10 +64,9 @@ void srn_complete_send(struct srn_qp *qp, enum ibv_wc_status status)
 void srn_complete_recv(struct srn_qp *qp, enum ibv_wc_status status, uint32_t byte_len,
 		       bool with_imm, uint32_t imm_be, bool solicited, enum ibv_wc_opcode op)
 {
-	struct srn_rwqe *w = &qp->rq[qp->rq_tail & (qp->rq_size - 1)];
-	qp->rq_tail++;
+	qp->recv_cur_valid = false;
 	struct ibv_wc wc = {
-		.wr_id = w->wr_id,
+		.wr_id = qp->recv_cur.wr_id,
 		.status = status,
 		.opcode = op,
 		.byte_len = byte_len,
@@ -84,10 +83,9 @@ void srn_complete_recv(struct srn_qp *qp, enum ibv_wc_status status, uint32_t by
 void srn_complete_recv_ud(struct srn_qp *qp, uint32_t byte_len, bool with_imm, uint32_t imm_be,
 			  bool solicited, uint32_t src_qp)
 {
-	struct srn_rwqe *w = &qp->rq[qp->rq_tail & (qp->rq_size - 1)];
-	qp->rq_tail++;
+	qp->recv_cur_valid = false;
 	struct ibv_wc wc = {
-		.wr_id = w->wr_id,
+		.wr_id = qp->recv_cur.wr_id,
 		.status = IBV_WC_SUCCESS,
 		.opcode = IBV_WC_RECV,
 		.byte_len = byte_len,
@@ -105,9 +103,14 @@ void srn_qp_flush(struct srn_qp *qp)
 		srn_complete_send(qp, IBV_WC_WR_FLUSH_ERR);
 	qp->sq_cur = qp->sq_head;
 	qp->sq_cur_started = false;
-	if (!qp->srq)
-		while (qp->rq_tail != qp->rq_head)
-			srn_complete_recv(qp, IBV_WC_WR_FLUSH_ERR, 0, false, 0, false, IBV_WC_RECV);
+	/* The receive a message was landing in is this QP's even when it
+	 * came from an SRQ; the SRQ's other WQEs stay for other QPs. */
+	if (qp->recv_cur_valid)
+		srn_complete_recv(qp, IBV_WC_WR_FLUSH_ERR, 0, false, 0, false, IBV_WC_RECV);
+	while (srn_rq_take(&qp->rq, &qp->recv_cur, qp->recv_cur_sge)) {
+		qp->recv_cur_valid = true;
+		srn_complete_recv(qp, IBV_WC_WR_FLUSH_ERR, 0, false, 0, false, IBV_WC_RECV);
+	}
 	qp->resp_in_msg = false;
 }
 
@@ -127,4 +130,6 @@ void srn_qp_fail(struct srn_qp *qp, int event)
 	srn_qp_flush(qp);
 	if (event >= 0)
 		srn_qp_event(qp, (enum ibv_event_type)event);
+	if (qp->srq)   /* IBTA 10.3.1: no more WQEs will be taken from the SRQ */
+		srn_qp_event(qp, IBV_EVENT_QP_LAST_WQE_REACHED);
 }

@@ -17,7 +17,7 @@ struct srn_rwqe;
 /* Complete the oldest send WQE (sq_tail) with status; a successful
  * unsignaled one produces no CQE. */
 void srn_complete_send(struct srn_qp *qp, enum ibv_wc_status status);
-/* Complete the oldest receive WQE (rq_tail). */
+/* Complete the current receive WQE (qp->recv_cur). */
 void srn_complete_recv(struct srn_qp *qp, enum ibv_wc_status status, uint32_t byte_len,
 		       bool with_imm, uint32_t imm_be, bool solicited, enum ibv_wc_opcode op);
 /* Complete the oldest receive WQE of a UD QP: GRH present, source QP

@@ -24,6 +24,7 @@
 #include "core/mr.h"
 #include "core/nic.h"
 #include "core/qp.h"
+#include "core/srq.h"
 #include "transport/complete.h"
 #include "transport/rx.h"
 #include "transport/tx.h"
@@ -38,13 +39,28 @@ enum exec_result {
 	EXEC_NAK_OP,                   /* the responder failed (bad receive WQE) */
 };
 
-/* Copy len bytes of payload to offset off of the receive WQE's buffers.
- * -EMSGSIZE if they do not fit, -EACCES if an lkey does not resolve. */
+/* Make sure a receive WQE is at hand for the message starting now: from
+ * the SRQ if the QP has one, else from its own RQ.  False: none posted. */
+static bool recv_take(struct srn_qp *qp)
+{
+	if (qp->recv_cur_valid)
+		return true;
+	struct srn_rq *rq = qp->srq ? &qp->srq->rq : &qp->rq;
+	if (!srn_rq_take(rq, &qp->recv_cur, qp->recv_cur_sge))
+		return false;
+	qp->recv_cur_valid = true;
+	if (qp->srq)
+		srn_srq_check_limit(qp->srq);
+	return true;
+}
+
+/* Copy len bytes of payload to offset off of the current receive WQE's
+ * buffers.  -EMSGSIZE if they do not fit, -EACCES if an lkey does not
+ * resolve. */
 static int place_recv(struct srn_qp *qp, const uint8_t *src, uint32_t off, uint32_t len)
 {
-	uint32_t idx = qp->rq_tail & (qp->rq_size - 1);
-	const struct srn_rwqe *w = &qp->rq[idx];
-	const struct ibv_sge *sge = qp->rq_sge + (size_t)idx * qp->cap.max_recv_sge;
+	const struct srn_rwqe *w = &qp->recv_cur;
+	const struct ibv_sge *sge = qp->recv_cur_sge;
 
 	if (off > w->length || len > w->length - off)
 		return -EMSGSIZE;
@@ -90,7 +106,7 @@ static enum exec_result exec_send(struct srn_qp *qp, const struct srn_pkt *p)
 	if (!length_ok(qp, p))
 		return EXEC_NAK_INVALID;
 	if (first) {
-		if (qp->rq_tail == qp->rq_head)
+		if (!recv_take(qp))
 			return EXEC_RNR;
 		qp->resp_off = 0;
 		qp->resp_in_write = false;
@@ -141,7 +157,7 @@ static enum exec_result exec_write(struct srn_qp *qp, const struct srn_pkt *p)
 	} else if (!qp->resp_in_write) {
 		return EXEC_NAK_INVALID;
 	}
-	if (last && (f & SRN_OPF_IMM) && qp->rq_tail == qp->rq_head)
+	if (last && (f & SRN_OPF_IMM) && !recv_take(qp))
 		return EXEC_RNR;
 	if (p->paylen > qp->resp_write_len - qp->resp_off)
 		return EXEC_NAK_INVALID;
@@ -474,7 +490,7 @@ static void ud_request(struct srn_qp *qp, const struct srn_pkt *p, const struct 
 		srn_count(&nic->cnt, SRN_CNT_QKEY_VIOLATION, 1);
 		return;
 	}
-	if (qp->rq_tail == qp->rq_head) {
+	if (!recv_take(qp)) {
 		srn_count(&nic->cnt, SRN_CNT_UD_NO_RECV, 1);
 		return;
 	}

@@ -22,6 +22,7 @@ int srn_verbs_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc);
 int srn_verbs_req_notify_cq(struct ibv_cq *cq, int solicited_only);
 int srn_verbs_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
 int srn_verbs_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
+int srn_verbs_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
 int srn_verbs_query_port(struct ibv_context *c, uint8_t port, struct ibv_port_attr *a, size_t len);
 int srn_verbs_query_device_ex(struct ibv_context *c, const struct ibv_query_device_ex_input *in,
 			      struct ibv_device_attr_ex *a, size_t len);

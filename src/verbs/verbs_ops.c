@@ -28,13 +28,6 @@ static int stub_dealloc_mw(struct ibv_mw *mw)
 	return EOPNOTSUPP;
 }
 
-static int stub_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,
-			      struct ibv_recv_wr **bad)
-{
-	*bad = wr;
-	return EOPNOTSUPP;
-}
-
 static int compat_query_device(struct ibv_context *c, struct ibv_device_attr *a)
 {
 	return ibv_query_device(c, a);
@@ -59,7 +52,7 @@ void srn_verbs_set_ops(struct srn_context *ctx)
 	o->dealloc_mw = stub_dealloc_mw;
 	o->poll_cq = srn_verbs_poll_cq;
 	o->req_notify_cq = srn_verbs_req_notify_cq;
-	o->post_srq_recv = stub_post_srq_recv;
+	o->post_srq_recv = srn_verbs_post_srq_recv;
 	o->post_send = srn_verbs_post_send;
 	o->post_recv = srn_verbs_post_recv;
 

@@ -12,6 +12,7 @@
 #include "core/nic.h"
 #include "core/qp.h"
 #include "core/qp_rules.h"
+#include "core/srq.h"
 #include "transport/complete.h"
 #include "transport/tx.h"
 #include "verbs/verbs.h"
@@ -47,9 +48,9 @@ SRN_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *ibpd, struct ibv_qp_init_
 	default:
 		return srn_null_errno(-EOPNOTSUPP);
 	}
-	if (init->srq)
-		return srn_null_errno(-EOPNOTSUPP);   /* SRQs come with their data path */
-	if (srn_qp_check_cap(&init->cap, false, &lim))
+	if (init->srq && init->qp_type == IBV_QPT_UD)
+		return srn_null_errno(-EOPNOTSUPP);   /* SRQ on UD: not yet */
+	if (srn_qp_check_cap(&init->cap, init->srq != NULL, &lim))
 		return srn_null_errno(-EINVAL);
 
 	struct srn_qp *qp = calloc(1, sizeof(*qp));
@@ -61,6 +62,7 @@ SRN_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *ibpd, struct ibv_qp_init_
 	qp->scq = srn_cq(init->send_cq);
 	qp->rcq = srn_cq(init->recv_cq);
 	qp->type = init->qp_type;
+	qp->srq = init->srq ? srn_srq(init->srq) : NULL;
 	qp->sq_sig_all = init->sq_sig_all;
 	qp->cap = init->cap;
 	if (qp->cap.max_send_sge == 0)
@@ -78,7 +80,7 @@ SRN_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *ibpd, struct ibv_qp_init_
 	if (ret)
 		goto fail;
 	qp->cap.max_send_wr = qp->sq_size;
-	qp->cap.max_recv_wr = qp->rq_size;
+	qp->cap.max_recv_wr = qp->srq ? 0 : qp->rq.max_wr;
 
 	pthread_mutex_lock(&nic->lock);
 	ret = srn_nic_qp_add(nic, qp, &qp->qpn);
@@ -86,6 +88,8 @@ SRN_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *ibpd, struct ibv_qp_init_
 		qp->scq->nqps++;
 		qp->rcq->nqps++;
 		pd->refs++;
+		if (qp->srq)
+			qp->srq->nqps++;
 	}
 	pthread_mutex_unlock(&nic->lock);
 	if (ret)
@@ -97,7 +101,7 @@ SRN_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *ibpd, struct ibv_qp_init_
 	q->pd = ibpd;
 	q->send_cq = init->send_cq;
 	q->recv_cq = init->recv_cq;
-	q->srq = NULL;
+	q->srq = init->srq;
 	q->handle = qp->qpn;
 	q->qp_num = qp->qpn;
 	q->state = IBV_QPS_RESET;
@@ -163,6 +167,8 @@ SRN_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 	qp->scq->nqps--;
 	qp->rcq->nqps--;
 	qp->pd->refs--;
+	if (qp->srq)
+		qp->srq->nqps--;
 	pthread_mutex_unlock(&nic->lock);
 	pthread_mutex_destroy(&ibqp->mutex);
 	pthread_cond_destroy(&ibqp->cond);
@@ -292,29 +298,6 @@ out:
 	return ret;
 }
 
-static int post_one_recv(struct srn_qp *qp, const struct ibv_recv_wr *wr)
-{
-	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->cap.max_recv_sge)
-		return -EINVAL;
-	if (qp->rq_head - qp->rq_tail >= qp->rq_size)
-		return -ENOMEM;
-	uint64_t total = 0;
-	for (int i = 0; i < wr->num_sge; i++)
-		total += wr->sg_list[i].length;
-	if (total > UINT32_MAX)
-		return -EINVAL;
-	uint32_t idx = qp->rq_head & (qp->rq_size - 1);
-	struct srn_rwqe *w = &qp->rq[idx];
-	w->wr_id = wr->wr_id;
-	w->num_sge = (uint32_t)wr->num_sge;
-	w->length = (uint32_t)total;
-	if (wr->num_sge)
-		memcpy(qp->rq_sge + (size_t)idx * qp->cap.max_recv_sge, wr->sg_list,
-		       (size_t)wr->num_sge * sizeof(struct ibv_sge));
-	qp->rq_head++;
-	return 0;
-}
-
 int srn_verbs_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
 {
 	struct srn_qp *qp = srn_qp(ibqp);
@@ -327,7 +310,7 @@ int srn_verbs_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_
 		goto out;
 	}
 	for (; wr; wr = wr->next) {
-		int r = post_one_recv(qp, wr);
+		int r = srn_rq_post(&qp->rq, wr);
 		if (r) {
 			*bad = wr;
 			ret = -r;

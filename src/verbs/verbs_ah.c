@@ -1,8 +1,9 @@
 /*
- * verbs_ah_srq.c - address handles, shared receive queues, multicast.
+ * verbs_ah.c - address handles and multicast attach.
  *
- * Address handles are complete (validated, resolved to a UDP address).
- * SRQs and multicast answer EOPNOTSUPP until their data paths exist.
+ * Address handles are complete (validated, resolved to a UDP address and
+ * the IP facts of the ICRC).  Multicast answers EOPNOTSUPP until its data
+ * path exists.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -86,26 +87,6 @@ SRN_EXPORT struct ibv_ah *ibv_create_ah_from_wc(struct ibv_pd *pd, struct ibv_wc
 	if (ibv_init_ah_from_wc(pd->context, port_num, wc, grh, &attr))
 		return srn_null_errno(-EINVAL);
 	return ibv_create_ah(pd, &attr);
-}
-
-SRN_EXPORT struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *attr)
-{
-	return srn_null_errno(-EOPNOTSUPP);
-}
-
-SRN_EXPORT int ibv_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr, int mask)
-{
-	return EOPNOTSUPP;
-}
-
-SRN_EXPORT int ibv_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr)
-{
-	return EOPNOTSUPP;
-}
-
-SRN_EXPORT int ibv_destroy_srq(struct ibv_srq *srq)
-{
-	return EOPNOTSUPP;
 }
 
 SRN_EXPORT int ibv_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)

@@ -1,0 +1,111 @@
+/*
+ * verbs_srq.c - shared receive queues.
+ */
+#include <stdlib.h>
+
+#include "core/device.h"
+#include "core/limits.h"
+#include "core/mr.h"
+#include "core/nic.h"
+#include "core/srq.h"
+#include "verbs/verbs.h"
+
+void srn_srq_check_limit(struct srn_srq *srq)
+{
+	if (srq->limit && srn_rq_count(&srq->rq) < srq->limit) {
+		srq->limit = 0;         /* one shot: re-armed by ibv_modify_srq */
+		struct ibv_async_event ev = { .element.srq = &srq->ibsrq,
+					      .event_type = IBV_EVENT_SRQ_LIMIT_REACHED };
+		srn_async_post(&srq->ctx->async, &ev);
+	}
+}
+
+SRN_EXPORT struct ibv_srq *ibv_create_srq(struct ibv_pd *ibpd, struct ibv_srq_init_attr *init)
+{
+	struct srn_pd *pd = srn_pd(ibpd);
+	struct ibv_srq_attr *a = &init->attr;
+	if (a->max_wr == 0 || a->max_wr > SRN_MAX_QP_WR || a->max_sge > SRN_MAX_SGE ||
+	    a->srq_limit > a->max_wr)
+		return srn_null_errno(-EINVAL);
+	struct srn_srq *srq = calloc(1, sizeof(*srq));
+	if (!srq)
+		return srn_null_errno(-ENOMEM);
+	if (srn_rq_init(&srq->rq, a->max_wr, a->max_sge ? a->max_sge : 1)) {
+		free(srq);
+		return srn_null_errno(-ENOMEM);
+	}
+	srq->nic = pd->nic;
+	srq->ctx = srn_ctx(ibpd->context);
+	srq->pd = pd;
+	srq->limit = a->srq_limit;
+	srq->ibsrq.context = ibpd->context;
+	srq->ibsrq.srq_context = init->srq_context;
+	srq->ibsrq.pd = ibpd;
+	pthread_mutex_init(&srq->ibsrq.mutex, NULL);
+	pthread_cond_init(&srq->ibsrq.cond, NULL);
+	pd->refs++;
+	a->max_wr = srq->rq.max_wr;
+	a->max_sge = srq->rq.max_sge;
+	return &srq->ibsrq;
+}
+
+SRN_EXPORT int ibv_modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr, int mask)
+{
+	struct srn_srq *srq = srn_srq(ibsrq);
+	if (mask & ~(IBV_SRQ_MAX_WR | IBV_SRQ_LIMIT))
+		return EINVAL;
+	if (mask & IBV_SRQ_MAX_WR)
+		return EOPNOTSUPP;      /* resizing is not supported (rxe allows it) */
+	int ret = 0;
+	pthread_mutex_lock(&srq->nic->lock);
+	if (attr->srq_limit > srq->rq.max_wr)
+		ret = EINVAL;
+	else
+		srq->limit = attr->srq_limit;
+	pthread_mutex_unlock(&srq->nic->lock);
+	return ret;
+}
+
+SRN_EXPORT int ibv_query_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr)
+{
+	struct srn_srq *srq = srn_srq(ibsrq);
+	pthread_mutex_lock(&srq->nic->lock);
+	attr->max_wr = srq->rq.max_wr;
+	attr->max_sge = srq->rq.max_sge;
+	attr->srq_limit = srq->limit;
+	pthread_mutex_unlock(&srq->nic->lock);
+	return 0;
+}
+
+SRN_EXPORT int ibv_destroy_srq(struct ibv_srq *ibsrq)
+{
+	struct srn_srq *srq = srn_srq(ibsrq);
+	pthread_mutex_lock(&srq->nic->lock);
+	int busy = srq->nqps;
+	pthread_mutex_unlock(&srq->nic->lock);
+	if (busy)
+		return EBUSY;
+	srq->pd->refs--;
+	srn_rq_fini(&srq->rq);
+	pthread_mutex_destroy(&ibsrq->mutex);
+	pthread_cond_destroy(&ibsrq->cond);
+	free(srq);
+	return 0;
+}
+
+int srn_verbs_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
+{
+	struct srn_srq *srq = srn_srq(ibsrq);
+	int ret = 0;
+	pthread_mutex_lock(&srq->nic->lock);
+	for (; wr; wr = wr->next) {
+		int r = srn_rq_post(&srq->rq, wr);
+		if (r) {
+			*bad = wr;
+			ret = -r;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&srq->nic->lock);
+	return ret;
+}

@@ -1,0 +1,224 @@
+/*
+ * rc_test_conn.c - fork, out-of-band exchange and QP connection for the
+ * two-process RC tests.  See rc_test_conn.h.
+ *
+ * The socketpair is SOCK_STREAM, so every transfer loops until the exact
+ * length has moved; receives wait in poll() with a deadline so a peer that
+ * died or hung turns into a failure, never a hang.
+ */
+#include "rc_test_conn.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+
+const char *srn_tc_role = "parent";
+
+double srn_tc_now(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+double srn_tc_cpu_s(void)
+{
+	struct rusage ru;
+	CHECK(getrusage(RUSAGE_SELF, &ru) == 0);
+	return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+	       (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
+unsigned long srn_tc_env_ul(const char *name, unsigned long dflt)
+{
+	const char *s = getenv(name);
+	if (!s || !*s)
+		return dflt;
+	char *end;
+	unsigned long v = strtoul(s, &end, 0);
+	CHECK(*end == '\0' && v > 0);
+	return v;
+}
+
+pid_t srn_tc_fork(int *fd)
+{
+	int sv[2];
+	CHECK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
+	fflush(NULL);   /* no buffered output printed twice */
+	pid_t parent = getpid();
+	pid_t pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		srn_tc_role = "child";
+		/* A parent that failed and exited must not leave us behind. */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != parent)
+			_exit(1);
+		close(sv[0]);
+		*fd = sv[1];
+	} else {
+		close(sv[1]);
+		*fd = sv[0];
+	}
+	return pid;
+}
+
+int srn_tc_wait_child(pid_t pid, int timeout_s)
+{
+	double end = srn_tc_now() + timeout_s;
+	int st;
+	for (;;) {
+		pid_t r = waitpid(pid, &st, WNOHANG);
+		if (r == pid)
+			break;
+		CHECK(r == 0 || errno == EINTR);
+		if (srn_tc_now() > end) {
+			fprintf(stderr, "[parent] child %d did not exit in %d s: killing it\n",
+				(int)pid, timeout_s);
+			kill(pid, SIGKILL);
+			waitpid(pid, &st, 0);
+			return 1;
+		}
+		usleep(10000);
+	}
+	if (WIFEXITED(st))
+		return WEXITSTATUS(st);
+	fprintf(stderr, "[parent] child died by signal %d\n", WTERMSIG(st));
+	return 1;
+}
+
+void srn_tc_send(int fd, const void *p, size_t len)
+{
+	const char *c = p;
+	while (len) {
+		ssize_t n = send(fd, c, len, MSG_NOSIGNAL);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			fprintf(stderr, "[%s] out-of-band send: %s\n", srn_tc_role, strerror(errno));
+			exit(1);
+		}
+		c += n;
+		len -= (size_t)n;
+	}
+}
+
+void srn_tc_recv(int fd, void *p, size_t len, int timeout_ms)
+{
+	char *c = p;
+	double end = srn_tc_now() + timeout_ms / 1000.0;
+	while (len) {
+		int left = (int)((end - srn_tc_now()) * 1000.0);
+		struct pollfd pfd = { .fd = fd, .events = POLLIN };
+		int r = left > 0 ? poll(&pfd, 1, left) : 0;
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r == 0) {
+			fprintf(stderr, "[%s] out-of-band receive: peer silent for %d ms\n",
+				srn_tc_role, timeout_ms);
+			exit(1);
+		}
+		ssize_t n = recv(fd, c, len, 0);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			fprintf(stderr, "[%s] out-of-band receive: peer gone\n", srn_tc_role);
+			exit(1);
+		}
+		c += n;
+		len -= (size_t)n;
+	}
+}
+
+void srn_tc_xchg(int fd, const void *mine, void *theirs, size_t len, int timeout_ms)
+{
+	srn_tc_send(fd, mine, len);
+	srn_tc_recv(fd, theirs, len, timeout_ms);
+}
+
+void srn_tc_barrier(int fd, uint32_t tag, int timeout_ms)
+{
+	uint32_t got;
+	srn_tc_xchg(fd, &tag, &got, sizeof(got), timeout_ms);
+	if (got != tag) {
+		fprintf(stderr, "[%s] barrier %#x: peer is at %#x\n", srn_tc_role, tag, got);
+		exit(1);
+	}
+}
+
+struct ibv_context *srn_tc_open(union ibv_gid *gid)
+{
+	int n;
+	struct ibv_device **list = ibv_get_device_list(&n);
+	CHECK(list && n >= 1);
+	struct ibv_context *ctx = ibv_open_device(list[0]);
+	CHECK(ctx);
+	ibv_free_device_list(list);
+	CHECK(ibv_query_gid(ctx, 1, 0, gid) == 0);
+	return ctx;
+}
+
+struct srn_tc_qp_opts srn_tc_default_opts(void)
+{
+	return (struct srn_tc_qp_opts){
+		.mtu = IBV_MTU_4096, .timeout = 12, .retry_cnt = 7, .rnr_retry = 7,
+		.min_rnr_timer = 1, .rd_atomic = 16,
+		.access = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+			  IBV_ACCESS_REMOTE_ATOMIC,
+	};
+}
+
+void srn_tc_connect(struct ibv_qp *qp, const union ibv_gid *dgid, uint32_t dqpn,
+		    uint32_t rq_psn, uint32_t sq_psn, const struct srn_tc_qp_opts *o)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
+				 .qp_access_flags = (unsigned)o->access };
+	CHECK(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+			    IBV_QP_ACCESS_FLAGS) == 0);
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = o->mtu;
+	a.dest_qp_num = dqpn;
+	a.rq_psn = rq_psn;
+	a.max_dest_rd_atomic = o->rd_atomic;
+	a.min_rnr_timer = o->min_rnr_timer;
+	a.ah_attr.is_global = 1;
+	a.ah_attr.grh.dgid = *dgid;
+	a.ah_attr.grh.hop_limit = 1;
+	a.ah_attr.port_num = 1;
+	CHECK(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+			    IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
+			    IBV_QP_MIN_RNR_TIMER) == 0);
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	a.sq_psn = sq_psn;
+	a.timeout = o->timeout;
+	a.retry_cnt = o->retry_cnt;
+	a.rnr_retry = o->rnr_retry;
+	a.max_rd_atomic = o->rd_atomic;
+	CHECK(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+			    IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC) == 0);
+}
+
+struct ibv_wc srn_tc_poll_one(struct ibv_cq *cq, double timeout_s)
+{
+	struct ibv_wc wc;
+	double end = srn_tc_now() + timeout_s;
+	for (;;) {
+		int n = ibv_poll_cq(cq, 1, &wc);
+		CHECK(n >= 0);
+		if (n == 1)
+			return wc;
+		if (srn_tc_now() > end) {
+			fprintf(stderr, "[%s] no completion in %.1f s\n", srn_tc_role, timeout_s);
+			exit(1);
+		}
+	}
+}

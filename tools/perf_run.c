@@ -1,0 +1,965 @@
+/*
+ * perf_run.c - the verbs resources and measurement loops of `softrnic
+ * perf` (layout, roles and verification are described in perf_run.h).
+ *
+ * Invariants the loops rely on:
+ *   - wr_id = QP index << 48 | (per-run message index + 1); a QP's send
+ *     queue completes in order, so a signaled completion with count n
+ *     means messages [0, n) of that QP are done, data placed.
+ *   - bw: a QP has at most tx_depth WRs outstanding and one in every
+ *     cq_mod is signaled (cq_mod <= tx_depth - post_list + 1, checked by
+ *     the caller), and the last WR of the run is always signaled, so a
+ *     full window always holds a signaled WR and the loop cannot stall on
+ *     itself.
+ *   - atomics use result slot (index % tx_depth); a slot is reused only
+ *     after the WR that used it completed and its value was checked.
+ *   - ping-pong: the j-th message on a QP carries 1 + j % 254 in its last
+ *     byte, the final one 0xff, so a receiver polling that byte sees each
+ *     new message and knows when the client stopped, with no count agreed
+ *     in advance (this is what makes --duration work for ping-pong).
+ *   - every wait polls the CQ (polling drives softrnic's progress, as it
+ *     drives a real NIC's completion processing) and is bounded by
+ *     run->stall_ns without progress; peer_poll lets a control message
+ *     from the peer (abort, done) end a wait at once.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+
+#include "perf_run.h"
+
+#define PAGE 4096u
+#define POLL_BATCH 32
+#define RECV_CHAIN 32            /* receive WRs reposted per ibv_post_recv */
+#define FINAL_BYTE 0xff
+#define PEER_POLL_NS 1000000ull  /* look at the control socket every 1 ms */
+#define PROGRESS_NS 100000000ull /* progress callback every 100 ms */
+#define WRID_SHIFT 48
+#define WRID_MASK ((UINT64_C(1) << WRID_SHIFT) - 1)
+
+static const struct {
+	const char *name, *title;
+} ops[SRN_PERF_NOPS] = {
+	[SRN_PERF_WRITE] = { "write", "RDMA Write" },
+	[SRN_PERF_SEND] = { "send", "Send" },
+	[SRN_PERF_READ] = { "read", "RDMA Read" },
+	[SRN_PERF_CAS] = { "cas", "Atomic Compare&Swap" },
+	[SRN_PERF_FAA] = { "faa", "Atomic Fetch&Add" },
+};
+
+const char *srn_perf_op_name(enum srn_perf_op op)
+{
+	return op < SRN_PERF_NOPS ? ops[op].name : "?";
+}
+
+const char *srn_perf_op_title(enum srn_perf_op op)
+{
+	return op < SRN_PERF_NOPS ? ops[op].title : "?";
+}
+
+int srn_perf_op_parse(const char *s)
+{
+	for (int i = 0; i < SRN_PERF_NOPS; i++)
+		if (!strcmp(s, ops[i].name))
+			return i;
+	return -1;
+}
+
+bool srn_perf_op_one_sided_lat(enum srn_perf_op op)
+{
+	return op == SRN_PERF_READ || op == SRN_PERF_CAS || op == SRN_PERF_FAA;
+}
+
+static bool is_atomic(enum srn_perf_op op)
+{
+	return op == SRN_PERF_CAS || op == SRN_PERF_FAA;
+}
+
+uint64_t srn_perf_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static int __attribute__((format(printf, 3, 4)))
+fail(struct srn_perf_ctx *c, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(c->err, sizeof(c->err), fmt, ap);
+	va_end(ap);
+	return err;
+}
+
+/* Byte i of the run's pattern: differs between seeds and is not periodic
+ * in 256, so a misplaced block or a stale run shows. */
+static inline uint8_t pattern(uint32_t seed, size_t i)
+{
+	return (uint8_t)(seed * 0x9du + i * 7u + (i >> 8) * 13u + (i >> 16) * 5u + 1u);
+}
+
+static uint64_t wrid(uint32_t q, uint64_t count)
+{
+	return (uint64_t)q << WRID_SHIFT | count;
+}
+
+static size_t round_up(size_t v, size_t a)
+{
+	return (v + a - 1) / a * a;
+}
+
+/* ---- resources ---- */
+
+static enum ibv_mtu mtu_enum(uint32_t bytes)
+{
+	switch (bytes) {
+	case 256: return IBV_MTU_256;
+	case 512: return IBV_MTU_512;
+	case 1024: return IBV_MTU_1024;
+	case 2048: return IBV_MTU_2048;
+	case 4096: return IBV_MTU_4096;
+	default: return 0;
+	}
+}
+
+static int open_device(struct srn_perf_ctx *c, const char *dev_name)
+{
+	struct ibv_device **list;
+	struct ibv_device *dev = NULL;
+	int n = 0;
+
+	list = ibv_get_device_list(&n);
+	if (!list)
+		return fail(c, -errno, "ibv_get_device_list: %s", strerror(errno));
+	for (int i = 0; i < n && !dev; i++)
+		if (!dev_name || !strcmp(ibv_get_device_name(list[i]), dev_name))
+			dev = list[i];
+	if (!dev) {
+		ibv_free_device_list(list);
+		return fail(c, -ENODEV, dev_name ? "no RDMA device named '%s'" :
+				     "no RDMA device found%s", dev_name ? dev_name : "");
+	}
+	snprintf(c->dev_name, sizeof(c->dev_name), "%s", ibv_get_device_name(dev));
+	c->ctx = ibv_open_device(dev);
+	ibv_free_device_list(list);
+	if (!c->ctx)
+		return fail(c, -errno, "ibv_open_device(%s): %s", c->dev_name, strerror(errno));
+	return 0;
+}
+
+static int create_qp(struct srn_perf_ctx *c, uint32_t q)
+{
+	const struct srn_perf_params *p = &c->p;
+	struct srn_perf_qp *x = &c->qps[q];
+	struct ibv_qp_init_attr ia = {
+		.send_cq = c->cq,
+		.recv_cq = c->cq,
+		.qp_type = p->qp_type,
+		.cap = {
+			.max_send_wr = p->tx_depth,
+			.max_recv_wr = p->op == SRN_PERF_SEND ? p->rx_depth : 1,
+			.max_send_sge = 1,
+			.max_recv_sge = 1,
+			.max_inline_data = p->inline_size,
+		},
+	};
+	int ret;
+
+	x->qp = ibv_create_qp(c->pd, &ia);
+	if (!x->qp)
+		return fail(c, -errno, "ibv_create_qp (%s, send %u, recv %u, inline %u): %s",
+			    p->qp_type == IBV_QPT_RC ? "RC" : "UC", ia.cap.max_send_wr,
+			    ia.cap.max_recv_wr, p->inline_size, strerror(errno));
+	x->tx = c->buf + (size_t)q * c->stride;
+	x->rx = x->tx + c->rx_off;
+	x->slots = (uint64_t *)(void *)(x->tx + c->slots_off);
+	ret = srn_conn_local_qp(x->qp, c->ib_port, c->gid_index, srn_conn_random_psn(),
+				&x->local);
+	if (ret)
+		return fail(c, ret, "port %u GID %d: %s", c->ib_port, c->gid_index,
+			    strerror(-ret));
+	return 0;
+}
+
+int srn_perf_open(struct srn_perf_ctx *c, const struct srn_perf_params *p,
+		  const char *dev_name, uint8_t ib_port, int gid_index)
+{
+	struct ibv_device_attr da;
+	struct ibv_port_attr pa;
+	unsigned access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+			  IBV_ACCESS_REMOTE_READ;
+	size_t part;
+	int ret, cqe;
+
+	memset(c, 0, sizeof(*c));
+	c->p = *p;
+	c->ib_port = ib_port;
+	c->gid_index = gid_index;
+	ret = open_device(c, dev_name);
+	if (ret)
+		return ret;
+	ret = ibv_query_device(c->ctx, &da);
+	if (ret)
+		return fail(c, -ret, "ibv_query_device: %s", strerror(ret));
+	ret = ibv_query_port(c->ctx, ib_port, &pa);
+	if (ret)
+		return fail(c, -ret, "ibv_query_port(%u): %s", ib_port, strerror(ret));
+	if (pa.state != IBV_PORT_ACTIVE)
+		return fail(c, -ENETDOWN, "%s port %u is not active", c->dev_name, ib_port);
+	c->mtu = p->mtu ? mtu_enum(p->mtu) : pa.active_mtu;
+	if (!c->mtu || c->mtu > pa.active_mtu)
+		return fail(c, -EINVAL, "MTU %u is not possible on %s port %u (active MTU %d)",
+			    p->mtu, c->dev_name, ib_port, 128 << pa.active_mtu);
+	if (is_atomic(p->op)) {
+		if (da.atomic_cap == IBV_ATOMIC_NONE)
+			return fail(c, -EOPNOTSUPP, "%s does not support atomics (atomic_cap NONE)",
+				    c->dev_name);
+		access |= IBV_ACCESS_REMOTE_ATOMIC;
+	}
+
+	part = round_up(p->max_size, PAGE);
+	c->rx_off = part;
+	c->slots_off = 2 * part;
+	c->stride = 2 * part + round_up((size_t)(p->tx_depth + 1) * 8, PAGE);
+	c->buf_len = c->stride * p->qps;
+	c->buf = mmap(NULL, c->buf_len, PROT_READ | PROT_WRITE,
+		      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (c->buf == MAP_FAILED) {
+		c->buf = NULL;
+		return fail(c, -errno, "cannot map %zu bytes of buffers: %s", c->buf_len,
+			    strerror(errno));
+	}
+	c->pd = ibv_alloc_pd(c->ctx);
+	if (!c->pd)
+		return fail(c, -errno, "ibv_alloc_pd: %s", strerror(errno));
+	c->mr = ibv_reg_mr(c->pd, c->buf, c->buf_len, (int)access);
+	if (!c->mr)
+		return fail(c, -errno, "ibv_reg_mr(%zu bytes): %s", c->buf_len, strerror(errno));
+	cqe = (int)(p->qps * (p->tx_depth + (p->op == SRN_PERF_SEND ? p->rx_depth : 1)) + 16);
+	if (cqe > da.max_cqe)
+		cqe = da.max_cqe;
+	c->cq = ibv_create_cq(c->ctx, cqe, NULL, NULL, 0);
+	if (!c->cq)
+		return fail(c, -errno, "ibv_create_cq(%d): %s", cqe, strerror(errno));
+	c->qps = calloc(p->qps, sizeof(*c->qps));
+	if (!c->qps)
+		return fail(c, -ENOMEM, "out of memory");
+	for (uint32_t q = 0; q < p->qps; q++) {
+		ret = create_qp(c, q);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+int srn_perf_connect(struct srn_perf_ctx *c, const struct srn_perf_peer_qp *peer,
+		     uint32_t peer_rkey)
+{
+	struct ibv_device_attr da;
+	struct srn_conn_qp_attr a = {
+		.port = c->ib_port,
+		.gid_index = c->gid_index,
+		.mtu = c->mtu,
+		.access = IBV_ACCESS_REMOTE_WRITE,
+	};
+	int ret = ibv_query_device(c->ctx, &da);
+
+	if (ret)
+		return fail(c, -ret, "ibv_query_device: %s", strerror(ret));
+	if (c->p.qp_type == IBV_QPT_RC) {
+		int rd = da.max_qp_rd_atom < da.max_qp_init_rd_atom ? da.max_qp_rd_atom :
+								      da.max_qp_init_rd_atom;
+		a.max_rd_atomic = (uint8_t)(rd > 255 ? 255 : rd < 1 ? 1 : rd);
+		a.access |= IBV_ACCESS_REMOTE_READ;
+		if (is_atomic(c->p.op))
+			a.access |= IBV_ACCESS_REMOTE_ATOMIC;
+	}
+	c->remote_rkey = peer_rkey;
+	for (uint32_t q = 0; q < c->p.qps; q++) {
+		struct srn_perf_qp *x = &c->qps[q];
+		const char *step;
+
+		x->remote = peer[q];
+		ret = srn_conn_qp_up(x->qp, &a, &x->local, &x->remote.addr, &step);
+		if (ret)
+			return fail(c, ret, "ibv_modify_qp(QP 0x%x to %s): %s", x->qp->qp_num,
+				    step, strerror(-ret));
+	}
+	return 0;
+}
+
+void srn_perf_close(struct srn_perf_ctx *c)
+{
+	for (uint32_t q = 0; c->qps && q < c->p.qps; q++)
+		if (c->qps[q].qp)
+			ibv_destroy_qp(c->qps[q].qp);
+	free(c->qps);
+	if (c->cq)
+		ibv_destroy_cq(c->cq);
+	if (c->mr)
+		ibv_dereg_mr(c->mr);
+	if (c->pd)
+		ibv_dealloc_pd(c->pd);
+	if (c->ctx)
+		ibv_close_device(c->ctx);
+	if (c->buf)
+		munmap(c->buf, c->buf_len);
+	free(c->samples);
+	c->qps = NULL;
+	c->samples = NULL;
+	c->buf = NULL;
+}
+
+/* ---- posting and completions ---- */
+
+static int post_recvs(struct srn_perf_ctx *c, uint32_t q, uint32_t n)
+{
+	struct srn_perf_qp *x = &c->qps[q];
+	struct ibv_recv_wr wr[RECV_CHAIN], *bad;
+	struct ibv_sge sge = { .addr = (uintptr_t)x->rx, .length = c->p.max_size,
+			       .lkey = c->mr->lkey };
+
+	while (n) {
+		uint32_t k = n < RECV_CHAIN ? n : RECV_CHAIN;
+		int ret;
+
+		for (uint32_t i = 0; i < k; i++)
+			wr[i] = (struct ibv_recv_wr){ .wr_id = wrid(q, 0), .sg_list = &sge,
+						      .num_sge = 1,
+						      .next = i + 1 < k ? &wr[i + 1] : NULL };
+		ret = ibv_post_recv(x->qp, wr, &bad);
+		if (ret)
+			return fail(c, -ret, "ibv_post_recv(QP 0x%x): %s", x->qp->qp_num,
+				    strerror(ret));
+		x->rx_posted += k;
+		n -= k;
+	}
+	return 0;
+}
+
+/* Message `idx` of this run on QP q. */
+static void build_wr(struct srn_perf_ctx *c, uint32_t q, uint64_t idx, uint32_t size,
+		     bool signaled, struct ibv_send_wr *wr, struct ibv_sge *sge)
+{
+	const struct srn_perf_params *p = &c->p;
+	struct srn_perf_qp *x = &c->qps[q];
+
+	memset(wr, 0, sizeof(*wr));
+	wr->wr_id = wrid(q, idx + 1);
+	wr->sg_list = sge;
+	wr->num_sge = 1;
+	wr->send_flags = signaled ? IBV_SEND_SIGNALED : 0;
+	*sge = (struct ibv_sge){ .addr = (uintptr_t)x->tx, .length = size, .lkey = c->mr->lkey };
+	switch (p->op) {
+	case SRN_PERF_WRITE:
+		wr->opcode = IBV_WR_RDMA_WRITE;
+		wr->wr.rdma.remote_addr = x->remote.rx;
+		wr->wr.rdma.rkey = c->remote_rkey;
+		break;
+	case SRN_PERF_SEND:
+		wr->opcode = IBV_WR_SEND;
+		break;
+	case SRN_PERF_READ:
+		wr->opcode = IBV_WR_RDMA_READ;
+		sge->addr = (uintptr_t)x->rx;
+		wr->wr.rdma.remote_addr = x->remote.tx;
+		wr->wr.rdma.rkey = c->remote_rkey;
+		break;
+	case SRN_PERF_CAS:
+	case SRN_PERF_FAA:
+		/* In-order execution on one QP: message idx finds the counter at
+		 * atomic_next + idx, so CAS always succeeds and both return it. */
+		wr->opcode = p->op == SRN_PERF_CAS ? IBV_WR_ATOMIC_CMP_AND_SWP :
+						     IBV_WR_ATOMIC_FETCH_AND_ADD;
+		sge->addr = (uintptr_t)&x->slots[1 + idx % p->tx_depth];
+		sge->length = SRN_PERF_ATOMIC_SIZE;
+		wr->wr.atomic.remote_addr = x->remote.slots;
+		wr->wr.atomic.rkey = c->remote_rkey;
+		wr->wr.atomic.compare_add = p->op == SRN_PERF_CAS ? x->atomic_next + idx : 1;
+		wr->wr.atomic.swap = x->atomic_next + idx + 1;
+		break;
+	default:
+		break;
+	}
+	if ((p->op == SRN_PERF_WRITE || p->op == SRN_PERF_SEND) && size <= p->inline_size)
+		wr->send_flags |= IBV_SEND_INLINE;
+}
+
+static int post_fail(struct srn_perf_ctx *c, uint32_t q, int ret)
+{
+	return fail(c, -ret, "ibv_post_send(%s, QP 0x%x): %s", srn_perf_op_title(c->p.op),
+		    c->qps[q].qp->qp_num, strerror(ret));
+}
+
+static const char *wc_opcode_name(enum ibv_wc_opcode op)
+{
+	switch (op) {
+	case IBV_WC_SEND: return "send";
+	case IBV_WC_RDMA_WRITE: return "RDMA write";
+	case IBV_WC_RDMA_READ: return "RDMA read";
+	case IBV_WC_COMP_SWAP: return "compare&swap";
+	case IBV_WC_FETCH_ADD: return "fetch&add";
+	case IBV_WC_RECV: return "receive";
+	default: return "work request";
+	}
+}
+
+static int wc_fail(struct srn_perf_ctx *c, const struct ibv_wc *wc)
+{
+	/* A failed WC's opcode is undefined; only a receive is told apart. */
+	const char *what = wc->wr_id & WRID_MASK ? srn_perf_op_title(c->p.op) :
+						    wc_opcode_name(IBV_WC_RECV);
+
+	return fail(c, -EIO, "%s completion error on QP 0x%x (message %" PRIu64 "): %s "
+		    "(status %d, vendor error 0x%x)", what, wc->qp_num,
+		    (uint64_t)(wc->wr_id & WRID_MASK), ibv_wc_status_str(wc->status), wc->status,
+		    wc->vendor_err);
+}
+
+/* Check the atomic results of messages [from, to) of QP q. */
+static int check_atomics(struct srn_perf_ctx *c, uint32_t q, uint64_t from, uint64_t to)
+{
+	struct srn_perf_qp *x = &c->qps[q];
+
+	for (uint64_t i = from; i < to; i++) {
+		uint64_t got = x->slots[1 + i % c->p.tx_depth];
+
+		if (got != x->atomic_next + i)
+			return fail(c, -EILSEQ, "%s #%" PRIu64 " on QP 0x%x returned %" PRIu64
+				    ", expected %" PRIu64, srn_perf_op_title(c->p.op), i,
+				    x->qp->qp_num, got, x->atomic_next + i);
+	}
+	return 0;
+}
+
+/* Poll once. Send completions advance `completed` (atomics are checked as
+ * they complete); receive completions are handed to `on_recv` when set. */
+static int poll_cq(struct srn_perf_ctx *c, int (*on_recv)(struct srn_perf_ctx *, const struct ibv_wc *, void *),
+		   void *arg)
+{
+	struct ibv_wc wc[POLL_BATCH];
+	int n = ibv_poll_cq(c->cq, POLL_BATCH, wc);
+
+	if (n < 0)
+		return fail(c, -EIO, "ibv_poll_cq: error %d", n);
+	for (int i = 0; i < n; i++) {
+		uint32_t q = (uint32_t)(wc[i].wr_id >> WRID_SHIFT);
+		uint64_t count = wc[i].wr_id & WRID_MASK;
+		int ret;
+
+		if (wc[i].status != IBV_WC_SUCCESS)
+			return wc_fail(c, &wc[i]);
+		if (q >= c->p.qps)
+			return fail(c, -EPROTO, "completion with a foreign wr_id 0x%" PRIx64,
+				    wc[i].wr_id);
+		if (wc[i].opcode & IBV_WC_RECV) {
+			c->qps[q].rx_posted--;
+			if (!on_recv)
+				return fail(c, -EPROTO, "unexpected receive on QP 0x%x",
+					    wc[i].qp_num);
+			ret = on_recv(c, &wc[i], arg);
+		} else {
+			ret = is_atomic(c->p.op) ?
+				      check_atomics(c, q, c->qps[q].completed, count) : 0;
+			c->qps[q].completed = count;
+		}
+		if (ret)
+			return ret;
+	}
+	return n;
+}
+
+/* Timekeeping shared by every waiting loop. */
+struct waiter {
+	const struct srn_perf_run *run;
+	uint64_t start, last_progress, last_peer, last_cb, done, total;
+	const char *what;
+};
+
+static void waiter_init(struct waiter *w, const struct srn_perf_run *run, const char *what)
+{
+	uint64_t now = srn_perf_now_ns();
+
+	*w = (struct waiter){ .run = run, .start = now, .last_progress = now,
+			      .last_peer = now, .last_cb = now, .what = what };
+}
+
+/* Called on every spin: stall bound, control socket, progress line. */
+static int tick(struct srn_perf_ctx *c, struct waiter *w, uint64_t now)
+{
+	const struct srn_perf_run *run = w->run;
+
+	if (now - w->last_progress > run->stall_ns)
+		return fail(c, -ETIMEDOUT, "no progress for %.1f s while %s",
+			    (double)run->stall_ns / 1e9, w->what);
+	if (run->peer_poll && now - w->last_peer >= PEER_POLL_NS) {
+		w->last_peer = now;
+		if (run->peer_poll(run->arg))
+			return fail(c, -EINTR, "the peer ended the run while %s", w->what);
+	}
+	if (run->progress && now - w->last_cb >= PROGRESS_NS) {
+		w->last_cb = now;
+		run->progress(run->arg, w->done, w->total, now - w->start);
+	}
+	return 0;
+}
+
+/* Wait until every send posted this run on every QP completed. */
+static int reap(struct srn_perf_ctx *c, struct waiter *w)
+{
+	for (uint32_t q = 0; q < c->p.qps; q++) {
+		while (c->qps[q].completed < c->qps[q].posted) {
+			int n = poll_cq(c, NULL, NULL), ret;
+
+			if (n < 0)
+				return n;
+			uint64_t now = srn_perf_now_ns();
+			if (n)
+				w->last_progress = now;
+			ret = tick(c, w, now);
+			if (ret)
+				return ret;
+		}
+	}
+	return 0;
+}
+
+int srn_perf_prepare(struct srn_perf_ctx *c, uint32_t size, uint32_t seed)
+{
+	for (uint32_t q = 0; q < c->p.qps; q++) {
+		struct srn_perf_qp *x = &c->qps[q];
+
+		for (size_t i = 0; i < size; i++)
+			x->tx[i] = pattern(seed, i);
+		memset(x->rx, 0, size);
+		/* Slot 0 is the target's counter: it lives across runs.  The
+		 * result slots get a value no atomic of this session returns. */
+		memset(x->slots + 1, 0xff, (size_t)c->p.tx_depth * 8);
+		x->posted = x->completed = x->target = x->uses = 0;
+		x->final_posted = false;
+		if (c->p.op == SRN_PERF_SEND && x->rx_posted < c->p.rx_depth) {
+			int ret = post_recvs(c, q, c->p.rx_depth - x->rx_posted);
+
+			if (ret)
+				return ret;
+		}
+	}
+	return 0;
+}
+
+int srn_perf_check_rx(struct srn_perf_ctx *c, size_t len, uint32_t seed)
+{
+	for (uint32_t q = 0; q < c->p.qps; q++) {
+		const uint8_t *rx = c->qps[q].rx;
+
+		for (size_t i = 0; i < len; i++)
+			if (rx[i] != pattern(seed, i))
+				return fail(c, -EILSEQ, "data check: QP 0x%x byte %zu of %zu is "
+					    "0x%02x, expected 0x%02x", c->qps[q].qp->qp_num, i,
+					    len, rx[i], pattern(seed, i));
+	}
+	return 0;
+}
+
+int srn_perf_check_counter(struct srn_perf_ctx *c, uint32_t q, uint64_t expected)
+{
+	uint64_t got = __atomic_load_n(&c->qps[q].slots[0], __ATOMIC_ACQUIRE);
+
+	if (got != expected)
+		return fail(c, -EILSEQ, "data check: atomic counter of QP 0x%x is %" PRIu64
+			    ", expected %" PRIu64 " after the peer's atomics",
+			    c->qps[q].qp->qp_num, got, expected);
+	return 0;
+}
+
+/* ---- latency: ping-pong and one-sided round trips ---- */
+
+static int post_one(struct srn_perf_ctx *c, uint32_t q, uint32_t size, struct waiter *w)
+{
+	struct srn_perf_qp *x = &c->qps[q];
+	struct ibv_send_wr wr, *bad;
+	struct ibv_sge sge;
+	int ret;
+
+	/* Every ping-pong send is signaled; keep the send queue from filling
+	 * when completions lag behind the peer's answers. */
+	while (x->posted - x->completed >= c->p.tx_depth) {
+		int n = poll_cq(c, NULL, NULL);
+
+		if (n < 0)
+			return n;
+		ret = tick(c, w, srn_perf_now_ns());
+		if (ret)
+			return ret;
+	}
+	build_wr(c, q, x->posted, size, true, &wr, &sge);
+	ret = ibv_post_send(x->qp, &wr, &bad);
+	if (ret)
+		return post_fail(c, q, ret);
+	x->posted++;
+	return 0;
+}
+
+/* A receive in a ping-pong: remember which QP, check the length. */
+struct pp_recv {
+	uint32_t size;
+	int got;      /* QP index of the last receive, -1 = none yet */
+};
+
+static int on_pp_recv(struct srn_perf_ctx *c, const struct ibv_wc *wc, void *arg)
+{
+	struct pp_recv *r = arg;
+
+	if (wc->byte_len != r->size)
+		return fail(c, -EILSEQ, "data check: received %u bytes on QP 0x%x, sent %u",
+			    wc->byte_len, wc->qp_num, r->size);
+	r->got = (int)(wc->wr_id >> WRID_SHIFT);
+	return 0;
+}
+
+/* Wait for the next ping on QP q (client: -1 = any) and return its marker
+ * byte.  write: the last byte of rx changes to `want` or FINAL_BYTE;
+ * send: a receive completion arrives, and is replaced at once. */
+static int wait_ping(struct srn_perf_ctx *c, int q, uint32_t size, uint8_t want,
+		     struct waiter *w, int *from)
+{
+	struct pp_recv r = { .size = size, .got = -1 };
+
+	for (;;) {
+		int n, ret;
+
+		if (c->p.op == SRN_PERF_WRITE) {
+			uint8_t b = __atomic_load_n(&c->qps[q].rx[size - 1], __ATOMIC_ACQUIRE);
+
+			if (b == want || b == FINAL_BYTE) {
+				*from = q;
+				return b;
+			}
+		}
+		n = poll_cq(c, c->p.op == SRN_PERF_SEND ? on_pp_recv : NULL, &r);
+		if (n < 0)
+			return n;
+		if (r.got >= 0) {
+			ret = post_recvs(c, (uint32_t)r.got, 1);
+			if (ret)
+				return ret;
+			*from = r.got;
+			return __atomic_load_n(&c->qps[r.got].rx[size - 1], __ATOMIC_ACQUIRE);
+		}
+		ret = tick(c, w, srn_perf_now_ns());
+		if (ret)
+			return ret;
+	}
+}
+
+static int grow_samples(struct srn_perf_ctx *c, uint64_t n)
+{
+	uint64_t *s;
+
+	if (n <= c->samples_cap)
+		return 0;
+	s = realloc(c->samples, n * sizeof(*s));
+	if (!s)
+		return fail(c, -ENOMEM, "out of memory for %" PRIu64 " samples", n);
+	c->samples = s;
+	c->samples_cap = n;
+	return 0;
+}
+
+static int client_lat(struct srn_perf_ctx *c, const struct srn_perf_run *run,
+		      struct srn_perf_result *res)
+{
+	uint64_t iters = run->iters < SRN_PERF_MAX_LAT_ITERS ? run->iters : SRN_PERF_MAX_LAT_ITERS;
+	bool one_sided = srn_perf_op_one_sided_lat(c->p.op);
+	uint32_t size = run->size;
+	uint64_t deadline, i;
+	struct waiter w;
+	int ret;
+
+	ret = grow_samples(c, iters);
+	if (ret)
+		return ret;
+	waiter_init(&w, run, "waiting for the peer's answer");
+	w.total = run->duration_ns ? 0 : iters;
+	deadline = run->duration_ns ? w.start + run->duration_ns : 0;
+	for (i = 0; i < iters;) {
+		uint32_t q = (uint32_t)(i % c->p.qps);
+		struct srn_perf_qp *x = &c->qps[q];
+		uint8_t mark = (uint8_t)(1 + x->uses++ % 254);
+		uint64_t t0 = srn_perf_now_ns(), t1, idx = x->posted;
+		bool final = i + 1 == iters || (deadline && t0 >= deadline);
+		int from;
+
+		if (final)
+			mark = FINAL_BYTE;
+		if (c->p.op == SRN_PERF_READ)
+			x->rx[size - 1] = (uint8_t)~pattern(run->seed, size - 1);
+		else if (!one_sided)
+			x->tx[size - 1] = mark;
+		t0 = srn_perf_now_ns();
+		ret = post_one(c, q, size, &w);
+		if (ret)
+			return ret;
+		if (one_sided) {
+			while (x->completed < x->posted) {
+				int n = poll_cq(c, NULL, NULL);
+
+				if (n < 0)
+					return n;
+				ret = n ? 0 : tick(c, &w, srn_perf_now_ns());
+				if (ret)
+					return ret;
+			}
+		} else {
+			ret = wait_ping(c, (int)q, size, mark, &w, &from);
+			if (ret < 0)
+				return ret;
+			if (from != (int)q || ret != mark)
+				return fail(c, -EILSEQ, "data check: answer on QP index %d carries "
+					    "0x%02x, expected QP index %u, 0x%02x", from, ret, q,
+					    mark);
+		}
+		t1 = srn_perf_now_ns();
+		c->samples[i++] = t1 - t0;
+		w.done = i;
+		w.last_progress = t1;
+		if (c->p.op == SRN_PERF_READ && x->rx[size - 1] != pattern(run->seed, size - 1))
+			return fail(c, -EILSEQ, "data check: RDMA Read #%" PRIu64 " on QP 0x%x "
+				    "did not bring the peer's last byte", idx, x->qp->qp_num);
+		ret = tick(c, &w, t1);
+		if (ret)
+			return ret;
+		if (final)
+			break;
+	}
+	res->iters = i;
+	res->elapsed_ns = srn_perf_now_ns() - w.start;
+	res->samples = c->samples;
+	ret = reap(c, &w);
+	for (uint32_t q = 0; q < c->p.qps; q++)
+		c->qps[q].atomic_next += c->qps[q].posted;
+	return ret;
+}
+
+/* The server half of a ping-pong: answer each ping with the same marker,
+ * until the final one. */
+static int serve_pingpong(struct srn_perf_ctx *c, const struct srn_perf_run *run,
+			  uint64_t *received)
+{
+	struct waiter w;
+	uint64_t i;
+	int ret;
+
+	waiter_init(&w, run, "waiting for the client's ping");
+	for (i = 0; i < SRN_PERF_MAX_BW_ITERS; i++) {
+		uint32_t q = (uint32_t)(i % c->p.qps);
+		uint8_t want = (uint8_t)(1 + c->qps[q].uses++ % 254);
+		int from, b;
+
+		b = wait_ping(c, (int)q, run->size, want, &w, &from);
+		if (b < 0)
+			return b;
+		w.last_progress = srn_perf_now_ns();
+		c->qps[from].tx[run->size - 1] = (uint8_t)b;
+		ret = post_one(c, (uint32_t)from, run->size, &w);
+		if (ret)
+			return ret;
+		*received = i + 1;
+		if (b == FINAL_BYTE)
+			break;
+	}
+	return reap(c, &w);
+}
+
+/* ---- bandwidth / message rate ---- */
+
+static int post_batch(struct srn_perf_ctx *c, uint32_t q, uint32_t k, bool final,
+		      uint32_t size)
+{
+	struct srn_perf_qp *x = &c->qps[q];
+	struct ibv_send_wr wr[k], *bad;
+	struct ibv_sge sge[k];
+	int ret;
+
+	for (uint32_t j = 0; j < k; j++) {
+		uint64_t idx = x->posted + j;
+		bool sig = (idx + 1) % c->p.cq_mod == 0 || (final && j + 1 == k);
+
+		build_wr(c, q, idx, size, sig, &wr[j], &sge[j]);
+		wr[j].next = j + 1 < k ? &wr[j + 1] : NULL;
+	}
+	ret = ibv_post_send(x->qp, wr, &bad);
+	if (ret)
+		return post_fail(c, q, ret);
+	x->posted += k;
+	x->final_posted = final;
+	return 0;
+}
+
+static int client_bw(struct srn_perf_ctx *c, const struct srn_perf_run *run,
+		     struct srn_perf_result *res)
+{
+	const struct srn_perf_params *p = &c->p;
+	uint64_t deadline, total = 0, iters = run->iters;
+	uint32_t active = 0;
+	struct waiter w;
+	int ret;
+
+	waiter_init(&w, run, "waiting for send completions");
+	deadline = run->duration_ns ? w.start + run->duration_ns : 0;
+	w.total = deadline ? 0 : iters;
+	for (uint32_t q = 0; q < p->qps; q++) {
+		struct srn_perf_qp *x = &c->qps[q];
+
+		x->target = iters / p->qps + (q < iters % p->qps);
+		x->final_posted = !x->target;
+		active += !x->final_posted;
+	}
+	while (active) {
+		uint64_t now = srn_perf_now_ns();
+		int n;
+
+		for (uint32_t q = 0; q < p->qps; q++) {
+			struct srn_perf_qp *x = &c->qps[q];
+			uint64_t left = x->target - x->posted, room;
+			uint32_t k;
+
+			if (x->final_posted)
+				continue;
+			room = p->tx_depth - (x->posted - x->completed);
+			k = left < p->post_list ? (uint32_t)left : p->post_list;
+			if (room < k)
+				continue;
+			ret = post_batch(c, q, k, k == left || (deadline && now >= deadline),
+					 run->size);
+			if (ret)
+				return ret;
+		}
+		n = poll_cq(c, NULL, NULL);
+		if (n < 0)
+			return n;
+		active = 0;
+		total = 0;
+		for (uint32_t q = 0; q < p->qps; q++) {
+			struct srn_perf_qp *x = &c->qps[q];
+
+			active += !x->final_posted || x->completed < x->posted;
+			total += x->completed;
+		}
+		if (n)
+			w.last_progress = now;
+		w.done = total;
+		ret = tick(c, &w, now);
+		if (ret)
+			return ret;
+	}
+	res->iters = total;
+	res->elapsed_ns = srn_perf_now_ns() - w.start;
+	res->samples = NULL;
+	for (uint32_t q = 0; q < p->qps; q++)
+		c->qps[q].atomic_next += c->qps[q].posted;
+	return 0;
+}
+
+int srn_perf_client_run(struct srn_perf_ctx *c, const struct srn_perf_run *run,
+			struct srn_perf_result *res)
+{
+	memset(res, 0, sizeof(*res));
+	if (!run->size || run->size > c->p.max_size || !run->iters)
+		return fail(c, -EINVAL, "bad run: size %u, iters %" PRIu64, run->size, run->iters);
+	return c->p.test == SRN_PERF_LAT ? client_lat(c, run, res) : client_bw(c, run, res);
+}
+
+/* ---- receiving side of send bw ---- */
+
+struct bw_recv {
+	uint32_t size;
+	uint64_t count;
+};
+
+static int on_bw_recv(struct srn_perf_ctx *c, const struct ibv_wc *wc, void *arg)
+{
+	struct bw_recv *r = arg;
+
+	if (wc->byte_len != r->size)
+		return fail(c, -EILSEQ, "data check: received %u bytes on QP 0x%x, sent %u",
+			    wc->byte_len, wc->qp_num, r->size);
+	r->count++;
+	return 0;
+}
+
+/* Receive until `expected` arrived (UINT64_MAX: until peer_poll fires or
+ * `limit_ns` passed). Receive WRs are replaced in chains, before the queue
+ * runs low: a missing receive would be an RNR NAK (RC) or a drop (UC). */
+static int receive(struct srn_perf_ctx *c, const struct srn_perf_run *run, uint64_t expected,
+		   uint64_t limit_ns, uint64_t *received)
+{
+	struct bw_recv r = { .size = run->size, .count = *received };
+	struct waiter w;
+	int ret = 0;
+
+	waiter_init(&w, run, "receiving the client's sends");
+	while (r.count < expected) {
+		uint64_t now;
+		int n = poll_cq(c, on_bw_recv, &r);
+
+		if (n < 0) {
+			ret = n;
+			break;
+		}
+		for (uint32_t q = 0; q < c->p.qps; q++) {
+			uint32_t missing = c->p.rx_depth - c->qps[q].rx_posted;
+
+			if (missing >= RECV_CHAIN || (missing && !n)) {
+				ret = post_recvs(c, q, missing);
+				if (ret)
+					goto out;
+			}
+		}
+		now = srn_perf_now_ns();
+		if (n)
+			w.last_progress = now;
+		w.done = r.count;
+		if (limit_ns && now - w.start > limit_ns)
+			break;
+		ret = tick(c, &w, now);
+		if (ret)
+			break;
+	}
+out:
+	*received = r.count;
+	return ret;
+}
+
+int srn_perf_serve(struct srn_perf_ctx *c, const struct srn_perf_run *run,
+		   uint64_t *received)
+{
+	*received = 0;
+	if (!run->size || run->size > c->p.max_size)
+		return fail(c, -EINVAL, "bad run: size %u", run->size);
+	if (c->p.test == SRN_PERF_LAT && !srn_perf_op_one_sided_lat(c->p.op))
+		return serve_pingpong(c, run, received);
+	if (c->p.op == SRN_PERF_SEND)
+		return receive(c, run, UINT64_MAX, 0, received);
+	return 0;
+}
+
+int srn_perf_drain(struct srn_perf_ctx *c, const struct srn_perf_run *run,
+		   uint64_t expected, uint64_t grace_ns, uint64_t *received)
+{
+	struct srn_perf_run r = *run;
+
+	/* The peer's control message was read; nothing more will come on the
+	 * socket during the grace period. */
+	r.peer_poll = NULL;
+	r.stall_ns = grace_ns + 1;
+	return receive(c, &r, expected, grace_ns, received);
+}
