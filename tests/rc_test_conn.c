@@ -143,6 +143,16 @@ void srn_tc_xchg(int fd, const void *mine, void *theirs, size_t len, int timeout
 	srn_tc_recv(fd, theirs, len, timeout_ms);
 }
 
+int srn_tc_peer_closed(int fd)
+{
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+	if (poll(&pfd, 1, 0) <= 0)
+		return 0;
+	char c;
+	ssize_t n = recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+	return n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR);
+}
+
 void srn_tc_barrier(int fd, uint32_t tag, int timeout_ms)
 {
 	uint32_t got;

@@ -66,6 +66,10 @@ void srn_tc_recv(int fd, void *p, size_t len, int timeout_ms);
 /* Send mine, then receive theirs (same length). */
 void srn_tc_xchg(int fd, const void *mine, void *theirs, size_t len, int timeout_ms);
 
+/* Non-blocking: has the peer closed its end (exited or died)?  Data the
+ * peer sent early is left in place. */
+int srn_tc_peer_closed(int fd);
+
 /* Both sides call it with the same tag; checks the peer reached the same. */
 void srn_tc_barrier(int fd, uint32_t tag, int timeout_ms);
 

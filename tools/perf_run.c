@@ -655,6 +655,16 @@ static int wait_ping(struct srn_perf_ctx *c, int q, uint32_t size, uint8_t want,
 			return __atomic_load_n(&c->qps[r.got].rx[size - 1], __ATOMIC_ACQUIRE);
 		}
 		ret = tick(c, w, srn_perf_now_ns());
+		if (ret == -ETIMEDOUT) {
+			const struct srn_perf_qp *x = &c->qps[q];
+			size_t len = strlen(c->err);
+
+			/* What a bug report needs: where the ping-pong stopped. */
+			snprintf(c->err + len, sizeof(c->err) - len, " (QP 0x%x, %u B message %"
+				 PRIu64 ", want 0x%02x, last byte 0x%02x; sends posted %" PRIu64
+				 ", completed %" PRIu64 ")", x->qp->qp_num, size, x->uses, want,
+				 x->rx[size - 1], x->posted, x->completed);
+		}
 		if (ret)
 			return ret;
 	}

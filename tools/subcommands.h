@@ -29,7 +29,8 @@
 /* X(name, one-line summary) */
 #define SRN_SUBCOMMANDS(X)                                                   \
 	X(devinfo, "show devices, ports and GIDs (like ibv_devinfo)")        \
-	X(run, "run a program on softrnic instead of the system libibverbs")
+	X(run, "run a program on softrnic instead of the system libibverbs") \
+	X(perf, "measure latency and bandwidth of verbs operations (perftest)")
 
 #define SRN_DECLARE_SUBCOMMAND(name, summary)        \
 	int srn_cmd_##name(int argc, char *argv[]); \

@@ -3,6 +3,8 @@
  */
 #include "core/cq.h"
 
+#include "core/nic.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,7 +33,9 @@ int srn_cq_init(struct srn_cq *cq, int cqe)
 void srn_cq_fini(struct srn_cq *cq)
 {
 	free(cq->ring);
+	free(cq->ts);
 	cq->ring = NULL;
+	cq->ts = NULL;
 }
 
 int srn_cq_push(struct srn_cq *cq, const struct ibv_wc *wc, bool solicited)
@@ -42,6 +46,8 @@ int srn_cq_push(struct srn_cq *cq, const struct ibv_wc *wc, bool solicited)
 		cq->overflowed = true;
 		return -ENOSPC;
 	}
+	if (cq->ts)
+		cq->ts[cq->head & (cq->size - 1)] = srn_now_ns();
 	cq->ring[cq->head++ & (cq->size - 1)] = *wc;
 	bool fire = cq->arm == SRN_CQ_ARM_NEXT ||
 		    (cq->arm == SRN_CQ_ARM_SOLICITED && (solicited || wc->status != IBV_WC_SUCCESS));

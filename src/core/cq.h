@@ -44,6 +44,9 @@ struct srn_cq {
 	bool overflowed;
 	int nqps;                      /* QPs using this CQ */
 	unsigned events_queued;        /* events handed out, to be acked */
+	uint64_t *ts;                  /* completion time per slot (cq_ex), or NULL */
+	struct ibv_wc cur;             /* cq_ex: the completion being read */
+	uint64_t cur_ts;
 };
 
 static inline struct srn_cq *srn_cq(struct ibv_cq *c) { return (struct srn_cq *)c; }

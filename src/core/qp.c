@@ -45,6 +45,7 @@ int srn_qp_alloc_queues(struct srn_qp *qp)
 void srn_qp_free_queues(struct srn_qp *qp)
 {
 	free(qp->res);
+	free(qp->wr_stage);
 	free(qp->sq);
 	free(qp->sq_sge);
 	free(qp->sq_inline);

@@ -146,6 +146,10 @@ struct srn_qp {
 	uint32_t ack_psn;
 	struct srn_qp *ack_next;
 
+	/* ibv_wr_* staging (verbs_ex.c), allocated for QPs created with
+	 * send_ops_flags. */
+	struct srn_wr_stage *wr_stage;
+
 	/* Deferred transmit list (socket was full). */
 	struct srn_qp *tx_next;
 	bool on_tx_list;

@@ -24,8 +24,20 @@ int srn_verbs_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_se
 int srn_verbs_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
 int srn_verbs_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
 int srn_verbs_query_port(struct ibv_context *c, uint8_t port, struct ibv_port_attr *a, size_t len);
+int srn_verbs_query_rt_values(struct ibv_context *c, struct ibv_values_ex *v);
 int srn_verbs_query_device_ex(struct ibv_context *c, const struct ibv_query_device_ex_input *in,
 			      struct ibv_device_attr_ex *a, size_t len);
+
+struct srn_qp;
+/* verbs_qp.c: create a QP (0 or -errno); queue one send work request
+ * after every check ibv_post_send makes (must hold nic->lock). */
+int srn_qp_create(struct ibv_pd *pd, struct ibv_qp_init_attr *init, struct srn_qp **out);
+int srn_qp_post_one(struct srn_qp *qp, const struct ibv_send_wr *wr);
+/* verbs_ex.c */
+struct ibv_cq_ex *srn_verbs_create_cq_ex(struct ibv_context *c, struct ibv_cq_init_attr_ex *attr);
+struct ibv_qp *srn_verbs_create_qp_ex(struct ibv_context *c, struct ibv_qp_init_attr_ex *attr);
+struct ibv_cq *srn_cq_create(struct ibv_context *context, int cqe, void *cq_context,
+			     struct ibv_comp_channel *channel, int comp_vector);
 
 /* -errno → NULL with errno set */
 static inline void *srn_null_errno(int neg)

@@ -37,6 +37,12 @@ SRN_EXPORT int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
 SRN_EXPORT struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe, void *cq_context,
 					struct ibv_comp_channel *channel, int comp_vector)
 {
+	return srn_cq_create(context, cqe, cq_context, channel, comp_vector);
+}
+
+struct ibv_cq *srn_cq_create(struct ibv_context *context, int cqe, void *cq_context,
+			     struct ibv_comp_channel *channel, int comp_vector)
+{
 	if (cqe < 1 || cqe > SRN_MAX_CQE || comp_vector < 0 ||
 	    comp_vector >= context->num_comp_vectors)
 		return srn_null_errno(-EINVAL);
@@ -82,8 +88,16 @@ SRN_EXPORT int ibv_resize_cq(struct ibv_cq *ibcq, int cqe)
 		if (r) {
 			ret = -r;
 		} else {
-			for (uint32_t i = 0; i < used; i++)
+			uint64_t *ts = cq->ts ? calloc(n.size, sizeof(*ts)) : NULL;
+			for (uint32_t i = 0; i < used; i++) {
 				n.ring[i] = cq->ring[(cq->tail + i) & (cq->size - 1)];
+				if (ts)
+					ts[i] = cq->ts[(cq->tail + i) & (cq->size - 1)];
+			}
+			if (cq->ts) {
+				free(cq->ts);
+				cq->ts = ts;
+			}
 			free(cq->ring);
 			cq->ring = n.ring;
 			cq->size = n.size;

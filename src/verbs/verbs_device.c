@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/device.h"
 #include "core/limits.h"
@@ -113,9 +114,22 @@ int srn_verbs_query_device_ex(struct ibv_context *c, const struct ibv_query_devi
 	ex.max_dm_size = 0;
 	ex.raw_packet_caps = 0;
 	ex.phys_port_cnt_ex = 1;
+	/* Completion timestamps are CLOCK_MONOTONIC nanoseconds: a 1 GHz
+	 * "HCA clock" (hca_core_clock is in kHz) that never wraps. */
+	ex.completion_timestamp_mask = UINT64_MAX;
+	ex.hca_core_clock = 1000000;
 	memcpy(a, &ex, len < sizeof(ex) ? len : sizeof(ex));
 	if (len > sizeof(ex))
 		memset((char *)a + sizeof(ex), 0, len - sizeof(ex));
+	return 0;
+}
+
+int srn_verbs_query_rt_values(struct ibv_context *c, struct ibv_values_ex *v)
+{
+	if (v->comp_mask & ~(uint32_t)IBV_VALUES_MASK_RAW_CLOCK)
+		return EINVAL;
+	if (v->comp_mask & IBV_VALUES_MASK_RAW_CLOCK)
+		clock_gettime(CLOCK_MONOTONIC, &v->raw_clock);
 	return 0;
 }
 

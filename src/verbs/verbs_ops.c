@@ -58,6 +58,9 @@ void srn_verbs_set_ops(struct srn_context *ctx)
 
 	v->query_port = srn_verbs_query_port;
 	v->query_device_ex = srn_verbs_query_device_ex;
+	v->create_cq_ex = srn_verbs_create_cq_ex;
+	v->query_rt_values = srn_verbs_query_rt_values;
+	v->create_qp_ex = srn_verbs_create_qp_ex;
 	v->sz = sizeof(*v);
 	v->context.abi_compat = __VERBS_ABI_IS_EXTENDED;
 }

@@ -34,28 +34,35 @@ static struct srn_qp_limits limits_of(struct srn_nic *nic)
 
 SRN_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *ibpd, struct ibv_qp_init_attr *init)
 {
+	struct srn_qp *qp;
+	int ret = srn_qp_create(ibpd, init, &qp);
+	return ret ? srn_null_errno(ret) : &qp->ibqp_ex.qp_base;
+}
+
+int srn_qp_create(struct ibv_pd *ibpd, struct ibv_qp_init_attr *init, struct srn_qp **out)
+{
 	struct srn_pd *pd = srn_pd(ibpd);
 	struct srn_nic *nic = pd->nic;
 	struct srn_qp_limits lim = limits_of(nic);
 
 	if (!init->send_cq || !init->recv_cq)
-		return srn_null_errno(-EINVAL);
+		return -EINVAL;
 	switch (init->qp_type) {
 	case IBV_QPT_RC:
 	case IBV_QPT_UC:
 	case IBV_QPT_UD:
 		break;
 	default:
-		return srn_null_errno(-EOPNOTSUPP);
+		return -EOPNOTSUPP;
 	}
 	if (init->srq && init->qp_type == IBV_QPT_UD)
-		return srn_null_errno(-EOPNOTSUPP);   /* SRQ on UD: not yet */
+		return -EOPNOTSUPP;   /* SRQ on UD: not yet */
 	if (srn_qp_check_cap(&init->cap, init->srq != NULL, &lim))
-		return srn_null_errno(-EINVAL);
+		return -EINVAL;
 
 	struct srn_qp *qp = calloc(1, sizeof(*qp));
 	if (!qp)
-		return srn_null_errno(-ENOMEM);
+		return -ENOMEM;
 	qp->nic = nic;
 	qp->ctx = srn_ctx(ibpd->context);
 	qp->pd = pd;
@@ -109,11 +116,12 @@ SRN_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *ibpd, struct ibv_qp_init_
 	pthread_mutex_init(&q->mutex, NULL);
 	pthread_cond_init(&q->cond, NULL);
 	init->cap = qp->cap;
-	return q;
+	*out = qp;
+	return 0;
 fail:
 	srn_qp_free_queues(qp);
 	free(qp);
-	return srn_null_errno(ret);
+	return ret;
 }
 
 SRN_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
@@ -201,7 +209,7 @@ static int check_send_opcode(const struct srn_qp *qp, enum ibv_wr_opcode op)
 	}
 }
 
-static int post_one_send(struct srn_qp *qp, const struct ibv_send_wr *wr)
+int srn_qp_post_one(struct srn_qp *qp, const struct ibv_send_wr *wr)
 {
 	int ret = check_send_opcode(qp, wr->opcode);
 	if (ret)
@@ -282,7 +290,7 @@ int srn_verbs_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_
 		goto out;
 	}
 	for (; wr; wr = wr->next) {
-		int r = post_one_send(qp, wr);
+		int r = srn_qp_post_one(qp, wr);
 		if (r) {
 			*bad = wr;
 			ret = -r;
@@ -324,11 +332,14 @@ out:
 	return ret;
 }
 
-SRN_EXPORT struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *qp)
+SRN_EXPORT struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *ibqp)
 {
-	/* The ibv_wr_* API is not provided yet (issue: extended verbs). */
-	errno = EOPNOTSUPP;
-	return NULL;
+	struct srn_qp *qp = srn_qp(ibqp);
+	/* Only QPs created with send_ops_flags have the ibv_wr_* table, as
+	 * in rdma-core. */
+	if (!qp->ibqp_ex.wr_start)
+		return srn_null_errno(-EOPNOTSUPP);
+	return &qp->ibqp_ex;
 }
 
 SRN_EXPORT int ibv_query_qp_data_in_order(struct ibv_qp *qp, enum ibv_wr_opcode op, uint32_t flags)

@@ -1,0 +1,456 @@
+/*
+ * shm.h - the diagnostic segment: one shared-memory file per open device
+ * per process, /dev/shm/softrnic.<pid>.<devname>, that `softrnic stat`,
+ * `res` and `explain` read from outside the process without its help.
+ *
+ * Layout (struct srn_diag_seg, one fixed-size struct, so every offset is
+ * an offsetof and the file size is its sizeof):
+ *
+ *   hdr            who wrote it (pid, comm, device, GID), when, whether
+ *                  it was closed cleanly; magic stored last
+ *   counters       the device's struct srn_counters (room for
+ *                  SRN_DIAG_MAX_COUNTERS); the data path's srn_count()
+ *                  writes here directly, nothing is copied
+ *   counter names  the names of both counter sets, so a reader does not
+ *                  depend on the writer's enum
+ *   dev_log        the device's last SRN_DIAG_DEV_LOG_ENTRIES errors
+ *                  (every QP's error lines, kept after the QP is gone)
+ *   slots[]        one per live PD/MR/CQ/QP/SRQ/AH, fixed capacity
+ *   logs[]         one event ring per slot (used by QPs)
+ *
+ * Writers: everything in a segment is written by the one process that
+ * created it, under its nic->lock (so one writer per slot and per ring).
+ * Readers are other processes, lock-free.  Ordering:
+ *
+ *   slot seqlock   writer: seq+1 (odd, relaxed); release fence; fields
+ *                  (relaxed); seq+1 (even, release store).
+ *                  reader: seq (acquire load) -- pairs with that release
+ *                  store, so an even value means the fields of that write
+ *                  are visible; copy (relaxed); acquire fence -- pairs
+ *                  with the writer's release fence, so if the copy saw any
+ *                  field of a later write, the re-read of seq below sees
+ *                  its odd value; seq again (relaxed); equal = consistent.
+ *   log entries    the same seqlock per entry; ring head stored with
+ *                  release after the entry is complete, loaded with
+ *                  acquire by readers.
+ *   hdr.magic      stored with release after the header is filled;
+ *                  readers load it with acquire and skip a file whose
+ *                  magic is not there yet.
+ *   counters       independent relaxed atomics; no ordering between them.
+ *
+ * Field stores are relaxed atomics (SRN_DIAG_SET): on every architecture
+ * softrnic runs on these are plain moves, and they keep ThreadSanitizer
+ * quiet when a test reads a slot from another thread.  Per-QP counters are
+ * written by the one writer with a load + store (no locked RMW).
+ *
+ * The reader side (srn_diag_slot_read, srn_diag_entry_read) is header-only
+ * so the tools, which link only the library's public symbols, use it too.
+ */
+#ifndef SRN_DIAG_SHM_H
+#define SRN_DIAG_SHM_H
+
+#include <fcntl.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "diag/counters.h"
+
+#define SRN_DIAG_MAGIC        0x31474149444e5253ull /* "SRNDIAG1", little-endian */
+#define SRN_DIAG_LAYOUT       1                     /* bump on any layout change */
+#define SRN_DIAG_SLOTS        4096
+#define SRN_DIAG_MAX_COUNTERS 128
+#define SRN_DIAG_MAX_QP_COUNTERS 32
+#define SRN_DIAG_NAME_LEN     32
+#define SRN_DIAG_LOG_ENTRIES  16                    /* per QP; a power of two */
+#define SRN_DIAG_DEV_LOG_ENTRIES 64                 /* per device; a power of two */
+#define SRN_DIAG_LOG_MSG      200                   /* bytes per line, NUL included */
+#define SRN_DIAG_FILE_PREFIX  "softrnic."
+#define SRN_DIAG_DEFAULT_DIR  "/dev/shm"
+/* The directory is SOFTRNIC_DIAG_DIR when set (tests use their own), else
+ * SRN_DIAG_DEFAULT_DIR; the library and the tools read the same variable. */
+#define SRN_DIAG_DIR_ENV      "SOFTRNIC_DIAG_DIR"
+
+_Static_assert(SRN_CNT__MAX <= SRN_DIAG_MAX_COUNTERS, "grow SRN_DIAG_MAX_COUNTERS");
+
+enum srn_diag_kind {
+	SRN_DIAG_FREE,
+	SRN_DIAG_PD,
+	SRN_DIAG_MR,
+	SRN_DIAG_CQ,
+	SRN_DIAG_QP,
+	SRN_DIAG_SRQ,
+	SRN_DIAG_AH,
+	SRN_DIAG__KINDS
+};
+
+enum srn_log_level {
+	SRN_LOG_OFF,           /* only as a SOFTRNIC_LOG threshold */
+	SRN_LOG_ERROR,         /* error completions, QP to ERR: also in the device log */
+	SRN_LOG_WARN,          /* NAKs with reason, retransmission bursts, rkey failures */
+	SRN_LOG_INFO,          /* state changes, RNR waits */
+	SRN_LOG_DEBUG,
+};
+
+/* Per-QP counters; names in srn_diag_qp_counter_names (shm.c), copied into
+ * the segment.  Named like the device counters they refine. */
+enum srn_qp_counter {
+	SRN_QPC_SENT_PKTS,
+	SRN_QPC_RCVD_PKTS,
+	SRN_QPC_SENT_BYTES,
+	SRN_QPC_RCVD_BYTES,
+	SRN_QPC_RETRANSMITS,        /* go-back-N rewinds */
+	SRN_QPC_LOCAL_ACK_TIMEOUT,  /* local_ack_timeout_err */
+	SRN_QPC_RCVD_RNR_ERR,       /* RNR NAKs received */
+	SRN_QPC_SEND_RNR_ERR,       /* RNR NAKs sent */
+	SRN_QPC_RCVD_SEQ_ERR,       /* NAK-sequence received (packet_seq_err) */
+	SRN_QPC_SEQ_NAK_SENT,
+	SRN_QPC_DUPLICATE_REQUEST,
+	SRN_QPC_OUT_OF_SEQUENCE,
+	SRN_QPC_REMOTE_NAKS,        /* NAK invalid request / access / operational received */
+	SRN_QPC_ERR_COMPLETIONS,    /* completions with an error status other than flush */
+	SRN_QPC__MAX
+};
+_Static_assert(SRN_QPC__MAX <= SRN_DIAG_MAX_QP_COUNTERS, "grow SRN_DIAG_MAX_QP_COUNTERS");
+
+extern const char *const srn_diag_qp_counter_names[SRN_QPC__MAX];
+
+/* ---- the segment -------------------------------------------------------- */
+
+struct srn_diag_hdr {
+	_Atomic uint64_t magic;        /* SRN_DIAG_MAGIC, stored last */
+	uint32_t layout;               /* SRN_DIAG_LAYOUT */
+	uint32_t hdr_size;             /* sizeof(struct srn_diag_hdr) */
+	uint64_t seg_size;             /* sizeof(struct srn_diag_seg) */
+	uint32_t nslots, slot_size;
+	uint32_t log_entries, dev_log_entries;
+	uint32_t entry_size, log_msg_len;
+	uint32_t ncounters, nqp_counters;
+	int32_t pid;
+	uint32_t reserved0;
+	uint64_t proc_start_ticks;     /* /proc/<pid>/stat field 22: tells a reused pid apart */
+	uint64_t start_realtime_ns;    /* CLOCK_REALTIME at creation */
+	uint64_t start_mono_ns;        /* CLOCK_MONOTONIC at creation; all other times are monotonic */
+	char comm[16];
+	char devname[32];
+	uint8_t gid[16];
+	char addr[48];                 /* the GID as an IP address */
+	_Atomic uint32_t closed;       /* 1: srn_diag_close ran (clean exit) */
+	_Atomic uint32_t slots_used;
+	_Atomic uint64_t table_full;   /* objects not shown: the slot table was full */
+	_Atomic uint64_t log_lines;    /* srn_diag_log calls */
+	_Atomic uint64_t errors_logged;
+	uint64_t reserved[8];
+} __attribute__((aligned(64)));
+
+struct srn_diag_log_entry {
+	_Atomic uint32_t seq;          /* entry seqlock */
+	uint8_t level;                 /* enum srn_log_level */
+	uint8_t kind;                  /* kind of the object that logged */
+	uint8_t reserved[2];
+	uint32_t qpn;                  /* QP that logged, 0 if none */
+	uint32_t gen;                  /* generation of the slot that logged */
+	uint64_t n;                    /* ring position (head value) it was written at */
+	uint64_t ts_ns;                /* CLOCK_MONOTONIC */
+	char msg[SRN_DIAG_LOG_MSG];    /* NUL-terminated (readers force it) */
+};
+
+struct srn_diag_qp_log {
+	_Atomic uint64_t head;         /* entries ever written; free-running */
+	uint64_t reserved;
+	struct srn_diag_log_entry e[SRN_DIAG_LOG_ENTRIES];
+} __attribute__((aligned(64)));
+
+struct srn_diag_dev_log {
+	_Atomic uint64_t head;
+	uint64_t reserved;
+	struct srn_diag_log_entry e[SRN_DIAG_DEV_LOG_ENTRIES];
+} __attribute__((aligned(64)));
+
+/* Object records.  Handles are the owners' addresses scrambled with a
+ * per-segment secret: equal handles name the same object (an MR's pd is
+ * the handle of a PD slot) without publishing heap addresses. */
+struct srn_diag_pd {
+	uint32_t users;                /* MRs, QPs, SRQs, AHs using it */
+};
+
+struct srn_diag_mr {
+	uint64_t pd;                   /* handle */
+	uint64_t addr;                 /* iova */
+	uint64_t length;
+	uint32_t lkey, rkey;
+	uint32_t access;               /* IBV_ACCESS_* */
+};
+
+struct srn_diag_cq {
+	uint32_t cqe;                  /* depth asked for */
+	uint32_t size;                 /* ring slots */
+	uint32_t fill;                 /* completions waiting to be polled */
+	uint32_t nqps;
+	uint8_t overflowed, arm, has_channel;
+};
+
+enum srn_diag_qp_flag {
+	SRN_DIAG_QPF_RNR_WAIT = 1u << 0,      /* stalled until the RNR timer */
+	SRN_DIAG_QPF_REWOUND = 1u << 1,       /* retransmitting, no progress since */
+	SRN_DIAG_QPF_TX_BLOCKED = 1u << 2,    /* socket buffer full */
+	SRN_DIAG_QPF_ACK_TIMER = 1u << 3,     /* local ACK timer armed */
+	SRN_DIAG_QPF_IN_MSG = 1u << 4,        /* responder inside a multi-packet message */
+	SRN_DIAG_QPF_SQ_DRAINING = 1u << 5,
+};
+
+struct srn_diag_qp {
+	uint32_t qpn, type, state;     /* enum ibv_qp_type, enum ibv_qp_state */
+	uint32_t flags;                /* enum srn_diag_qp_flag */
+	uint32_t sq_psn;               /* next PSN to send */
+	uint32_t una_psn;              /* oldest unacknowledged PSN */
+	uint32_t rq_psn;               /* next PSN expected as responder */
+	uint32_t msn;
+	uint32_t sq_size, rq_size;     /* WQEs granted */
+	uint32_t sq_outstanding;       /* posted send WQEs not yet completed */
+	uint32_t sq_unsent;            /* ... of which not yet (fully) transmitted */
+	uint32_t rq_posted;            /* receive WQEs posted (own RQ or the SRQ) */
+	uint32_t rd_atomic_inflight;
+	uint32_t peer_qpn;
+	uint8_t peer_gid[16];
+	uint32_t mtu;                  /* path MTU, bytes */
+	uint32_t retry_left, rnr_left;
+	uint8_t timeout, retry_cnt, rnr_retry, min_rnr_timer;
+	uint8_t max_rd_atomic, max_dest_rd_atomic, port, reserved0;
+	uint32_t reserved1;
+	uint64_t pd, scq, rcq, srq;    /* handles */
+	uint64_t ack_deadline_ns, rnr_deadline_ns;
+	/* What the peer said last (srn_diag_qp_peer_said): AETH syndrome or
+	 * SRN_DIAG_PEER_NONE, its PSN and when. */
+	uint32_t last_peer_syndrome, last_peer_psn;
+	uint64_t last_peer_ns;
+	uint64_t cnt[SRN_DIAG_MAX_QP_COUNTERS];  /* enum srn_qp_counter */
+};
+#define SRN_DIAG_PEER_NONE 0xffffffffu
+
+struct srn_diag_srq {
+	uint64_t pd;
+	uint32_t max_wr, posted, limit, nqps;
+};
+
+struct srn_diag_ah {
+	uint64_t pd;
+	uint8_t dgid[16];
+	uint8_t is_global, sgid_index, hop_limit, traffic_class;
+	uint32_t flow_label;
+	uint8_t port, sl, reserved[2];
+};
+
+struct srn_diag_slot {
+	_Atomic uint32_t seq;          /* seqlock: odd while the writer is inside */
+	uint32_t kind;                 /* enum srn_diag_kind; SRN_DIAG_FREE = unused */
+	uint32_t gen;                  /* bumped at every reuse; tags log entries */
+	uint32_t last_kind;            /* kind of the latest occupant, kept when freed */
+	uint64_t handle;
+	uint64_t created_ns;           /* CLOCK_MONOTONIC */
+	union {
+		struct srn_diag_pd pd;
+		struct srn_diag_mr mr;
+		struct srn_diag_cq cq;
+		struct srn_diag_qp qp;
+		struct srn_diag_srq srq;
+		struct srn_diag_ah ah;
+	};
+} __attribute__((aligned(64)));
+
+struct srn_diag_seg {
+	struct srn_diag_hdr hdr;
+	union {
+		struct srn_counters c;
+		_Atomic uint64_t v[SRN_DIAG_MAX_COUNTERS];
+	} counters __attribute__((aligned(64)));
+	char counter_names[SRN_DIAG_MAX_COUNTERS][SRN_DIAG_NAME_LEN];
+	char qp_counter_names[SRN_DIAG_MAX_QP_COUNTERS][SRN_DIAG_NAME_LEN];
+	struct srn_diag_dev_log dev_log;
+	struct srn_diag_slot slots[SRN_DIAG_SLOTS];
+	struct srn_diag_qp_log logs[SRN_DIAG_SLOTS];
+};
+
+_Static_assert(sizeof(struct srn_diag_slot) % 8 == 0, "slots are copied in 8-byte words");
+_Static_assert(sizeof(struct srn_diag_log_entry) % 8 == 0, "entries are copied in 8-byte words");
+_Static_assert(offsetof(struct srn_diag_log_entry, msg) % 8 == 0, "messages are stored in 8-byte words");
+_Static_assert(SRN_DIAG_LOG_MSG % 8 == 0, "messages are stored in 8-byte words");
+_Static_assert(sizeof(struct srn_diag_slot) <= 512, "keep slots small: the table is touched per object");
+_Static_assert((SRN_DIAG_LOG_ENTRIES & (SRN_DIAG_LOG_ENTRIES - 1)) == 0, "ring size a power of two");
+_Static_assert((SRN_DIAG_DEV_LOG_ENTRIES & (SRN_DIAG_DEV_LOG_ENTRIES - 1)) == 0,
+	       "ring size a power of two");
+
+/* ---- writer API (library; must hold the nic->lock of the device) ------- */
+
+struct srn_diag;
+
+/* The process-side handle of one slot.  o->s is the slot in the segment:
+ * fill its fields with SRN_DIAG_SET between srn_diag_obj_begin/_end. */
+struct srn_diag_obj {
+	struct srn_diag_slot *s;
+	struct srn_diag_qp_log *log;
+	struct srn_diag *d;
+	const void *owner;
+	uint32_t idx;                  /* SRN_DIAG_SLOTS: the private overflow sink */
+	enum srn_diag_kind kind;
+};
+
+/* Create the segment of device devname (GID index 0 = gid).  Returns NULL
+ * only when memory is exhausted (err says so).  When the file cannot be
+ * made, or SOFTRNIC_DIAG=0, the segment is a private anonymous mapping:
+ * everything works, nobody outside sees it (err explains, and a warning is
+ * logged).  No lock needed. */
+struct srn_diag *srn_diag_create(const char *devname, const uint8_t gid[16], char *err,
+				 size_t errlen);
+/* Mark the segment closed cleanly and unmap it; nothing may use its
+ * counters or objects afterwards.  The file stays when an error was logged
+ * or SOFTRNIC_DIAG_KEEP=1 (so `softrnic explain` can tell why a finished
+ * run failed) and is removed otherwise.  A crashed process leaves its file;
+ * `softrnic stat --cleanup` removes files of processes that are gone. */
+void srn_diag_close(struct srn_diag *d);
+/* The device counters, inside the segment: srn_count(srn_diag_counters(d), ...). */
+struct srn_counters *srn_diag_counters(struct srn_diag *d);
+/* True when the segment is a real shared file (false: private mapping). */
+bool srn_diag_is_shared(const struct srn_diag *d);
+const char *srn_diag_path(const struct srn_diag *d);
+
+/* Take a slot for an object; owner is the srn_pd/srn_mr/srn_cq/srn_qp/
+ * srn_srq/srn_ah it describes (its address becomes the handle and
+ * srn_diag_snap/srn_diag_tick read it).  Never NULL: when the table is
+ * full the object gets a private sink slot nobody reads (counted in
+ * hdr.table_full).  Must hold nic->lock. */
+struct srn_diag_obj *srn_diag_obj_add(struct srn_diag *d, enum srn_diag_kind kind,
+				      const void *owner);
+/* Free the slot; o is invalid afterwards.  NULL is ignored.  Must hold
+ * nic->lock, and must run before the owner is freed. */
+void srn_diag_obj_del(struct srn_diag_obj *o);
+/* Next live object after prev (NULL: first), for periodic refreshes. */
+struct srn_diag_obj *srn_diag_obj_next(struct srn_diag *d, struct srn_diag_obj *prev);
+/* The handle readers see for an owner address (e.g. a QP's PD). */
+uint64_t srn_diag_handle(const struct srn_diag *d, const void *owner);
+
+#define SRN_DIAG_SET(lval, v) __atomic_store_n(&(lval), (v), __ATOMIC_RELAXED)
+#define SRN_DIAG_GET(lval) __atomic_load_n(&(lval), __ATOMIC_RELAXED)
+
+/* Seqlock write section (see the file comment for the pairing).  Not
+ * nestable.  Must hold nic->lock. */
+static inline void srn_diag_obj_begin(struct srn_diag_obj *o)
+{
+	uint32_t s = atomic_load_explicit(&o->s->seq, memory_order_relaxed);
+	atomic_store_explicit(&o->s->seq, s + 1, memory_order_relaxed);
+	/* Pairs with the reader's acquire fence before its second seq load. */
+	atomic_thread_fence(memory_order_release);
+}
+
+static inline void srn_diag_obj_end(struct srn_diag_obj *o)
+{
+	uint32_t s = atomic_load_explicit(&o->s->seq, memory_order_relaxed);
+	/* Pairs with the reader's acquire load of seq before its copy. */
+	atomic_store_explicit(&o->s->seq, s + 1, memory_order_release);
+}
+
+/* Add n to a per-QP counter.  One writer (nic->lock), so a load + store
+ * suffices: no locked instruction.  Needs no begin/end. */
+static inline void srn_diag_qp_count(struct srn_diag_obj *o, enum srn_qp_counter c, uint64_t n)
+{
+	uint64_t *p = &o->s->qp.cnt[c];
+	__atomic_store_n(p, __atomic_load_n(p, __ATOMIC_RELAXED) + n, __ATOMIC_RELAXED);
+}
+
+/* Remember what the peer said last (AETH syndrome, PSN) for explanations
+ * of later errors; once per ACK/NAK processed, not per data packet. */
+void srn_diag_qp_peer_said(struct srn_diag_obj *o, uint8_t syndrome, uint32_t psn);
+
+/* log.c: append a line to o's event ring (NULL o: ignored).  ERROR lines
+ * are also copied into the device log, which outlives the QP.  Printed to
+ * stderr when SOFTRNIC_LOG (off|error|warn|info|debug) allows, rate
+ * limited.  Must hold nic->lock.  Not per packet. */
+void srn_diag_log(struct srn_diag_obj *o, enum srn_log_level lvl, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* A device-level line (no object): straight into the device log. */
+void srn_diag_dev_log(struct srn_diag *d, enum srn_log_level lvl, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* The SOFTRNIC_LOG threshold (parsed once). */
+enum srn_log_level srn_log_threshold(void);
+const char *srn_log_level_name(enum srn_log_level lvl);
+
+/* Internal to src/diag (snap.c): the segment and the refresh clock. */
+struct srn_diag_seg *srn_diag_seg(struct srn_diag *d);
+uint64_t *srn_diag_tick_stamp(struct srn_diag *d);
+
+/* ---- reader side (header-only: also used by the tools) ----------------- */
+
+/* Field 22 of /proc/<pid>/stat, the start time in clock ticks after boot:
+ * with the pid it names a process even after the pid is reused.  0 when
+ * unknown. */
+static inline uint64_t srn_diag_proc_start_ticks(int pid)
+{
+	char path[64], buf[1024];
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	/* comm (field 2) may hold spaces and parentheses: skip past the last ')'. */
+	char *p = strrchr(buf, ')');
+	for (int field = 2; field < 22 && p; field++)
+		p = strchr(p + 1, ' ');
+	return p ? strtoull(p + 1, NULL, 10) : 0;
+}
+
+/* Copy n bytes (a multiple of 8, 8-aligned) with relaxed atomic loads. */
+static inline void srn_diag_copy_words(void *dst, const void *src, size_t n)
+{
+	const uint64_t *s = src;
+	uint64_t *d = dst;
+	for (size_t i = 0; i < n / 8; i++)
+		d[i] = __atomic_load_n(&s[i], __ATOMIC_RELAXED);
+}
+
+/* Consistent copy of a seqlocked object of size n whose first word holds
+ * the seq.  Returns 0, or -1 when every try collided with a writer (or the
+ * writer died inside a write section): out then holds the last try. */
+static inline int srn_diag_seq_read(const void *src, _Atomic const uint32_t *seq, void *out,
+				    size_t n, int tries)
+{
+	for (int t = 0; t < tries; t++) {
+		uint32_t s1 = atomic_load_explicit(seq, memory_order_acquire);
+		srn_diag_copy_words(out, src, n);
+		atomic_thread_fence(memory_order_acquire);
+		uint32_t s2 = atomic_load_explicit(seq, memory_order_relaxed);
+		if (s1 == s2 && !(s1 & 1))
+			return 0;
+	}
+	return -1;
+}
+
+#define SRN_DIAG_READ_TRIES 1000
+
+static inline int srn_diag_slot_read(const struct srn_diag_slot *s, struct srn_diag_slot *out)
+{
+	return srn_diag_seq_read(s, &s->seq, out, sizeof(*s), SRN_DIAG_READ_TRIES);
+}
+
+/* Read ring entry position n (head - k); 0 when it is still that entry
+ * (and, for QP rings, of slot generation gen), -1 when overwritten or
+ * torn.  The message is NUL-terminated in out. */
+static inline int srn_diag_entry_read(const struct srn_diag_log_entry *ring, uint32_t nent,
+				      uint64_t n, struct srn_diag_log_entry *out)
+{
+	const struct srn_diag_log_entry *e = &ring[n & (nent - 1)];
+	if (srn_diag_seq_read(e, &e->seq, out, sizeof(*e), SRN_DIAG_READ_TRIES))
+		return -1;
+	out->msg[SRN_DIAG_LOG_MSG - 1] = '\0';
+	return out->n == n ? 0 : -1;
+}
+
+#endif

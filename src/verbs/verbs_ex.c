@@ -1,0 +1,378 @@
+/*
+ * verbs_ex.c - the extended verbs: ibv_create_cq_ex with the ibv_cq_ex
+ * polling API, and ibv_create_qp_ex with the ibv_wr_* work-request API.
+ *
+ * cq_ex: start_poll and next_poll each take nic->lock just long enough to
+ * move one completion out of the ring (start_poll drives progress first if
+ * the CQ is empty); the lock is NOT held until end_poll, because
+ * applications post work between start_poll and end_poll (rc_pingpong
+ * does) and posting takes the same lock.  read_* are plain loads of the
+ * copied-out completion.
+ *
+ * qp_ex: ibv_wr_start takes nic->lock; each ibv_wr_<op> call opens a
+ * staged work request that the ibv_wr_set_* calls complete; it is checked
+ * and queued by the same code as ibv_post_send when the next one opens or
+ * at ibv_wr_complete.  An error anywhere makes ibv_wr_complete drop the
+ * whole batch and return it; ibv_wr_abort drops it silently.  So both APIs
+ * queue identical work and send identical packets.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/cq.h"
+#include "core/device.h"
+#include "core/limits.h"
+#include "core/nic.h"
+#include "core/qp.h"
+#include "transport/tx.h"
+#include "verbs/verbs.h"
+
+/* ---- ibv_cq_ex ------------------------------------------------------ */
+
+static struct srn_cq *cq_of(struct ibv_cq_ex *c)
+{
+	return (struct srn_cq *)c;
+}
+
+static bool cq_ex_fetch(struct srn_cq *cq)
+{
+	if (cq->tail == cq->head)
+		return false;
+	uint32_t i = cq->tail++ & (cq->size - 1);
+	cq->cur = cq->ring[i];
+	cq->cur_ts = cq->ts ? cq->ts[i] : 0;
+	cq->ibcq_ex.status = cq->cur.status;
+	cq->ibcq_ex.wr_id = cq->cur.wr_id;
+	return true;
+}
+
+static int cq_ex_start(struct ibv_cq_ex *c, struct ibv_poll_cq_attr *attr)
+{
+	struct srn_cq *cq = cq_of(c);
+	if (attr->comp_mask)
+		return EINVAL;
+	srn_progress_app_active(cq->nic);
+	pthread_mutex_lock(&cq->nic->lock);
+	bool got = cq_ex_fetch(cq);
+	if (!got) {
+		srn_progress_poll(cq->nic);
+		got = cq_ex_fetch(cq);
+	}
+	pthread_mutex_unlock(&cq->nic->lock);
+	return got ? 0 : ENOENT;       /* on ENOENT the caller skips end_poll */
+}
+
+static int cq_ex_next(struct ibv_cq_ex *c)
+{
+	struct srn_cq *cq = cq_of(c);
+	pthread_mutex_lock(&cq->nic->lock);
+	bool got = cq_ex_fetch(cq);
+	pthread_mutex_unlock(&cq->nic->lock);
+	return got ? 0 : ENOENT;
+}
+
+static void cq_ex_end(struct ibv_cq_ex *c)
+{
+	(void)c;
+}
+
+static enum ibv_wc_opcode rd_opcode(struct ibv_cq_ex *c) { return cq_of(c)->cur.opcode; }
+static uint32_t rd_vendor_err(struct ibv_cq_ex *c) { return cq_of(c)->cur.vendor_err; }
+static uint32_t rd_byte_len(struct ibv_cq_ex *c) { return cq_of(c)->cur.byte_len; }
+static __be32 rd_imm(struct ibv_cq_ex *c) { return cq_of(c)->cur.imm_data; }
+static uint32_t rd_qp_num(struct ibv_cq_ex *c) { return cq_of(c)->cur.qp_num; }
+static uint32_t rd_src_qp(struct ibv_cq_ex *c) { return cq_of(c)->cur.src_qp; }
+static unsigned int rd_wc_flags(struct ibv_cq_ex *c) { return cq_of(c)->cur.wc_flags; }
+static uint32_t rd_slid(struct ibv_cq_ex *c) { return cq_of(c)->cur.slid; }
+static uint8_t rd_sl(struct ibv_cq_ex *c) { return cq_of(c)->cur.sl; }
+static uint8_t rd_dlid_path_bits(struct ibv_cq_ex *c) { return cq_of(c)->cur.dlid_path_bits; }
+/* The "HCA clock" is CLOCK_MONOTONIC in ns (hca_core_clock 1 GHz). */
+static uint64_t rd_ts(struct ibv_cq_ex *c) { return cq_of(c)->cur_ts; }
+static uint64_t rd_wallclock(struct ibv_cq_ex *c)
+{
+	struct timespec mono, real;
+	clock_gettime(CLOCK_MONOTONIC, &mono);
+	clock_gettime(CLOCK_REALTIME, &real);
+	int64_t off = ((int64_t)real.tv_sec - mono.tv_sec) * 1000000000ll +
+		      (real.tv_nsec - mono.tv_nsec);
+	return (uint64_t)((int64_t)cq_of(c)->cur_ts + off);
+}
+
+#define SRN_CQ_EX_WC_FLAGS (IBV_WC_STANDARD_FLAGS | IBV_WC_EX_WITH_COMPLETION_TIMESTAMP | \
+			    IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK)
+
+struct ibv_cq_ex *srn_verbs_create_cq_ex(struct ibv_context *c, struct ibv_cq_init_attr_ex *attr)
+{
+	if (attr->wc_flags & ~(uint64_t)SRN_CQ_EX_WC_FLAGS)
+		return srn_null_errno(-EOPNOTSUPP);
+	if (attr->comp_mask & ~(uint32_t)(IBV_CQ_INIT_ATTR_MASK_FLAGS | IBV_CQ_INIT_ATTR_MASK_PD))
+		return srn_null_errno(-EINVAL);
+	if ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) &&
+	    (attr->flags & ~(uint32_t)(IBV_CREATE_CQ_ATTR_SINGLE_THREADED |
+				       IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN)))
+		return srn_null_errno(-EOPNOTSUPP);
+	struct ibv_cq *ibcq = srn_cq_create(c, (int)attr->cqe, attr->cq_context, attr->channel,
+					    (int)attr->comp_vector);
+	if (!ibcq)
+		return NULL;
+	struct srn_cq *cq = srn_cq(ibcq);
+	if (attr->wc_flags & (IBV_WC_EX_WITH_COMPLETION_TIMESTAMP |
+			      IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK)) {
+		cq->ts = calloc(cq->size, sizeof(*cq->ts));
+		if (!cq->ts) {
+			ibv_destroy_cq(ibcq);
+			return srn_null_errno(-ENOMEM);
+		}
+	}
+	struct ibv_cq_ex *x = &cq->ibcq_ex;
+	x->comp_mask = 0;
+	x->start_poll = cq_ex_start;
+	x->next_poll = cq_ex_next;
+	x->end_poll = cq_ex_end;
+	x->read_opcode = rd_opcode;
+	x->read_vendor_err = rd_vendor_err;
+	x->read_byte_len = rd_byte_len;
+	x->read_imm_data = rd_imm;
+	x->read_qp_num = rd_qp_num;
+	x->read_src_qp = rd_src_qp;
+	x->read_wc_flags = rd_wc_flags;
+	x->read_slid = rd_slid;
+	x->read_sl = rd_sl;
+	x->read_dlid_path_bits = rd_dlid_path_bits;
+	x->read_completion_ts = rd_ts;
+	x->read_completion_wallclock_ns = rd_wallclock;
+	return x;
+}
+
+/* ---- ibv_qp_ex ------------------------------------------------------ */
+
+struct srn_wr_stage {
+	bool open;
+	int err;                       /* first error of the batch (positive errno) */
+	uint32_t batch_head;           /* sq_head at ibv_wr_start */
+	struct ibv_send_wr wr;
+	struct ibv_sge sge[SRN_MAX_SGE];
+	uint8_t inline_buf[SRN_MAX_INLINE];
+};
+
+static struct srn_qp *qpx(struct ibv_qp_ex *q)
+{
+	return (struct srn_qp *)q;
+}
+
+static struct srn_wr_stage *stage_of(struct srn_qp *qp)
+{
+	return qp->wr_stage;
+}
+
+/* Queue the staged work request, if any. */
+static void stage_flush(struct srn_qp *qp)
+{
+	struct srn_wr_stage *st = stage_of(qp);
+	if (!st->open)
+		return;
+	st->open = false;
+	if (st->err)
+		return;
+	int r = srn_qp_post_one(qp, &st->wr);
+	if (r)
+		st->err = -r;
+}
+
+static void stage_open(struct ibv_qp_ex *q, enum ibv_wr_opcode op)
+{
+	struct srn_qp *qp = qpx(q);
+	struct srn_wr_stage *st = stage_of(qp);
+	stage_flush(qp);
+	memset(&st->wr, 0, sizeof(st->wr));
+	st->wr.wr_id = q->wr_id;
+	st->wr.send_flags = q->wr_flags;
+	st->wr.opcode = op;
+	st->wr.sg_list = st->sge;
+	st->open = true;
+}
+
+static void wr_send(struct ibv_qp_ex *q) { stage_open(q, IBV_WR_SEND); }
+
+static void wr_send_imm(struct ibv_qp_ex *q, __be32 imm)
+{
+	stage_open(q, IBV_WR_SEND_WITH_IMM);
+	stage_of(qpx(q))->wr.imm_data = imm;
+}
+
+static void wr_rdma_write(struct ibv_qp_ex *q, uint32_t rkey, uint64_t addr)
+{
+	stage_open(q, IBV_WR_RDMA_WRITE);
+	stage_of(qpx(q))->wr.wr.rdma.rkey = rkey;
+	stage_of(qpx(q))->wr.wr.rdma.remote_addr = addr;
+}
+
+static void wr_rdma_write_imm(struct ibv_qp_ex *q, uint32_t rkey, uint64_t addr, __be32 imm)
+{
+	wr_rdma_write(q, rkey, addr);
+	stage_of(qpx(q))->wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+	stage_of(qpx(q))->wr.imm_data = imm;
+}
+
+static void wr_rdma_read(struct ibv_qp_ex *q, uint32_t rkey, uint64_t addr)
+{
+	wr_rdma_write(q, rkey, addr);
+	stage_of(qpx(q))->wr.opcode = IBV_WR_RDMA_READ;
+}
+
+static void wr_cmp_swp(struct ibv_qp_ex *q, uint32_t rkey, uint64_t addr, uint64_t compare,
+		       uint64_t swap)
+{
+	stage_open(q, IBV_WR_ATOMIC_CMP_AND_SWP);
+	struct ibv_send_wr *wr = &stage_of(qpx(q))->wr;
+	wr->wr.atomic.rkey = rkey;
+	wr->wr.atomic.remote_addr = addr;
+	wr->wr.atomic.compare_add = compare;
+	wr->wr.atomic.swap = swap;
+}
+
+static void wr_fetch_add(struct ibv_qp_ex *q, uint32_t rkey, uint64_t addr, uint64_t add)
+{
+	wr_cmp_swp(q, rkey, addr, add, 0);
+	stage_of(qpx(q))->wr.opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
+}
+
+static void wr_set_ud_addr(struct ibv_qp_ex *q, struct ibv_ah *ah, uint32_t qpn, uint32_t qkey)
+{
+	struct ibv_send_wr *wr = &stage_of(qpx(q))->wr;
+	wr->wr.ud.ah = ah;
+	wr->wr.ud.remote_qpn = qpn;
+	wr->wr.ud.remote_qkey = qkey;
+}
+
+static void wr_set_sge_list(struct ibv_qp_ex *q, size_t n, const struct ibv_sge *sg)
+{
+	struct srn_wr_stage *st = stage_of(qpx(q));
+	if (n > SRN_MAX_SGE) {
+		st->err = EINVAL;
+		return;
+	}
+	memcpy(st->sge, sg, n * sizeof(*sg));
+	st->wr.num_sge = (int)n;
+}
+
+static void wr_set_sge(struct ibv_qp_ex *q, uint32_t lkey, uint64_t addr, uint32_t length)
+{
+	struct ibv_sge s = { addr, length, lkey };
+	wr_set_sge_list(q, 1, &s);
+}
+
+/* Inline data is copied now (the caller may reuse its buffer at once). */
+static void wr_set_inline_data_list(struct ibv_qp_ex *q, size_t n, const struct ibv_data_buf *b)
+{
+	struct srn_wr_stage *st = stage_of(qpx(q));
+	size_t total = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (b[i].length > sizeof(st->inline_buf) - total) {
+			st->err = EINVAL;
+			return;
+		}
+		memcpy(st->inline_buf + total, b[i].addr, b[i].length);
+		total += b[i].length;
+	}
+	st->sge[0] = (struct ibv_sge){ (uintptr_t)st->inline_buf, (uint32_t)total, 0 };
+	st->wr.num_sge = 1;
+	st->wr.send_flags |= IBV_SEND_INLINE;
+}
+
+static void wr_set_inline_data(struct ibv_qp_ex *q, void *addr, size_t length)
+{
+	struct ibv_data_buf b = { addr, length };
+	wr_set_inline_data_list(q, 1, &b);
+}
+
+static void wr_start(struct ibv_qp_ex *q)
+{
+	struct srn_qp *qp = qpx(q);
+	pthread_mutex_lock(&qp->nic->lock);
+	struct srn_wr_stage *st = stage_of(qp);
+	st->open = false;
+	st->err = 0;
+	st->batch_head = qp->sq_head;
+	/* The same state rule as ibv_post_send. */
+	if (qp->state == IBV_QPS_RESET || qp->state == IBV_QPS_INIT || qp->state == IBV_QPS_RTR)
+		st->err = EINVAL;
+}
+
+static void wr_abort(struct ibv_qp_ex *q)
+{
+	struct srn_qp *qp = qpx(q);
+	stage_of(qp)->open = false;
+	qp->sq_head = stage_of(qp)->batch_head;
+	pthread_mutex_unlock(&qp->nic->lock);
+}
+
+static int wr_complete(struct ibv_qp_ex *q)
+{
+	struct srn_qp *qp = qpx(q);
+	struct srn_wr_stage *st = stage_of(qp);
+	stage_flush(qp);
+	int err = st->err;
+	if (err)
+		qp->sq_head = st->batch_head;   /* nothing of a failed batch runs */
+	else
+		srn_req_push(qp);
+	pthread_mutex_unlock(&qp->nic->lock);
+	return err;
+}
+
+#define SRN_QP_EX_OPS (IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | \
+		       IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM |                 \
+		       IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |       \
+		       IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD)
+
+struct ibv_qp *srn_verbs_create_qp_ex(struct ibv_context *c, struct ibv_qp_init_attr_ex *a)
+{
+	uint32_t known = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+	if (!(a->comp_mask & IBV_QP_INIT_ATTR_PD) || !a->pd)
+		return srn_null_errno(-EINVAL);
+	if (a->comp_mask & ~known)
+		return srn_null_errno(-EOPNOTSUPP);
+	bool ops = a->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+	if (ops && (a->send_ops_flags & ~(uint64_t)SRN_QP_EX_OPS))
+		return srn_null_errno(-EOPNOTSUPP);
+	struct ibv_qp_init_attr init = {
+		.qp_context = a->qp_context,
+		.send_cq = a->send_cq,
+		.recv_cq = a->recv_cq,
+		.srq = a->srq,
+		.cap = a->cap,
+		.qp_type = a->qp_type,
+		.sq_sig_all = a->sq_sig_all,
+	};
+	struct srn_qp *qp;
+	int ret = srn_qp_create(a->pd, &init, &qp);
+	if (ret)
+		return srn_null_errno(ret);
+	a->cap = init.cap;
+	if (ops) {
+		qp->wr_stage = calloc(1, sizeof(struct srn_wr_stage));
+		if (!qp->wr_stage) {
+			ibv_destroy_qp(&qp->ibqp_ex.qp_base);
+			return srn_null_errno(-ENOMEM);
+		}
+		struct ibv_qp_ex *x = &qp->ibqp_ex;
+		x->comp_mask = 0;
+		x->wr_send = wr_send;
+		x->wr_send_imm = wr_send_imm;
+		x->wr_rdma_write = wr_rdma_write;
+		x->wr_rdma_write_imm = wr_rdma_write_imm;
+		x->wr_rdma_read = wr_rdma_read;
+		x->wr_atomic_cmp_swp = wr_cmp_swp;
+		x->wr_atomic_fetch_add = wr_fetch_add;
+		x->wr_set_ud_addr = wr_set_ud_addr;
+		x->wr_set_sge = wr_set_sge;
+		x->wr_set_sge_list = wr_set_sge_list;
+		x->wr_set_inline_data = wr_set_inline_data;
+		x->wr_set_inline_data_list = wr_set_inline_data_list;
+		x->wr_start = wr_start;
+		x->wr_complete = wr_complete;
+		x->wr_abort = wr_abort;
+	}
+	return &qp->ibqp_ex.qp_base;
+}
