@@ -1,7 +1,8 @@
 #!/bin/bash
 # Debian's unmodified ibv_rc_pingpong, server and client on one host, both
 # through `softrnic run` (zero configuration: each process gets its own
-# loopback address).  Every variant of the foundation issue's list.
+# loopback address).  Every variant of the foundation issue's list, plus
+# --new_send (the ibv_wr_* API) and -t (completion timestamps, ibv_cq_ex).
 set -u
 source "$SRN_SRC/tests/lib/pingpong.sh"
 command -v ibv_rc_pingpong >/dev/null || { echo "SKIP: ibverbs-utils not installed"; exit 77; }
@@ -21,5 +22,8 @@ done <<'LIST'
 -n 10000
 -c
 -e -s 65536 -m 256 -n 200
+-N
+-t
+-N -t -e -s 8192
 LIST
 exit $fail

@@ -53,6 +53,23 @@ enum srn_counter {
 	SRN_CNT_UD_NO_RECV,         /* UD: no receive posted, dropped */
 	SRN_CNT_BG_WAKEUPS,         /* progress thread woke to do work */
 	SRN_CNT_APP_PROGRESS,       /* progress driven by an application call */
+	/* Names mlx5 uses for error completions by cause (`rdma statistic`). */
+	SRN_CNT_REQ_REMOTE_ACCESS_ERR,   /* req_remote_access_errors: NAK remote access received */
+	SRN_CNT_REQ_REMOTE_INVALID_REQ,  /* req_remote_invalid_request: NAK invalid request received */
+	SRN_CNT_RESP_REMOTE_ACCESS_ERR,  /* resp_remote_access_errors: NAK remote access sent */
+	SRN_CNT_RESP_LOCAL_LENGTH_ERR,   /* resp_local_length_error: message too long for the receive */
+	SRN_CNT_REQ_CQE_ERR,             /* req_cqe_error: requester error completions (not flush) */
+	SRN_CNT_RESP_CQE_ERR,            /* resp_cqe_error: responder error completions (not flush) */
+	SRN_CNT_REQ_CQE_FLUSH_ERR,       /* req_cqe_flush_error */
+	SRN_CNT_RESP_CQE_FLUSH_ERR,      /* resp_cqe_flush_error */
+	SRN_CNT_ACK_DEFERRED,            /* ack_deferred (rxe): ACKs coalesced into a later one */
+	SRN_CNT_COMPLETER_RETRY_ERR,     /* completer_retry_err (rxe): retries started by the completer */
+	/* Always 0: softrnic has no link to lose and does no ECN/DCQCN; kept
+	 * so tools written for mlx5 find the names they look for. */
+	SRN_CNT_LINK_DOWNED,             /* link_downed */
+	SRN_CNT_NP_CNP_SENT,             /* np_cnp_sent */
+	SRN_CNT_RP_CNP_HANDLED,          /* rp_cnp_handled */
+	SRN_CNT_NP_ECN_MARKED,           /* np_ecn_marked_roce_packets */
 	SRN_CNT__MAX
 };
 
