@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "core/device.h"
+#include "core/mcast.h"
 #include "core/qp.h"
 
 uint64_t srn_now_ns(void)
@@ -72,6 +73,7 @@ void srn_nic_destroy(struct srn_nic *nic)
 	if (!nic)
 		return;
 	srn_progress_stop(nic);
+	srn_mcast_fini(nic);
 	stats_at_exit(nic);
 	srn_rx_batch_free(&nic->rx);
 	srn_udp_close(&nic->udp);

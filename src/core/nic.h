@@ -19,6 +19,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "core/limits.h"
 #include "diag/counters.h"
 #include "link/config.h"
 #include "link/udp.h"
@@ -64,6 +65,11 @@ struct srn_nic {
 	_Atomic uint64_t next_deadline;
 
 	struct srn_counters cnt;
+
+	/* UD multicast groups joined (core/mcast.c). */
+	struct srn_mcast_group *mcast[SRN_MAX_MCAST_GRP];
+	int nmcast;
+	bool mcast_sender_ready;
 
 	/* Progress: application threads drive it in post/poll; the thread
 	 * below takes over when none has for a while (progress.c). */

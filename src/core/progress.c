@@ -21,6 +21,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "core/mcast.h"
 #include "transport/rx.h"
 #include "transport/timers.h"
 #include "transport/tx.h"
@@ -184,6 +185,8 @@ int srn_progress_poll(struct srn_nic *nic)
 		if (n < SRN_RX_BATCH)
 			break;
 	}
+	if (nic->nmcast)
+		total += srn_mcast_poll(nic);
 	srn_ack_flush(nic);
 	srn_timers_run(nic, srn_now_ns());
 	srn_ack_flush(nic);

@@ -468,6 +468,11 @@ static int recv_hooked(struct srn_udp *u, struct srn_rx_batch *b, int *truncated
     uint64_t now = mono_ns();
     int n;
     if (u->fault) {
+        /* Every progress pass receives, so held TX packets also leave on
+         * time when nobody calls srn_udp_fault_flush. */
+        uint64_t due = srn_fault_next_ns(u->fault);
+        if (due && due <= now)
+            srn_fault_tx_flush(u, now);
         n = srn_fault_rx(u, b, truncated, now);
     } else {
         n = srn_udp_recv_into(u, b, 0, SRN_RX_BATCH, truncated);

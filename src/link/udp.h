@@ -101,8 +101,9 @@ void srn_rx_batch_free(struct srn_rx_batch *b);
  * -errno. Datagrams longer than SRN_RX_BUFSZ are dropped and their number is
  * stored in *truncated (may be NULL). pkt[i].data stays valid until the next
  * call on the same batch (with a fault injector: until the next call on the
- * same socket). With a fault injector, RX faults are applied and delayed
- * packets whose time has come are returned even when the socket is empty. */
+ * same socket). With a fault injector, RX faults are applied, delayed
+ * packets whose time has come are returned even when the socket is empty,
+ * and held TX packets whose time has come are sent. */
 int srn_udp_recv_batch(struct srn_udp *u, struct srn_rx_batch *b, int *truncated);
 
 /* ---- Fault injector and trace, for the progress loop ------------------

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <netinet/in.h>
 
+#include "core/mcast.h"
 #include "core/nic.h"
 #include "core/qp.h"
 #include "wire/icrc.h"
@@ -18,21 +19,22 @@
 /* IP facts of a received packet for its ICRC.  A user-space socket sees
  * neither the IPv4 ID nor the flags; softrnic peers send ID 0 with DF
  * (link/udp.c), so those are assumed and foreign IDs are solved for. */
-static void rx_meta(const struct srn_nic *nic, const struct sockaddr *src, struct srn_ip_meta *m)
+static void rx_meta(const struct srn_nic *nic, const struct sockaddr *src,
+		    const struct sockaddr_storage *local, struct srn_ip_meta *m)
 {
 	memset(m, 0, sizeof(*m));
 	m->family = nic->udp.family;
 	m->dport = nic->udp.port;
 	if (src->sa_family == AF_INET) {
 		const struct sockaddr_in *s = (const void *)src;
-		const struct sockaddr_in *d = (const void *)&nic->udp.local;
+		const struct sockaddr_in *d = (const void *)local;
 		memcpy(m->src, &s->sin_addr, 4);
 		memcpy(m->dst, &d->sin_addr, 4);
 		m->sport = ntohs(s->sin_port);
 		m->ipv4_frag = 0x4000;
 	} else {
 		const struct sockaddr_in6 *s = (const void *)src;
-		const struct sockaddr_in6 *d = (const void *)&nic->udp.local;
+		const struct sockaddr_in6 *d = (const void *)local;
 		memcpy(m->src, &s->sin6_addr, 16);
 		memcpy(m->dst, &d->sin6_addr, 16);
 		m->sport = ntohs(s->sin6_port);
@@ -40,10 +42,10 @@ static void rx_meta(const struct srn_nic *nic, const struct sockaddr *src, struc
 }
 
 static bool icrc_ok(struct srn_nic *nic, const uint8_t *data, uint32_t len,
-		    const struct sockaddr *src, uint32_t wire)
+		    const struct sockaddr *src, const struct sockaddr_storage *local, uint32_t wire)
 {
 	struct srn_ip_meta m;
-	rx_meta(nic, src, &m);
+	rx_meta(nic, src, local, &m);
 	struct iovec iov = { (void *)data, len - SRN_ICRC_LEN };
 	if (srn_icrc_calc(&m, &iov, 1) == wire)
 		return true;
@@ -81,21 +83,51 @@ static uint8_t transport_of_qp(const struct srn_qp *qp)
 	}
 }
 
+/* Parse and check the ICRC: false (counted) if the packet is dropped. */
+static bool at_the_door(struct srn_nic *nic, const uint8_t *data, uint32_t len,
+			const struct sockaddr *src, const struct sockaddr_storage *local,
+			struct srn_pkt *p)
+{
+	srn_count(&nic->cnt, SRN_CNT_RCVD_PKTS, 1);
+	srn_count(&nic->cnt, SRN_CNT_RCVD_BYTES, len);
+	if (srn_pkt_parse(data, len, p)) {
+		srn_count(&nic->cnt, SRN_CNT_MALFORMED, 1);
+		return false;
+	}
+	if (!icrc_ok(nic, data, len, src, local, p->icrc)) {
+		srn_count(&nic->cnt, SRN_CNT_BAD_ICRC, 1);
+		return false;
+	}
+	return true;
+}
+
+void srn_rx_mcast_packet(struct srn_nic *nic, const struct srn_mcast_group *g,
+			 const uint8_t *data, uint32_t len, const struct sockaddr *src)
+{
+	struct srn_pkt p;
+	if (!at_the_door(nic, data, len, src, &g->sock.local, &p))
+		return;
+	/* Only UD SENDs to the multicast QPN travel to a group (IBTA 10.5). */
+	if (srn_opcode_transport(p.opcode) != SRN_TRANSPORT_UD || p.dqpn != SRN_QPN_MULTICAST) {
+		srn_count(&nic->cnt, SRN_CNT_MALFORMED, 1);
+		return;
+	}
+	for (int i = 0; i < g->nqps; i++) {
+		struct srn_qp *qp = g->qps[i];
+		if (qp->state == IBV_QPS_RTR || qp->state == IBV_QPS_RTS || qp->state == IBV_QPS_SQD)
+			srn_resp_packet(qp, &p, src);
+		else
+			srn_count(&nic->cnt, SRN_CNT_QP_STATE_DROP, 1);
+	}
+}
+
 void srn_rx_packet(struct srn_nic *nic, const uint8_t *data, uint32_t len,
 		   const struct sockaddr *src)
 {
 	struct srn_pkt p;
 
-	srn_count(&nic->cnt, SRN_CNT_RCVD_PKTS, 1);
-	srn_count(&nic->cnt, SRN_CNT_RCVD_BYTES, len);
-	if (srn_pkt_parse(data, len, &p)) {
-		srn_count(&nic->cnt, SRN_CNT_MALFORMED, 1);
+	if (!at_the_door(nic, data, len, src, &nic->udp.local, &p))
 		return;
-	}
-	if (!icrc_ok(nic, data, len, src, p.icrc)) {
-		srn_count(&nic->cnt, SRN_CNT_BAD_ICRC, 1);
-		return;
-	}
 	if (srn_opcode_transport(p.opcode) == SRN_TRANSPORT_CC)
 		return;         /* CNP: congestion control is not implemented yet */
 

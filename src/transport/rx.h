@@ -18,6 +18,10 @@ struct srn_qp;
 
 void srn_rx_packet(struct srn_nic *nic, const uint8_t *data, uint32_t len,
 		   const struct sockaddr *src);
+/* A datagram that arrived on a multicast group's socket. */
+struct srn_mcast_group;
+void srn_rx_mcast_packet(struct srn_nic *nic, const struct srn_mcast_group *g,
+			 const uint8_t *data, uint32_t len, const struct sockaddr *src);
 void srn_resp_packet(struct srn_qp *qp, const struct srn_pkt *p, const struct sockaddr *src);
 void srn_comp_packet(struct srn_qp *qp, const struct srn_pkt *p);
 /* Send READ responses still owed; false if the socket filled first. */

@@ -2,8 +2,7 @@
  * verbs_ah.c - address handles and multicast attach.
  *
  * Address handles are complete (validated, resolved to a UDP address and
- * the IP facts of the ICRC).  Multicast answers EOPNOTSUPP until its data
- * path exists.
+ * the IP facts of the ICRC), multicast attach/detach (core/mcast.c).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -12,7 +11,10 @@
 #include "core/ah.h"
 #include "core/device.h"
 #include "core/mr.h"
+#include "core/mcast.h"
 #include "core/nic.h"
+#include "core/qp.h"
+#include "link/mcast.h"
 #include "link/udp.h"
 #include "verbs/verbs.h"
 
@@ -89,12 +91,35 @@ SRN_EXPORT struct ibv_ah *ibv_create_ah_from_wc(struct ibv_pd *pd, struct ibv_wc
 	return ibv_create_ah(pd, &attr);
 }
 
-SRN_EXPORT int ibv_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
+/* Multicast is for UD QPs, with a multicast GID (rdma-core and mlx5
+ * answer EINVAL otherwise); lid is meaningless on RoCE. */
+static int mcast_args(struct ibv_qp *ibqp, const union ibv_gid *gid)
 {
-	return EOPNOTSUPP;
+	if (ibqp->qp_type != IBV_QPT_UD || !srn_gid_is_mcast(gid->raw))
+		return EINVAL;
+	return 0;
 }
 
-SRN_EXPORT int ibv_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
+SRN_EXPORT int ibv_attach_mcast(struct ibv_qp *ibqp, const union ibv_gid *gid, uint16_t lid)
 {
-	return EOPNOTSUPP;
+	int ret = mcast_args(ibqp, gid);
+	if (ret)
+		return ret;
+	struct srn_qp *qp = srn_qp(ibqp);
+	pthread_mutex_lock(&qp->nic->lock);
+	ret = srn_mcast_attach(qp->nic, qp, gid->raw);
+	pthread_mutex_unlock(&qp->nic->lock);
+	return -ret;
+}
+
+SRN_EXPORT int ibv_detach_mcast(struct ibv_qp *ibqp, const union ibv_gid *gid, uint16_t lid)
+{
+	int ret = mcast_args(ibqp, gid);
+	if (ret)
+		return ret;
+	struct srn_qp *qp = srn_qp(ibqp);
+	pthread_mutex_lock(&qp->nic->lock);
+	ret = srn_mcast_detach(qp->nic, qp, gid->raw);
+	pthread_mutex_unlock(&qp->nic->lock);
+	return -ret;
 }

@@ -8,6 +8,7 @@
 #include "core/cq.h"
 #include "core/device.h"
 #include "core/limits.h"
+#include "core/mcast.h"
 #include "core/mr.h"
 #include "core/nic.h"
 #include "core/qp.h"
@@ -171,6 +172,7 @@ SRN_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 	struct srn_nic *nic = qp->nic;
 	pthread_mutex_lock(&nic->lock);
 	srn_qp_unlink(qp);
+	srn_mcast_qp_gone(nic, qp);
 	srn_nic_qp_del(nic, qp->qpn);
 	qp->scq->nqps--;
 	qp->rcq->nqps--;

@@ -1,0 +1,207 @@
+/*
+ * test_ud_mcast - UD multicast between processes: one sender, three
+ * receiving processes attached to one multicast GID, each with its own
+ * device address.  Every message must reach every receiver intact; after
+ * ibv_detach_mcast no more may arrive.  Also the argument checks of
+ * attach/detach (RC QP, unicast GID: EINVAL).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <infiniband/verbs.h>
+
+#define CHECK(c) do { if (!(c)) { fprintf(stderr, "[%d] %s:%d: CHECK(%s) failed\n", getpid(), __FILE__, __LINE__, #c); exit(1); } } while (0)
+#define NRECV 3
+#define NMSG 200
+#define NLATE 50
+#define MSGLEN 512
+#define QKEY 0x11111111u
+
+struct ep {
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	struct ibv_qp *qp;
+	struct ibv_mr *mr;
+	uint8_t *buf;
+};
+
+static double now_s(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + t.tv_nsec / 1e9;
+}
+
+static void ep_open(struct ep *e, size_t bufsz)
+{
+	int n;
+	struct ibv_device **l = ibv_get_device_list(&n);
+	CHECK(l && n > 0);
+	e->ctx = ibv_open_device(l[0]);
+	ibv_free_device_list(l);
+	CHECK(e->ctx);
+	e->pd = ibv_alloc_pd(e->ctx);
+	e->cq = ibv_create_cq(e->ctx, 1024, NULL, NULL, 0);
+	e->buf = calloc(1, bufsz);
+	CHECK(e->pd && e->cq && e->buf);
+	e->mr = ibv_reg_mr(e->pd, e->buf, bufsz, IBV_ACCESS_LOCAL_WRITE);
+	struct ibv_qp_init_attr ia = { .send_cq = e->cq, .recv_cq = e->cq, .qp_type = IBV_QPT_UD,
+		.cap = { .max_send_wr = 64, .max_recv_wr = 512, .max_send_sge = 1, .max_recv_sge = 1 } };
+	e->qp = ibv_create_qp(e->pd, &ia);
+	CHECK(e->mr && e->qp);
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = QKEY };
+	CHECK(ibv_modify_qp(e->qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY) == 0);
+	a.qp_state = IBV_QPS_RTR;
+	CHECK(ibv_modify_qp(e->qp, &a, IBV_QP_STATE) == 0);
+	a.qp_state = IBV_QPS_RTS;
+	a.sq_psn = 0;
+	CHECK(ibv_modify_qp(e->qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN) == 0);
+}
+
+static void post_recvs(struct ep *e, int n)
+{
+	for (int i = 0; i < n; i++) {
+		struct ibv_sge s = { (uintptr_t)e->buf + (size_t)i * (MSGLEN + 40), MSGLEN + 40, e->mr->lkey };
+		struct ibv_recv_wr wr = { .wr_id = (uint64_t)i, .sg_list = &s, .num_sge = 1 }, *bad;
+		CHECK(ibv_post_recv(e->qp, &wr, &bad) == 0);
+	}
+}
+
+/* Count received messages until `want` arrive or `secs` pass; check each. */
+static int receive(struct ep *e, int want, double secs, uint8_t *seen)
+{
+	int got = 0;
+	double t0 = now_s();
+	while (got < want && now_s() - t0 < secs) {
+		struct ibv_wc wc[16];
+		int n = ibv_poll_cq(e->cq, 16, wc);
+		CHECK(n >= 0);
+		for (int i = 0; i < n; i++) {
+			CHECK(wc[i].status == IBV_WC_SUCCESS && wc[i].opcode == IBV_WC_RECV);
+			CHECK(wc[i].byte_len == MSGLEN + 40 && (wc[i].wc_flags & IBV_WC_GRH));
+			const uint8_t *m = e->buf + wc[i].wr_id * (MSGLEN + 40) + 40;
+			uint32_t seq;
+			memcpy(&seq, m, 4);
+			CHECK(seq < NMSG + NLATE);
+			for (int k = 4; k < MSGLEN; k++)
+				CHECK(m[k] == (uint8_t)(seq + k));
+			CHECK(!seen[seq]);
+			seen[seq] = 1;
+			got++;
+			/* put the buffer back */
+			struct ibv_sge s = { (uintptr_t)e->buf + wc[i].wr_id * (MSGLEN + 40), MSGLEN + 40, e->mr->lkey };
+			struct ibv_recv_wr wr = { .wr_id = wc[i].wr_id, .sg_list = &s, .num_sge = 1 }, *bad;
+			CHECK(ibv_post_recv(e->qp, &wr, &bad) == 0);
+		}
+	}
+	return got;
+}
+
+static void receiver(union ibv_gid grp, int ready_fd, int go_fd, int result_fd)
+{
+	struct ep e;
+	ep_open(&e, 512 * (MSGLEN + 40));
+	post_recvs(&e, 512);
+	CHECK(ibv_attach_mcast(e.qp, &grp, 0) == 0);
+	CHECK(ibv_attach_mcast(e.qp, &grp, 0) == 0);   /* twice is fine */
+	char c = 'r';
+	CHECK(write(ready_fd, &c, 1) == 1);
+	uint8_t seen[NMSG + NLATE] = { 0 };
+	int got = receive(&e, NMSG, 15.0, seen);
+	CHECK(ibv_detach_mcast(e.qp, &grp, 0) == 0);
+	CHECK(ibv_detach_mcast(e.qp, &grp, 0) == EINVAL);   /* not attached any more */
+	CHECK(write(ready_fd, &c, 1) == 1);
+	CHECK(read(go_fd, &c, 1) == 1);                     /* sender sent the late ones */
+	int late = receive(&e, NLATE, 0.3, seen);
+	int res[2] = { got, late };
+	CHECK(write(result_fd, res, sizeof(res)) == sizeof(res));
+	exit(0);
+}
+
+int main(void)
+{
+	srand((unsigned)time(NULL) ^ (unsigned)getpid());
+	/* A group per run (239.77.x.y) so parallel runs do not mix. */
+	union ibv_gid grp = { .raw = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 239, 77,
+				       (uint8_t)(rand() & 0xff), (uint8_t)(1 + rand() % 254) } };
+	int ready[2], go[2], result[2];
+	CHECK(pipe(ready) == 0 && pipe(go) == 0 && pipe(result) == 0);
+	pid_t kids[NRECV];
+	for (int i = 0; i < NRECV; i++) {
+		kids[i] = fork();
+		CHECK(kids[i] >= 0);
+		if (kids[i] == 0)
+			receiver(grp, ready[1], go[0], result[1]);
+	}
+	struct ep s;
+	ep_open(&s, 64 * MSGLEN);
+
+	/* attach/detach argument checks */
+	union ibv_gid uni;
+	CHECK(ibv_query_gid(s.ctx, 1, 0, &uni) == 0);
+	CHECK(ibv_attach_mcast(s.qp, &uni, 0) == EINVAL);
+	struct ibv_qp_init_attr ia = { .send_cq = s.cq, .recv_cq = s.cq, .qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = 1, .max_recv_wr = 1, .max_send_sge = 1, .max_recv_sge = 1 } };
+	struct ibv_qp *rc = ibv_create_qp(s.pd, &ia);
+	CHECK(rc && ibv_attach_mcast(rc, &grp, 0) == EINVAL);
+	CHECK(ibv_destroy_qp(rc) == 0);
+
+	char c;
+	for (int i = 0; i < NRECV; i++)
+		CHECK(read(ready[0], &c, 1) == 1);
+	struct ibv_ah_attr aa = { .is_global = 1, .port_num = 1, .grh = { .dgid = grp, .hop_limit = 1 } };
+	struct ibv_ah *ah = ibv_create_ah(s.pd, &aa);
+	CHECK(ah);
+	for (uint32_t seq = 0; seq < NMSG + NLATE; seq++) {
+		if (seq == NMSG) {
+			for (int i = 0; i < NRECV; i++)   /* every receiver detached */
+				CHECK(read(ready[0], &c, 1) == 1);
+		}
+		uint8_t *m = s.buf + (seq % 64) * MSGLEN;
+		memcpy(m, &seq, 4);
+		for (int k = 4; k < MSGLEN; k++)
+			m[k] = (uint8_t)(seq + k);
+		struct ibv_sge sg = { (uintptr_t)m, MSGLEN, s.mr->lkey };
+		struct ibv_send_wr wr = { .wr_id = seq, .sg_list = &sg, .num_sge = 1, .opcode = IBV_WR_SEND,
+					  .send_flags = IBV_SEND_SIGNALED }, *bad;
+		wr.wr.ud.ah = ah;
+		wr.wr.ud.remote_qpn = 0xffffff;
+		wr.wr.ud.remote_qkey = QKEY;
+		CHECK(ibv_post_send(s.qp, &wr, &bad) == 0);
+		struct ibv_wc wc;
+		double t0 = now_s();
+		int n;
+		while ((n = ibv_poll_cq(s.cq, 1, &wc)) == 0)
+			CHECK(now_s() - t0 < 5);
+		CHECK(n == 1 && wc.status == IBV_WC_SUCCESS);
+		if (seq % 16 == 15)
+			usleep(2000);   /* UD has no flow control: pace the burst */
+	}
+	for (int i = 0; i < NRECV; i++) {
+		c = 'g';
+		CHECK(write(go[1], &c, 1) == 1);
+	}
+	int bad_rc = 0;
+	for (int i = 0; i < NRECV; i++) {
+		int res[2];
+		CHECK(read(result[0], res, sizeof(res)) == sizeof(res));
+		printf("receiver: %d of %d while attached, %d after detach\n", res[0], NMSG, res[1]);
+		if (res[0] != NMSG || res[1] != 0)
+			bad_rc = 1;
+	}
+	for (int i = 0; i < NRECV; i++) {
+		int st;
+		CHECK(waitpid(kids[i], &st, 0) == kids[i]);
+		if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+			bad_rc = 1;
+	}
+	CHECK(ibv_destroy_ah(ah) == 0);
+	CHECK(bad_rc == 0);
+	printf("ok\n");
+	return 0;
+}

@@ -1,0 +1,392 @@
+/*
+ * cmd_stat.c - `softrnic stat`: the counters of every softrnic process on
+ * this host, read from their diagnostic segments (src/diag/shm.h) without
+ * their cooperation: while they run, and after they died (last values).
+ *
+ *   softrnic stat [--pid N] [--dev NAME] [--qp QPN|all] [--all]
+ *                 [--json | --dump] [--watch [SECS] [--count N]]
+ *   softrnic stat --cleanup
+ *
+ * Invariants: read-only except --cleanup, which removes only files whose
+ * process is gone.  --watch computes rates from two samples of the same
+ * file, keyed by path, QP slot generation and counter, so a counter of a
+ * process that restarted under another file is never differenced against
+ * the old one.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "diag_read.h"
+#include "subcommands.h"
+
+struct stat_opts {
+	struct srn_seg_filter filt;
+	enum srn_out_mode mode;
+	bool has_qp, qp_all, all, cleanup;
+	uint32_t qpn;
+	long watch_ms;      /* 0: print once */
+	long count;         /* --count: refreshes, 0 = until interrupted */
+};
+
+void srn_usage_stat(FILE *out)
+{
+	fprintf(out,
+		"Usage: softrnic stat [options]\n"
+		"\n"
+		"Shows the counters of every softrnic device in every process on this\n"
+		"host, read from outside the processes (their shared-memory diagnostic\n"
+		"segments in $" SRN_DIAG_DIR_ENV " or " SRN_DIAG_DEFAULT_DIR "). Works while a\n"
+		"program runs and after it crashed: a crashed or killed process is\n"
+		"shown as \"dead\" with its last values. Counters are named as Linux\n"
+		"rxe/mlx5 name them (rdma statistic) where such a name exists.\n"
+		"\n"
+		"Options:\n"
+		"  --pid N          only process N\n"
+		"  --dev NAME       only device NAME\n"
+		"  --qp QPN|all     also the per-QP counters of QP QPN (or of all QPs)\n"
+		"  --all            also counters that are zero (table output)\n"
+		"  --watch [SECS]   redraw every SECS seconds (default 1) with rates per second\n"
+		"  --count N        with --watch: stop after N redraws\n"
+		"  --json           JSON (with --watch: one document per line)\n"
+		"  --dump           tab-separated, one counter per line, for scripts:\n"
+		"                   pid dev state scope counter value [rate]\n"
+		"                   (scope is \"dev\" or \"qp:0x<qpn>\")\n"
+		"  --cleanup        remove the files of processes that no longer exist\n"
+		"  -h, --help       show this help\n"
+		"\n"
+		"States: running; closed (device closed cleanly); exited (process ended\n"
+		"without closing the device); dead (process gone without exiting: crashed\n"
+		"or killed). Files stay after a crash so the last values remain readable;\n"
+		"`softrnic stat` says how many belong to processes that are gone.\n");
+}
+
+/* ---- previous samples for rates (open addressing, bounded) ------------- */
+
+#define PREV_SLOTS 16384
+
+struct prev_map {
+	uint64_t key[PREV_SLOTS];
+	uint64_t val[PREV_SLOTS];
+	bool used[PREV_SLOTS];
+};
+
+static uint64_t key_of(const char *path, uint64_t scope, uint32_t idx)
+{
+	uint64_t h = 1469598103934665603ull;    /* FNV-1a */
+	for (const unsigned char *p = (const unsigned char *)path; *p; p++)
+		h = (h ^ *p) * 1099511628211ull;
+	h = (h ^ scope) * 1099511628211ull;
+	h = (h ^ idx) * 1099511628211ull;
+	return h | 1;
+}
+
+/* Store v under key; returns the previous value in *old (false: none). */
+static bool prev_swap(struct prev_map *m, uint64_t key, uint64_t v, uint64_t *old)
+{
+	if (!m)
+		return false;
+	for (uint32_t i = 0; i < PREV_SLOTS; i++) {
+		uint32_t j = (uint32_t)(key + i) & (PREV_SLOTS - 1);
+		if (!m->used[j]) {
+			m->used[j] = true;
+			m->key[j] = key;
+			m->val[j] = v;
+			return false;
+		}
+		if (m->key[j] == key) {
+			*old = m->val[j];
+			m->val[j] = v;
+			return true;
+		}
+	}
+	return false;   /* full: no rate for this one */
+}
+
+/* ---- printing ---------------------------------------------------------- */
+
+struct sample {
+	struct prev_map *prev;  /* NULL: no rates */
+	double dt;              /* seconds since the previous sample */
+	bool have_prev;
+};
+
+static void print_counter(struct srn_out *o, const struct stat_opts *op, const char *path,
+			  uint64_t scope, uint32_t idx, const char *name, uint64_t v,
+			  struct sample *smp, const char *dump_scope)
+{
+	uint64_t old = 0;
+	bool has_old = prev_swap(smp->prev, key_of(path, scope, idx), v, &old);
+	bool rate = smp->prev && smp->have_prev && has_old && smp->dt > 0;
+	double r = rate ? (double)(v - old) / smp->dt : 0;
+
+	switch (o->mode) {
+	case SRN_OUT_TABLE:
+		if (!v && !op->all)
+			return;
+		fprintf(o->f, "    %-30s %16" PRIu64, name, v);
+		if (rate)
+			fprintf(o->f, " %14.1f/s", r);
+		fputc('\n', o->f);
+		break;
+	case SRN_OUT_DUMP:
+		fprintf(o->f, "%s\t%s\t%s\t%" PRIu64, o->prefix, dump_scope, name, v);
+		if (rate)
+			fprintf(o->f, "\t%.1f", r);
+		fputc('\n', o->f);
+		break;
+	case SRN_OUT_JSON:
+		if (rate) {
+			srn_out_obj_begin(o, name);
+			srn_out_u64(o, "value", v);
+			srn_out_dbl(o, "rate", r, 1);
+			srn_out_obj_end(o);
+		} else {
+			srn_out_u64(o, name, v);
+		}
+		break;
+	}
+}
+
+static bool qp_wanted(const struct stat_opts *op, const struct srn_diag_slot *sl)
+{
+	return op->has_qp && sl->kind == SRN_DIAG_QP && (op->qp_all || sl->qp.qpn == op->qpn);
+}
+
+static void print_qps(struct srn_out *o, const struct stat_opts *op, const struct srn_seg *s,
+		      struct sample *smp, unsigned *nqps)
+{
+	struct srn_diag_slot sl;
+	srn_out_arr_begin(o, "qps");
+	for (uint32_t i = 0; i < SRN_DIAG_SLOTS; i++) {
+		if (srn_seg_slot(s, i, &sl) == 0 || !qp_wanted(op, &sl))
+			continue;
+		(*nqps)++;
+		char head[64], scope[32];
+		snprintf(head, sizeof(head), "qp 0x%06x", sl.qp.qpn);
+		snprintf(scope, sizeof(scope), "qp:0x%06x", sl.qp.qpn);
+		srn_out_obj_begin(o, NULL);
+		if (o->mode == SRN_OUT_TABLE)
+			fprintf(o->f, "  %s  %s %s\n", head, srn_qp_type_str(sl.qp.type),
+				srn_qp_state_str(sl.qp.state));
+		srn_out_u64(o, "qpn", sl.qp.qpn);
+		srn_out_str(o, "type", srn_qp_type_str(sl.qp.type));
+		srn_out_str(o, "state", srn_qp_state_str(sl.qp.state));
+		srn_out_obj_begin(o, "counters");
+		uint64_t key_scope = (uint64_t)i << 32 | sl.gen;
+		for (uint32_t c = 0; c < s->nqp_counters; c++)
+			print_counter(o, op, s->path, key_scope, c, s->qpcnames[c], sl.qp.cnt[c], smp,
+				      scope);
+		srn_out_obj_end(o);
+		srn_out_obj_end(o);
+	}
+	srn_out_arr_end(o);
+}
+
+static void print_seg(struct srn_out *o, const struct stat_opts *op, const struct srn_seg *s,
+		      struct sample *smp, unsigned *nqps)
+{
+	const struct srn_diag_hdr *h = &s->seg->hdr;
+	uint64_t now_real = (uint64_t)time(NULL) * 1000000000ull;
+	double up = now_real > s->start_realtime_ns ? (double)(now_real - s->start_realtime_ns) / 1e9
+						    : 0;
+	char started[32];
+	srn_time_str(s->start_realtime_ns, started, sizeof(started));
+	snprintf(o->prefix, sizeof(o->prefix), "%d\t%s\t%s", s->pid, s->dev,
+		 srn_proc_state_name(s->state));
+
+	srn_out_obj_begin(o, NULL);
+	if (o->mode == SRN_OUT_TABLE) {
+		fprintf(o->f, "%s  pid %d (%s)  %s  %s", s->dev, s->pid, s->comm, s->addr,
+			srn_proc_state_name(s->state));
+		if (s->state == SRN_PROC_RUNNING)
+			fprintf(o->f, "  up %.1fs\n", up);
+		else
+			fprintf(o->f, "  started %s, last values\n", started);
+		uint64_t full = atomic_load_explicit(&h->table_full, memory_order_relaxed);
+		if (full)
+			fprintf(o->f, "  (%" PRIu64 " objects not tracked: table full)\n", full);
+	}
+	srn_out_u64(o, "pid", (uint64_t)s->pid);
+	srn_out_str(o, "comm", s->comm);
+	srn_out_str(o, "dev", s->dev);
+	srn_out_str(o, "addr", s->addr);
+	srn_out_str(o, "state", srn_proc_state_name(s->state));
+	srn_out_dbl(o, "start_time", (double)s->start_realtime_ns / 1e9, 3);
+	srn_out_u64(o, "objects", atomic_load_explicit(&h->slots_used, memory_order_relaxed));
+	srn_out_u64(o, "objects_untracked", atomic_load_explicit(&h->table_full, memory_order_relaxed));
+	srn_out_u64(o, "errors_logged", atomic_load_explicit(&h->errors_logged, memory_order_relaxed));
+	srn_out_obj_begin(o, "counters");
+	for (uint32_t i = 0; i < s->ncounters; i++)
+		print_counter(o, op, s->path, 0, i, s->cnames[i], srn_seg_counter(s, i), smp, "dev");
+	srn_out_obj_end(o);
+	if (op->has_qp)
+		print_qps(o, op, s, smp, nqps);
+	srn_out_obj_end(o);
+}
+
+static int show(const struct stat_opts *op, struct sample *smp)
+{
+	struct srn_seg_set set;
+	int r = srn_segs_load(&set, &op->filt, op->mode != SRN_OUT_TABLE);
+	if (r) {
+		fprintf(stderr, "softrnic stat: %s: %s\n", srn_diag_dir(), strerror(-r));
+		return SRN_EXIT_FAIL;
+	}
+	struct srn_out o;
+	srn_out_init(&o, stdout, op->mode);
+	unsigned nqps = 0;
+
+	srn_out_obj_begin(&o, NULL);
+	srn_out_arr_begin(&o, "devices");
+	for (size_t i = 0; i < set.n; i++) {
+		print_seg(&o, op, &set.v[i], smp, &nqps);
+		if (o.mode == SRN_OUT_TABLE && i + 1 < set.n)
+			fputc('\n', stdout);
+	}
+	srn_out_arr_end(&o);
+	srn_out_u64(&o, "stale_files", set.stale);
+	srn_out_u64(&o, "unreadable_files", set.unreadable);
+	srn_out_obj_end(&o);
+
+	if (o.mode == SRN_OUT_TABLE) {
+		if (!set.n)
+			printf("no softrnic devices in use%s\n",
+			       op->filt.pid || op->filt.dev ? " matching the filter" : "");
+		if (op->has_qp && !nqps && set.n)
+			printf("no such QP\n");
+		if (set.stale)
+			printf("\n%u file%s of processes that are gone; `softrnic stat --cleanup` "
+			       "removes them\n",
+			       set.stale, set.stale == 1 ? "" : "s");
+	}
+	fflush(stdout);
+	srn_segs_free(&set);
+	return SRN_EXIT_OK;
+}
+
+static int watch(const struct stat_opts *op)
+{
+	struct prev_map *prev = calloc(1, sizeof(*prev));
+	if (!prev) {
+		fprintf(stderr, "softrnic stat: out of memory\n");
+		return SRN_EXIT_FAIL;
+	}
+	bool clear = op->mode == SRN_OUT_TABLE && isatty(STDOUT_FILENO);
+	uint64_t last = 0;
+	int ret = SRN_EXIT_OK;
+	for (long n = 0; !op->count || n < op->count; n++) {
+		if (n) {
+			struct timespec ts = { .tv_sec = op->watch_ms / 1000,
+					       .tv_nsec = op->watch_ms % 1000 * 1000000 };
+			while (nanosleep(&ts, &ts) && errno == EINTR)
+				;
+		}
+		uint64_t now = srn_mono_now();
+		struct sample smp = { .prev = prev, .dt = n ? (double)(now - last) / 1e9 : 0,
+				      .have_prev = n > 0 };
+		last = now;
+		if (clear)
+			fputs("\033[H\033[2J", stdout);
+		else if (n && op->mode == SRN_OUT_TABLE)
+			fputs("\n", stdout);
+		ret = show(op, &smp);
+		if (ret)
+			break;
+	}
+	free(prev);
+	return ret;
+}
+
+int srn_cmd_stat(int argc, char *argv[])
+{
+	static const struct option longopts[] = {
+		{ "pid", required_argument, NULL, 'p' },  { "dev", required_argument, NULL, 'd' },
+		{ "qp", required_argument, NULL, 'q' },   { "all", no_argument, NULL, 'a' },
+		{ "watch", optional_argument, NULL, 'w' }, { "count", required_argument, NULL, 'n' },
+		{ "json", no_argument, NULL, 'j' },       { "dump", no_argument, NULL, 'D' },
+		{ "cleanup", no_argument, NULL, 'C' },    { "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct stat_opts op = { .mode = SRN_OUT_TABLE };
+	uint32_t v;
+	int c;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'p':
+			if (srn_parse_u32(optarg, &v) || !v || v > INT32_MAX)
+				goto bad;
+			op.filt.pid = (int)v;
+			break;
+		case 'd':
+			op.filt.dev = optarg;
+			break;
+		case 'q':
+			op.has_qp = true;
+			if (!strcmp(optarg, "all"))
+				op.qp_all = true;
+			else if (srn_parse_u32(optarg, &op.qpn) || op.qpn > 0xffffff)
+				goto bad;
+			break;
+		case 'a':
+			op.all = true;
+			break;
+		case 'w': {
+			/* "--watch 2" as well as "--watch=2". */
+			const char *arg = optarg;
+			if (!arg && optind < argc && argv[optind][0] >= '0' && argv[optind][0] <= '9')
+				arg = argv[optind++];
+			double secs = arg ? strtod(arg, NULL) : 1.0;
+			if (!(secs >= 0.05 && secs <= 3600))
+				goto bad;
+			op.watch_ms = (long)(secs * 1000);
+			break;
+		}
+		case 'n':
+			if (srn_parse_u32(optarg, &v) || !v)
+				goto bad;
+			op.count = (long)v;
+			break;
+		case 'j':
+			op.mode = SRN_OUT_JSON;
+			break;
+		case 'D':
+			op.mode = SRN_OUT_DUMP;
+			break;
+		case 'C':
+			op.cleanup = true;
+			break;
+		case 'h':
+			srn_usage_stat(stdout);
+			return SRN_EXIT_OK;
+		default:
+			srn_usage_stat(stderr);
+			return SRN_EXIT_USAGE;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "softrnic stat: unexpected argument '%s'\n", argv[optind]);
+		return SRN_EXIT_USAGE;
+	}
+	if (op.cleanup) {
+		unsigned n = srn_segs_cleanup(&op.filt, true);
+		printf("removed %u file%s of processes that are gone\n", n, n == 1 ? "" : "s");
+		return SRN_EXIT_OK;
+	}
+	if (op.count && !op.watch_ms)
+		op.watch_ms = 1000;
+	if (op.watch_ms)
+		return watch(&op);
+	struct sample smp = { 0 };
+	return show(&op, &smp);
+bad:
+	fprintf(stderr, "softrnic stat: bad value '%s'\n", optarg ? optarg : "");
+	srn_usage_stat(stderr);
+	return SRN_EXIT_USAGE;
+}
