@@ -460,6 +460,116 @@ static void test_rnr_and_retry(void)
 	conn_retry = 7;
 }
 
+static void write_via(uint32_t rkey, uint64_t addr, uint32_t len, enum ibv_wc_status want)
+{
+	struct ibv_sge s = { (uintptr_t)buf_a, len, mr_a->lkey };
+	struct ibv_send_wr wr = { .wr_id = 900, .sg_list = &s, .num_sge = 1,
+				  .opcode = IBV_WR_RDMA_WRITE, .send_flags = IBV_SEND_SIGNALED }, *bad;
+	wr.wr.rdma.rkey = rkey;
+	wr.wr.rdma.remote_addr = addr;
+	CHECK(ibv_post_send(qa, &wr, &bad) == 0);
+	struct ibv_wc w = poll_one(cq_a);
+	if (w.status != want)
+		fprintf(stderr, "write via rkey %#x: %s, wanted %s\n", rkey,
+			ibv_wc_status_str(w.status), ibv_wc_status_str(want));
+	CHECK(w.status == want);
+}
+
+/* Memory windows: a type-2 window bound by work request grants remote
+ * access to part of a region, only through the QP that bound it; local
+ * invalidate and Send with Invalidate revoke it; a type-1 window via
+ * ibv_bind_mw; a region with bound windows cannot be deregistered. */
+static void test_mw(void)
+{
+	uint8_t *wbuf = calloc(1, 65536);
+	CHECK(wbuf);
+	struct ibv_mr *wmr = ibv_reg_mr(pd, wbuf, 65536, IBV_ACCESS_LOCAL_WRITE |
+					IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_MW_BIND);
+	CHECK(wmr);
+	setup(IBV_MTU_1024, 0);
+	struct ibv_mw *mw = ibv_alloc_mw(pd, IBV_MW_TYPE_2);
+	CHECK(mw && mw->type == IBV_MW_TYPE_2);
+	uint32_t rkey = ibv_inc_rkey(mw->rkey);
+	struct ibv_send_wr wr = { .wr_id = 1, .opcode = IBV_WR_BIND_MW, .send_flags = IBV_SEND_SIGNALED }, *bad;
+	wr.bind_mw.mw = mw;
+	wr.bind_mw.rkey = rkey;
+	wr.bind_mw.bind_info = (struct ibv_mw_bind_info){ .mr = wmr, .addr = (uintptr_t)wbuf + 4096,
+		.length = 8192, .mw_access_flags = IBV_ACCESS_REMOTE_WRITE };
+	CHECK(ibv_post_send(qb, &wr, &bad) == 0);
+	struct ibv_wc w = poll_one(cq_b);
+	if (w.status != IBV_WC_SUCCESS) fprintf(stderr, "bind: %s op %d\n", ibv_wc_status_str(w.status), w.opcode);
+	CHECK(w.status == IBV_WC_SUCCESS && w.opcode == IBV_WC_BIND_MW && w.wr_id == 1);
+	CHECK(mw->rkey == rkey);
+	fill(buf_a, 100, 5);
+	write_via(rkey, (uintptr_t)wbuf + 4096, 100, IBV_WC_SUCCESS);
+	CHECK(memcmp(wbuf + 4096, buf_a, 100) == 0);
+	CHECK(ibv_dereg_mr(wmr) == EBUSY);
+	write_via(rkey, (uintptr_t)wbuf, 100, IBV_WC_REM_ACCESS_ERR);   /* outside the window */
+	teardown();
+
+	/* bound to qb: a fresh QP pair cannot use it */
+	setup(IBV_MTU_1024, 0);
+	write_via(rkey, (uintptr_t)wbuf + 4096, 100, IBV_WC_REM_ACCESS_ERR);
+	teardown();
+	CHECK(ibv_dealloc_mw(mw) == 0);
+
+	/* bind, use, local invalidate, refused */
+	setup(IBV_MTU_1024, 0);
+	mw = ibv_alloc_mw(pd, IBV_MW_TYPE_2);
+	CHECK(mw);
+	rkey = ibv_inc_rkey(mw->rkey);
+	wr.bind_mw.mw = mw;
+	wr.bind_mw.rkey = rkey;
+	CHECK(ibv_post_send(qb, &wr, &bad) == 0);
+	CHECK(poll_one(cq_b).status == IBV_WC_SUCCESS);
+	write_via(rkey, (uintptr_t)wbuf + 8192, 64, IBV_WC_SUCCESS);
+	struct ibv_send_wr inv = { .wr_id = 2, .opcode = IBV_WR_LOCAL_INV, .send_flags = IBV_SEND_SIGNALED,
+				   .invalidate_rkey = rkey };
+	CHECK(ibv_post_send(qb, &inv, &bad) == 0);
+	w = poll_one(cq_b);
+	CHECK(w.status == IBV_WC_SUCCESS && w.opcode == IBV_WC_LOCAL_INV);
+	write_via(rkey, (uintptr_t)wbuf + 8192, 64, IBV_WC_REM_ACCESS_ERR);
+	teardown();
+
+	/* re-bind with a new key, then the peer's Send with Invalidate */
+	setup(IBV_MTU_1024, 0);
+	rkey = ibv_inc_rkey(rkey);
+	wr.bind_mw.rkey = rkey;
+	CHECK(ibv_post_send(qb, &wr, &bad) == 0);
+	CHECK(poll_one(cq_b).status == IBV_WC_SUCCESS);
+	post_recv(qb, 3, buf_b, 4096, mr_b);
+	struct ibv_sge s = { (uintptr_t)buf_a, 10, mr_a->lkey };
+	struct ibv_send_wr si = { .wr_id = 4, .sg_list = &s, .num_sge = 1, .opcode = IBV_WR_SEND_WITH_INV,
+				  .send_flags = IBV_SEND_SIGNALED, .invalidate_rkey = rkey };
+	CHECK(ibv_post_send(qa, &si, &bad) == 0);
+	w = poll_one(cq_b);
+	CHECK(w.status == IBV_WC_SUCCESS && (w.wc_flags & IBV_WC_WITH_INV) && w.invalidated_rkey == rkey);
+	CHECK(w.byte_len == 10);
+	CHECK(poll_one(cq_a).status == IBV_WC_SUCCESS);
+	write_via(rkey, (uintptr_t)wbuf + 8192, 64, IBV_WC_REM_ACCESS_ERR);
+	teardown();
+	CHECK(ibv_dealloc_mw(mw) == 0);
+
+	/* type 1 through ibv_bind_mw */
+	setup(IBV_MTU_1024, 0);
+	struct ibv_mw *mw1 = ibv_alloc_mw(pd, IBV_MW_TYPE_1);
+	CHECK(mw1);
+	uint32_t old = mw1->rkey;
+	struct ibv_mw_bind b = { .wr_id = 5, .send_flags = IBV_SEND_SIGNALED,
+		.bind_info = { .mr = wmr, .addr = (uintptr_t)wbuf, .length = 65536,
+			       .mw_access_flags = IBV_ACCESS_REMOTE_WRITE } };
+	CHECK(ibv_bind_mw(qb, mw1, &b) == 0);
+	CHECK(mw1->rkey != old && (mw1->rkey >> 8) == (old >> 8));
+	w = poll_one(cq_b);
+	CHECK(w.status == IBV_WC_SUCCESS && w.opcode == IBV_WC_BIND_MW && w.wr_id == 5);
+	write_via(mw1->rkey, (uintptr_t)wbuf + 60000, 100, IBV_WC_SUCCESS);
+	write_via(old, (uintptr_t)wbuf + 60000, 100, IBV_WC_REM_ACCESS_ERR);   /* the old key is stale */
+	teardown();
+	CHECK(ibv_dealloc_mw(mw1) == 0);
+	CHECK(ibv_dereg_mr(wmr) == 0);
+	free(wbuf);
+}
+
 int main(void)
 {
 	int n;
@@ -494,6 +604,7 @@ int main(void)
 	test_read(IBV_MTU_4096);
 	test_atomics();
 	test_rnr_and_retry();
+	test_mw();
 
 	CHECK(ibv_dealloc_pd(pd) == EBUSY);   /* MRs still registered */
 	CHECK(ibv_dereg_mr(mr_a) == 0 && ibv_dereg_mr(mr_b) == 0);

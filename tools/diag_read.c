@@ -344,6 +344,15 @@ const char *srn_kind_name(uint32_t kind)
 	return kind < SRN_DIAG__KINDS ? names[kind] : "?";
 }
 
+const char *srn_level_str(uint32_t level)
+{
+	static const char *const names[] = {
+		[SRN_LOG_OFF] = "-", [SRN_LOG_ERROR] = "error", [SRN_LOG_WARN] = "warn",
+		[SRN_LOG_INFO] = "info", [SRN_LOG_DEBUG] = "debug",
+	};
+	return level < sizeof(names) / sizeof(names[0]) ? names[level] : "?";
+}
+
 const char *srn_qp_state_str(uint32_t state)
 {
 	static const char *const names[] = {

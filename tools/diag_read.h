@@ -84,6 +84,7 @@ uint64_t srn_seg_realtime(const struct srn_seg *s, uint64_t mono_ns);
 
 uint64_t srn_mono_now(void);
 const char *srn_kind_name(uint32_t kind);
+const char *srn_level_str(uint32_t level);    /* enum srn_log_level */
 const char *srn_qp_state_str(uint32_t state);
 const char *srn_qp_type_str(uint32_t type);
 void srn_access_str(uint32_t access, char *buf, size_t len);

@@ -30,7 +30,10 @@
 #define SRN_SUBCOMMANDS(X)                                                   \
 	X(devinfo, "show devices, ports and GIDs (like ibv_devinfo)")        \
 	X(run, "run a program on softrnic instead of the system libibverbs") \
-	X(perf, "measure latency and bandwidth of verbs operations (perftest)")
+	X(perf, "measure latency and bandwidth of verbs operations (perftest)") \
+	X(stat, "live counters of every softrnic process (--watch, --json)") \
+	X(res, "resources of every softrnic process: PDs, MRs, CQs, QPs")     \
+	X(explain, "why work requests failed; what a completion status means")
 
 #define SRN_DECLARE_SUBCOMMAND(name, summary)        \
 	int srn_cmd_##name(int argc, char *argv[]); \

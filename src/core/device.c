@@ -136,7 +136,9 @@ void srn_device_query(struct srn_device *dev, struct ibv_device_attr *a)
 	a->max_qp = SRN_MAX_QP;
 	a->max_qp_wr = SRN_MAX_QP_WR;
 	a->device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_PORT_ACTIVE_EVENT |
-			      IBV_DEVICE_SYS_IMAGE_GUID | IBV_DEVICE_SHUTDOWN_PORT;
+			      IBV_DEVICE_SYS_IMAGE_GUID | IBV_DEVICE_SHUTDOWN_PORT |
+			      IBV_DEVICE_MEM_WINDOW |
+			      IBV_DEVICE_MEM_WINDOW_TYPE_2B | IBV_DEVICE_MEM_MGT_EXTENSIONS;
 	a->max_sge = SRN_MAX_SGE;
 	a->max_sge_rd = SRN_MAX_SGE;
 	a->max_cq = SRN_MAX_CQ;
@@ -151,7 +153,7 @@ void srn_device_query(struct srn_device *dev, struct ibv_device_attr *a)
 	a->atomic_cap = IBV_ATOMIC_HCA;
 	a->max_ee = 0;
 	a->max_rdd = 0;
-	a->max_mw = 0;
+	a->max_mw = SRN_MAX_MR;
 	a->max_raw_ipv6_qp = 0;
 	a->max_raw_ethy_qp = 0;
 	a->max_mcast_grp = SRN_MAX_MCAST_GRP;

@@ -29,7 +29,7 @@ int srn_mr_check_access(unsigned access)
 	if ((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
 	    !(access & IBV_ACCESS_LOCAL_WRITE))
 		return -EINVAL;
-	if (access & (IBV_ACCESS_ZERO_BASED | IBV_ACCESS_ON_DEMAND | IBV_ACCESS_MW_BIND))
+	if (access & (IBV_ACCESS_ZERO_BASED | IBV_ACCESS_ON_DEMAND))
 		return -EOPNOTSUPP;
 	return 0;
 }
@@ -83,7 +83,14 @@ void srn_mr_remove(struct srn_nic *nic, struct srn_mr *mr)
 		nic->mrs[slot] = NULL;
 }
 
-void *srn_mr_resolve(struct srn_nic *nic, struct srn_pd *pd, uint32_t key,
+struct srn_mr *srn_key_lookup(struct srn_nic *nic, uint32_t key)
+{
+	uint32_t slot = key >> 8;
+	struct srn_mr *mr = slot < nic->mr_cap ? nic->mrs[slot] : NULL;
+	return mr && mr->key == key ? mr : NULL;
+}
+
+void *srn_mr_resolve(struct srn_nic *nic, struct srn_pd *pd, uint32_t qpn, uint32_t key,
 		     uint64_t va, uint64_t len, unsigned need, const char **why)
 {
 	uint32_t slot = key >> 8;
@@ -96,6 +103,24 @@ void *srn_mr_resolve(struct srn_nic *nic, struct srn_pd *pd, uint32_t key,
 		*why = "key belongs to another protection domain";
 		return NULL;
 	}
+	const struct srn_mr *region = mr;
+	if (mr->is_mw) {
+		/* A window key is an rkey only (IBTA 10.6.7). */
+		if (!(need & (IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE |
+			      IBV_ACCESS_REMOTE_ATOMIC))) {
+			*why = "a memory window key used as an lkey";
+			return NULL;
+		}
+		if (!mr->bound) {
+			*why = "memory window not bound (or invalidated)";
+			return NULL;
+		}
+		if (mr->ibmw.type == IBV_MW_TYPE_2 && mr->mw_qpn != qpn) {
+			*why = "type 2 memory window bound to another QP";
+			return NULL;
+		}
+		region = mr->bound;
+	}
 	if ((mr->access & need) != need) {
 		*why = "region lacks the required access right";
 		return NULL;
@@ -105,5 +130,5 @@ void *srn_mr_resolve(struct srn_nic *nic, struct srn_pd *pd, uint32_t key,
 		*why = "address range outside the region";
 		return NULL;
 	}
-	return mr->base + (va - mr->iova);
+	return region->base + (va - region->iova);
 }

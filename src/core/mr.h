@@ -10,6 +10,7 @@
 #define SRN_CORE_MR_H
 
 #include <infiniband/verbs.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 struct srn_nic;
@@ -20,14 +21,22 @@ struct srn_pd {
 	_Atomic int refs;              /* MRs, QPs, AHs, SRQs using it */
 };
 
+/* A memory region, or a memory window (is_mw): a window has its own rkey
+ * and a range/rights inside the region it is bound to; unbound or
+ * invalidated it resolves nothing.  Both live in the one key table. */
 struct srn_mr {
 	struct ibv_mr ibmr;
+	struct ibv_mw ibmw;            /* the handle of a window */
 	struct srn_pd *pd;
 	uint64_t iova;                 /* address the peer/lkey users name */
 	uint8_t *base;                 /* where iova maps in this process */
 	uint64_t length;
 	unsigned access;
 	uint32_t key;
+	bool is_mw;
+	struct srn_mr *bound;          /* window: the region it is bound to, NULL = none */
+	uint32_t mw_qpn;               /* type-2 window: the only QP that may use it */
+	int mw_binds;                  /* region: windows bound to it (dereg waits for 0) */
 };
 
 static inline struct srn_pd *srn_pd(struct ibv_pd *p) { return (struct srn_pd *)p; }
@@ -42,9 +51,12 @@ int srn_mr_insert(struct srn_nic *nic, struct srn_mr *mr);
 void srn_mr_remove(struct srn_nic *nic, struct srn_mr *mr);
 
 /* Resolve [va, va+len) through key for the given access (IBV_ACCESS_* bits,
- * 0 = local read).  Returns the local pointer or NULL with *why set to a
- * short reason.  Must hold nic->lock. */
-void *srn_mr_resolve(struct srn_nic *nic, struct srn_pd *pd, uint32_t key,
+ * 0 = local read).  qpn is the QP using the key (type-2 windows are bound
+ * to one QP).  Returns the local pointer or NULL with *why set to a short
+ * reason.  Must hold nic->lock. */
+void *srn_mr_resolve(struct srn_nic *nic, struct srn_pd *pd, uint32_t qpn, uint32_t key,
 		     uint64_t va, uint64_t len, unsigned need, const char **why);
+/* The key table entry of key (region or window), or NULL. */
+struct srn_mr *srn_key_lookup(struct srn_nic *nic, uint32_t key);
 
 #endif

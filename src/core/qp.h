@@ -47,9 +47,18 @@ struct srn_swqe {
 	uint64_t compare_add, swap;
 	uint32_t remote_qpn, remote_qkey;  /* UD */
 	struct srn_ah *ah;                 /* UD */
+	struct srn_mr *mw;                 /* BIND_MW */
+	struct ibv_mw_bind_info bind;      /* BIND_MW */
+	bool local_done;                   /* BIND_MW/LOCAL_INV executed (go-back-N skips it) */
 	uint32_t first_psn, last_psn;  /* assigned when transmission starts;
 					* a READ owns one PSN per response packet */
 };
+
+/* Work requests the NIC executes itself, sending nothing. */
+static inline bool srn_wr_is_local(enum ibv_wr_opcode op)
+{
+	return op == IBV_WR_BIND_MW || op == IBV_WR_LOCAL_INV;
+}
 
 static inline bool srn_wr_is_rd_atomic(enum ibv_wr_opcode op)
 {

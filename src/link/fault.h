@@ -113,7 +113,9 @@ bool srn_fault_decide(struct srn_fault *f, enum srn_fault_dir dir, const uint8_t
 /* The hooks udp.c calls when an injector exists. now_ns: CLOCK_MONOTONIC. */
 int srn_fault_tx(struct srn_udp *u, const struct sockaddr *dst, socklen_t dstlen,
                  const struct iovec *iov, int iovcnt, uint64_t now_ns);
-/* Send the held TX packets whose deadline has passed; returns how many. */
+/* Send the held TX packets whose deadline has passed; returns how many.
+ * udp.c also calls it from every receive, so held packets leave on time
+ * whenever some thread drives progress. */
 int srn_fault_tx_flush(struct srn_udp *u, uint64_t now_ns);
 /* A whole srn_udp_recv_batch: due held packets first, then what the socket
  * has, with RX faults applied. Data of held packets stays valid until the

@@ -62,7 +62,8 @@ void srn_complete_send(struct srn_qp *qp, enum ibv_wc_status status)
 }
 
 void srn_complete_recv(struct srn_qp *qp, enum ibv_wc_status status, uint32_t byte_len,
-		       bool with_imm, uint32_t imm_be, bool solicited, enum ibv_wc_opcode op)
+		       unsigned wc_flags, uint32_t imm_or_rkey, bool solicited,
+		       enum ibv_wc_opcode op)
 {
 	qp->recv_cur_valid = false;
 	struct ibv_wc wc = {
@@ -72,8 +73,8 @@ void srn_complete_recv(struct srn_qp *qp, enum ibv_wc_status status, uint32_t by
 		.byte_len = byte_len,
 		.qp_num = qp->qpn,
 		.src_qp = qp->attr.dest_qp_num,
-		.wc_flags = with_imm ? IBV_WC_WITH_IMM : 0,
-		.imm_data = with_imm ? imm_be : 0,
+		.wc_flags = wc_flags,
+		.imm_data = wc_flags ? imm_or_rkey : 0,   /* union with invalidated_rkey */
 		.pkey_index = 0,
 		.vendor_err = status == IBV_WC_SUCCESS ? 0 : (uint32_t)status,
 	};
@@ -106,10 +107,10 @@ void srn_qp_flush(struct srn_qp *qp)
 	/* The receive a message was landing in is this QP's even when it
 	 * came from an SRQ; the SRQ's other WQEs stay for other QPs. */
 	if (qp->recv_cur_valid)
-		srn_complete_recv(qp, IBV_WC_WR_FLUSH_ERR, 0, false, 0, false, IBV_WC_RECV);
+		srn_complete_recv(qp, IBV_WC_WR_FLUSH_ERR, 0, 0, 0, false, IBV_WC_RECV);
 	while (srn_rq_take(&qp->rq, &qp->recv_cur, qp->recv_cur_sge)) {
 		qp->recv_cur_valid = true;
-		srn_complete_recv(qp, IBV_WC_WR_FLUSH_ERR, 0, false, 0, false, IBV_WC_RECV);
+		srn_complete_recv(qp, IBV_WC_WR_FLUSH_ERR, 0, 0, 0, false, IBV_WC_RECV);
 	}
 	qp->resp_in_msg = false;
 }

@@ -18,8 +18,11 @@ struct srn_rwqe;
  * unsignaled one produces no CQE. */
 void srn_complete_send(struct srn_qp *qp, enum ibv_wc_status status);
 /* Complete the current receive WQE (qp->recv_cur). */
+/* wc_flags: IBV_WC_WITH_IMM (imm_or_rkey is imm_data, network order) or
+ * IBV_WC_WITH_INV (imm_or_rkey is the invalidated rkey) or 0. */
 void srn_complete_recv(struct srn_qp *qp, enum ibv_wc_status status, uint32_t byte_len,
-		       bool with_imm, uint32_t imm_be, bool solicited, enum ibv_wc_opcode op);
+		       unsigned wc_flags, uint32_t imm_or_rkey, bool solicited,
+		       enum ibv_wc_opcode op);
 /* Complete the oldest receive WQE of a UD QP: GRH present, source QP
  * from the DETH. */
 void srn_complete_recv_ud(struct srn_qp *qp, uint32_t byte_len, bool with_imm, uint32_t imm_be,

@@ -96,7 +96,7 @@ static int scatter(struct srn_qp *qp, const struct srn_swqe *w, uint32_t off,
 		}
 		uint32_t take = sge[i].length - off < len ? sge[i].length - off : len;
 		const char *why;
-		void *dst = srn_mr_resolve(qp->nic, qp->pd, sge[i].lkey, sge[i].addr + off, take,
+		void *dst = srn_mr_resolve(qp->nic, qp->pd, qp->qpn, sge[i].lkey, sge[i].addr + off, take,
 					   IBV_ACCESS_LOCAL_WRITE, &why);
 		if (!dst)
 			return -EACCES;
@@ -242,6 +242,9 @@ void srn_comp_packet(struct srn_qp *qp, const struct srn_pkt *p)
 		on_ack(qp, p);
 	else
 		on_response(qp, p);
+	/* A bind/invalidate right after what just completed completes too. */
+	if (qp->state != IBV_QPS_ERR)
+		ack_before(qp, qp->req_una);
 	if (qp->state == IBV_QPS_RTS || qp->state == IBV_QPS_SQD)
 		srn_req_push(qp);
 }

@@ -23,6 +23,7 @@
 #include "core/ah.h"
 #include "core/limits.h"
 #include "core/mr.h"
+#include "core/mw.h"
 #include "core/nic.h"
 #include "core/qp.h"
 #include "transport/complete.h"
@@ -68,7 +69,7 @@ static int gather(struct srn_qp *qp, const struct srn_swqe *w, uint32_t idx, uin
 		if (take > len)
 			take = len;
 		const char *why;
-		void *p = srn_mr_resolve(qp->nic, qp->pd, sge[i].lkey, sge[i].addr + off, take, 0,
+		void *p = srn_mr_resolve(qp->nic, qp->pd, qp->qpn, sge[i].lkey, sge[i].addr + off, take, 0,
 					 &why);
 		if (!p)
 			return -EACCES;
@@ -88,6 +89,8 @@ static int opcode_for(struct srn_qp *qp, const struct srn_swqe *w, enum srn_seg 
 		return srn_opcode_send(transport_of(qp), seg, false, false);
 	case IBV_WR_SEND_WITH_IMM:
 		return srn_opcode_send(transport_of(qp), seg, true, false);
+	case IBV_WR_SEND_WITH_INV:
+		return srn_opcode_send(transport_of(qp), seg, false, true);
 	case IBV_WR_RDMA_WRITE:
 		return srn_opcode_write(transport_of(qp), seg, false);
 	case IBV_WR_RDMA_WRITE_WITH_IMM:
@@ -143,6 +146,7 @@ static int send_one(struct srn_qp *qp)
 		.paylen = len,
 		.se = last && (w->send_flags & IBV_SEND_SOLICITED),
 		.imm_be = w->imm_be,
+		.ieth_rkey = w->imm_be,
 		/* A resent READ asks only for what is still missing (rxe
 		 * req_retry; IBTA 9.7.5.1.6). */
 		.reth_va = w->remote_addr + (rd ? off : 0),
@@ -181,7 +185,8 @@ static int send_one(struct srn_qp *qp)
 		return ret;
 	if (p.ackreq)
 		qp->req_pkts_since_ackreq = 0;
-	if (pktidx == 0 && (w->opcode == IBV_WR_SEND || w->opcode == IBV_WR_SEND_WITH_IMM))
+	if (pktidx == 0 && (w->opcode == IBV_WR_SEND || w->opcode == IBV_WR_SEND_WITH_IMM ||
+			    w->opcode == IBV_WR_SEND_WITH_INV))
 		srn_count(&qp->nic->cnt, SRN_CNT_RDMA_SENDS, 1);
 	/* A READ request stands for all its response PSNs. */
 	qp->req_psn = rd ? srn_psn_add(w->last_psn, 1) : srn_psn_add(qp->req_psn, 1);
@@ -210,6 +215,23 @@ static bool may_start(const struct srn_qp *qp, const struct srn_swqe *w)
 	return true;
 }
 
+/* Execute a bind or local invalidate at its place in the send queue.  It
+ * owns no PSN: its range is empty, ending just before req_psn, so the
+ * acknowledgement that completes the WQE before it completes it too.
+ * Returns 0 or the error status it must complete with. */
+static enum ibv_wc_status run_local(struct srn_qp *qp, struct srn_swqe *w)
+{
+	w->first_psn = qp->req_psn;
+	w->last_psn = srn_psn_add(qp->req_psn, SRN_PSN_MASK);
+	if (w->local_done)
+		return IBV_WC_SUCCESS;  /* resent past by go-back-N: ran already */
+	w->local_done = true;
+	if (w->opcode == IBV_WR_BIND_MW)
+		return srn_mw_bind(qp, w->mw, w->rkey, &w->bind) ? IBV_WC_MW_BIND_ERR
+								  : IBV_WC_SUCCESS;
+	return srn_mw_invalidate(qp, w->imm_be) ? IBV_WC_LOC_QP_OP_ERR : IBV_WC_SUCCESS;
+}
+
 void srn_req_push(struct srn_qp *qp)
 {
 	if (qp->req_blocked || qp->rnr_wait)
@@ -224,6 +246,22 @@ void srn_req_push(struct srn_qp *qp)
 			return;
 		if (!qp->sq_cur_started && !may_start(qp, w))
 			return;
+		if (srn_wr_is_local(w->opcode)) {
+			enum ibv_wc_status st = run_local(qp, w);
+			if (st != IBV_WC_SUCCESS) {
+				while (qp->sq_tail != qp->sq_cur)
+					srn_complete_send(qp, IBV_WC_WR_FLUSH_ERR);
+				qp->sq_cur++;
+				srn_complete_send(qp, st);
+				srn_qp_fail(qp, SRN_NO_EVENT);
+				return;
+			}
+			qp->sq_cur++;
+			/* Nothing before it outstanding: done now, in order. */
+			if (qp->sq_tail + 1 == qp->sq_cur)
+				srn_complete_send(qp, IBV_WC_SUCCESS);
+			continue;
+		}
 		bool starting = !qp->sq_cur_started;
 		int ret = send_one(qp);
 		if (ret == -EAGAIN) {

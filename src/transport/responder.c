@@ -22,6 +22,7 @@
 #include <netinet/in.h>
 
 #include "core/mr.h"
+#include "core/mw.h"
 #include "core/nic.h"
 #include "core/qp.h"
 #include "core/srq.h"
@@ -71,7 +72,7 @@ static int place_recv(struct srn_qp *qp, const uint8_t *src, uint32_t off, uint3
 		}
 		uint32_t take = sge[i].length - off < len ? sge[i].length - off : len;
 		const char *why;
-		void *dst = srn_mr_resolve(qp->nic, qp->pd, sge[i].lkey, sge[i].addr + off, take,
+		void *dst = srn_mr_resolve(qp->nic, qp->pd, qp->qpn, sge[i].lkey, sge[i].addr + off, take,
 					   IBV_ACCESS_LOCAL_WRITE, &why);
 		if (!dst)
 			return -EACCES;
@@ -116,14 +117,25 @@ static enum exec_result exec_send(struct srn_qp *qp, const struct srn_pkt *p)
 		enum ibv_wc_status st = ret == -EMSGSIZE ? IBV_WC_LOC_LEN_ERR : IBV_WC_LOC_PROT_ERR;
 		if (ret == -EMSGSIZE)
 			srn_count(&qp->nic->cnt, SRN_CNT_LOC_LEN_ERR, 1);
-		srn_complete_recv(qp, st, 0, false, 0, false, IBV_WC_RECV);
+		srn_complete_recv(qp, st, 0, 0, 0, false, IBV_WC_RECV);
 		qp->resp_in_msg = false;
 		return ret == -EMSGSIZE ? EXEC_NAK_INVALID : EXEC_NAK_OP;
 	}
 	qp->resp_off += p->paylen;
 	qp->resp_in_msg = !last;
-	if (last) {
-		srn_complete_recv(qp, IBV_WC_SUCCESS, qp->resp_off, f & SRN_OPF_IMM, p->imm_be, p->se,
+	if (last && (f & SRN_OPF_INV)) {
+		/* Send with Invalidate: the named window dies before the
+		 * completion says so (IBTA 10.6.7.2.5). */
+		if (srn_mw_invalidate(qp, p->ieth_rkey)) {
+			srn_complete_recv(qp, IBV_WC_REM_INV_REQ_ERR, 0, 0, 0, false, IBV_WC_RECV);
+			return EXEC_NAK_INVALID;
+		}
+		srn_complete_recv(qp, IBV_WC_SUCCESS, qp->resp_off, IBV_WC_WITH_INV, p->ieth_rkey,
+				  p->se, IBV_WC_RECV);
+		srn_count(&qp->nic->cnt, SRN_CNT_RDMA_RECVS, 1);
+	} else if (last) {
+		srn_complete_recv(qp, IBV_WC_SUCCESS, qp->resp_off,
+				  (f & SRN_OPF_IMM) ? IBV_WC_WITH_IMM : 0, p->imm_be, p->se,
 				  IBV_WC_RECV);
 		srn_count(&qp->nic->cnt, SRN_CNT_RDMA_RECVS, 1);
 	}
@@ -146,7 +158,7 @@ static enum exec_result exec_write(struct srn_qp *qp, const struct srn_pkt *p)
 			return EXEC_NAK_ACCESS;
 		/* A zero-length WRITE checks no key (IBTA 9.4.2.1). */
 		if (p->reth_len &&
-		    !srn_mr_resolve(qp->nic, qp->pd, p->reth_rkey, p->reth_va, p->reth_len,
+		    !srn_mr_resolve(qp->nic, qp->pd, qp->qpn, p->reth_rkey, p->reth_va, p->reth_len,
 				    IBV_ACCESS_REMOTE_WRITE, &why))
 			return EXEC_NAK_ACCESS;
 		qp->resp_write_va = p->reth_va;
@@ -162,7 +174,7 @@ static enum exec_result exec_write(struct srn_qp *qp, const struct srn_pkt *p)
 	if (p->paylen > qp->resp_write_len - qp->resp_off)
 		return EXEC_NAK_INVALID;
 	if (p->paylen) {
-		void *dst = srn_mr_resolve(qp->nic, qp->pd, qp->resp_write_rkey,
+		void *dst = srn_mr_resolve(qp->nic, qp->pd, qp->qpn, qp->resp_write_rkey,
 					   qp->resp_write_va + qp->resp_off, p->paylen,
 					   IBV_ACCESS_REMOTE_WRITE, &why);
 		if (!dst)   /* deregistered mid-message */
@@ -177,7 +189,7 @@ static enum exec_result exec_write(struct srn_qp *qp, const struct srn_pkt *p)
 			return EXEC_NAK_INVALID;
 		}
 		if (f & SRN_OPF_IMM)
-			srn_complete_recv(qp, IBV_WC_SUCCESS, qp->resp_write_len, true, p->imm_be,
+			srn_complete_recv(qp, IBV_WC_SUCCESS, qp->resp_write_len, IBV_WC_WITH_IMM, p->imm_be,
 					  p->se, IBV_WC_RECV_RDMA_WITH_IMM);
 	}
 	return EXEC_OK;
@@ -204,7 +216,7 @@ static enum exec_result exec_read(struct srn_qp *qp, const struct srn_pkt *p)
 	if (!(qp->attr.qp_access_flags & IBV_ACCESS_REMOTE_READ))
 		return EXEC_NAK_ACCESS;
 	if (p->reth_len &&
-	    !srn_mr_resolve(qp->nic, qp->pd, p->reth_rkey, p->reth_va, p->reth_len,
+	    !srn_mr_resolve(qp->nic, qp->pd, qp->qpn, p->reth_rkey, p->reth_va, p->reth_len,
 			    IBV_ACCESS_REMOTE_READ, &why))
 		return EXEC_NAK_ACCESS;
 	struct srn_resp_res *r = res_alloc(qp);
@@ -228,7 +240,7 @@ static enum exec_result exec_atomic(struct srn_qp *qp, const struct srn_pkt *p)
 		return EXEC_NAK_INVALID;
 	if (!(qp->attr.qp_access_flags & IBV_ACCESS_REMOTE_ATOMIC))
 		return EXEC_NAK_ACCESS;
-	uint64_t *t = srn_mr_resolve(qp->nic, qp->pd, p->atm_rkey, p->atm_va, 8,
+	uint64_t *t = srn_mr_resolve(qp->nic, qp->pd, qp->qpn, p->atm_rkey, p->atm_va, 8,
 				     IBV_ACCESS_REMOTE_ATOMIC, &why);
 	if (!t)
 		return EXEC_NAK_ACCESS;
@@ -298,7 +310,7 @@ static int send_read(struct srn_qp *qp, struct srn_resp_res *r)
 		struct iovec iov = { NULL, len };
 		if (len) {
 			const char *why;
-			iov.iov_base = srn_mr_resolve(qp->nic, qp->pd, r->rkey, r->va + off, len,
+			iov.iov_base = srn_mr_resolve(qp->nic, qp->pd, qp->qpn, r->rkey, r->va + off, len,
 						      IBV_ACCESS_REMOTE_READ, &why);
 			if (!iov.iov_base) {
 				/* Deregistered while the READ was answered. */
@@ -503,7 +515,7 @@ static void ud_request(struct srn_qp *qp, const struct srn_pkt *p, const struct 
 	if (ret) {
 		srn_count(&nic->cnt, SRN_CNT_LOC_LEN_ERR, ret == -EMSGSIZE);
 		srn_complete_recv(qp, ret == -EMSGSIZE ? IBV_WC_LOC_LEN_ERR : IBV_WC_LOC_PROT_ERR, 0,
-				  false, 0, false, IBV_WC_RECV);
+				  0, 0, false, IBV_WC_RECV);
 		return;
 	}
 	srn_count(&nic->cnt, SRN_CNT_RDMA_RECVS, 1);

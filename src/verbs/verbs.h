@@ -39,6 +39,12 @@ struct ibv_qp *srn_verbs_create_qp_ex(struct ibv_context *c, struct ibv_qp_init_
 struct ibv_cq *srn_cq_create(struct ibv_context *context, int cqe, void *cq_context,
 			     struct ibv_comp_channel *channel, int comp_vector);
 
+/* verbs_mw.c */
+struct ibv_mw *srn_verbs_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type);
+int srn_verbs_dealloc_mw(struct ibv_mw *mw);
+int srn_verbs_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *bind);
+struct srn_mr *srn_mw_from_handle(struct ibv_mw *mw);
+
 /* -errno → NULL with errno set */
 static inline void *srn_null_errno(int neg)
 {

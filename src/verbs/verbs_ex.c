@@ -200,6 +200,28 @@ static void wr_send_imm(struct ibv_qp_ex *q, __be32 imm)
 	stage_of(qpx(q))->wr.imm_data = imm;
 }
 
+static void wr_send_inv(struct ibv_qp_ex *q, uint32_t rkey)
+{
+	stage_open(q, IBV_WR_SEND_WITH_INV);
+	stage_of(qpx(q))->wr.invalidate_rkey = rkey;
+}
+
+static void wr_local_inv(struct ibv_qp_ex *q, uint32_t rkey)
+{
+	stage_open(q, IBV_WR_LOCAL_INV);
+	stage_of(qpx(q))->wr.invalidate_rkey = rkey;
+}
+
+static void wr_bind_mw(struct ibv_qp_ex *q, struct ibv_mw *mw, uint32_t rkey,
+		       const struct ibv_mw_bind_info *info)
+{
+	stage_open(q, IBV_WR_BIND_MW);
+	struct ibv_send_wr *wr = &stage_of(qpx(q))->wr;
+	wr->bind_mw.mw = mw;
+	wr->bind_mw.rkey = rkey;
+	wr->bind_mw.bind_info = *info;
+}
+
 static void wr_rdma_write(struct ibv_qp_ex *q, uint32_t rkey, uint64_t addr)
 {
 	stage_open(q, IBV_WR_RDMA_WRITE);
@@ -324,7 +346,8 @@ static int wr_complete(struct ibv_qp_ex *q)
 #define SRN_QP_EX_OPS (IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | \
 		       IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM |                 \
 		       IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |       \
-		       IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD)
+		       IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | IBV_QP_EX_WITH_LOCAL_INV |      \
+		       IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_SEND_WITH_INV)
 
 struct ibv_qp *srn_verbs_create_qp_ex(struct ibv_context *c, struct ibv_qp_init_attr_ex *a)
 {
@@ -360,6 +383,9 @@ struct ibv_qp *srn_verbs_create_qp_ex(struct ibv_context *c, struct ibv_qp_init_
 		x->comp_mask = 0;
 		x->wr_send = wr_send;
 		x->wr_send_imm = wr_send_imm;
+		x->wr_send_inv = wr_send_inv;
+		x->wr_local_inv = wr_local_inv;
+		x->wr_bind_mw = wr_bind_mw;
 		x->wr_rdma_write = wr_rdma_write;
 		x->wr_rdma_write_imm = wr_rdma_write_imm;
 		x->wr_rdma_read = wr_rdma_read;

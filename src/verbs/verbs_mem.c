@@ -106,6 +106,11 @@ SRN_EXPORT int ibv_dereg_mr(struct ibv_mr *ibmr)
 	/* Every access to a region happens under nic->lock, so once the key
 	 * is gone under that lock no access is in flight or can start. */
 	pthread_mutex_lock(&nic->lock);
+	if (mr->mw_binds) {
+		/* Windows still bound to it: the kernel answers EBUSY. */
+		pthread_mutex_unlock(&nic->lock);
+		return EBUSY;
+	}
 	srn_mr_remove(nic, mr);
 	pthread_mutex_unlock(&nic->lock);
 	mr->pd->refs--;

@@ -2,8 +2,8 @@
  * verbs_ops.c - the one place that fills a context's ops tables.
  *
  * struct ibv_context_ops holds what the header's inline verbs call
- * directly (post, poll, notify): every slot gets a function, real or a
- * stub failing with EOPNOTSUPP, so no caller ever meets a NULL.  Slots of
+ * directly (post, poll, notify, memory windows): every slot gets a
+ * function, so no caller ever meets a NULL.  Slots of
  * struct verbs_context may stay NULL: the header's inline wrappers test
  * them (verbs_get_ctx_op) and answer EOPNOTSUPP themselves.
  */
@@ -12,21 +12,6 @@
 
 #include "core/device.h"
 #include "verbs/verbs.h"
-
-static struct ibv_mw *stub_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
-{
-	return srn_null_errno(-EOPNOTSUPP);
-}
-
-static int stub_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *bind)
-{
-	return EOPNOTSUPP;
-}
-
-static int stub_dealloc_mw(struct ibv_mw *mw)
-{
-	return EOPNOTSUPP;
-}
 
 static int compat_query_device(struct ibv_context *c, struct ibv_device_attr *a)
 {
@@ -47,9 +32,9 @@ void srn_verbs_set_ops(struct srn_context *ctx)
 	memset(o, 0, sizeof(*o));
 	o->_compat_query_device = compat_query_device;
 	o->_compat_query_port = compat_query_port;
-	o->alloc_mw = stub_alloc_mw;
-	o->bind_mw = stub_bind_mw;
-	o->dealloc_mw = stub_dealloc_mw;
+	o->alloc_mw = srn_verbs_alloc_mw;
+	o->bind_mw = srn_verbs_bind_mw;
+	o->dealloc_mw = srn_verbs_dealloc_mw;
 	o->poll_cq = srn_verbs_poll_cq;
 	o->req_notify_cq = srn_verbs_req_notify_cq;
 	o->post_srq_recv = srn_verbs_post_srq_recv;

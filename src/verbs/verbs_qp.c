@@ -203,9 +203,10 @@ static int check_send_opcode(const struct srn_qp *qp, enum ibv_wr_opcode op)
 	case IBV_WR_ATOMIC_FETCH_AND_ADD:
 		return qp->type == IBV_QPT_RC ? 0 : -EINVAL;
 	case IBV_WR_SEND_WITH_INV:
+		return qp->type == IBV_QPT_RC ? 0 : -EINVAL;
 	case IBV_WR_LOCAL_INV:
 	case IBV_WR_BIND_MW:
-		return qp->type == IBV_QPT_RC ? -EOPNOTSUPP : -EINVAL;
+		return qp->type == IBV_QPT_UD ? -EINVAL : 0;
 	default:
 		return -EINVAL;
 	}
@@ -221,8 +222,9 @@ int srn_qp_post_one(struct srn_qp *qp, const struct ibv_send_wr *wr)
 	if (qp->sq_head - qp->sq_tail >= qp->sq_size)
 		return -ENOMEM;
 	uint64_t total = 0;
-	for (int i = 0; i < wr->num_sge; i++)
-		total += wr->sg_list[i].length;
+	if (!srn_wr_is_local(wr->opcode))
+		for (int i = 0; i < wr->num_sge; i++)
+			total += wr->sg_list[i].length;
 	if (total > SRN_MAX_MSG_SZ)
 		return -EINVAL;
 	bool inl = (wr->send_flags & IBV_SEND_INLINE) && !srn_wr_is_rd_atomic(wr->opcode);
@@ -258,10 +260,16 @@ int srn_qp_post_one(struct srn_qp *qp, const struct ibv_send_wr *wr)
 		w->rkey = wr->wr.atomic.rkey;
 		w->compare_add = wr->wr.atomic.compare_add;
 		w->swap = wr->wr.atomic.swap;
+	} else if (wr->opcode == IBV_WR_BIND_MW) {
+		w->mw = srn_mw_from_handle(wr->bind_mw.mw);
+		w->rkey = wr->bind_mw.rkey;
+		w->bind = wr->bind_mw.bind_info;
 	} else {
 		w->remote_addr = wr->wr.rdma.remote_addr;
 		w->rkey = wr->wr.rdma.rkey;
 	}
+	if (wr->opcode == IBV_WR_LOCAL_INV || wr->opcode == IBV_WR_SEND_WITH_INV)
+		w->imm_be = wr->invalidate_rkey;   /* the rkey to invalidate */
 	if (inl) {
 		/* Inline data is copied now: the buffer may be reused as soon
 		 * as post returns, and needs no memory key. */
@@ -270,7 +278,7 @@ int srn_qp_post_one(struct srn_qp *qp, const struct ibv_send_wr *wr)
 			memcpy(dst, (const void *)(uintptr_t)wr->sg_list[i].addr, wr->sg_list[i].length);
 			dst += wr->sg_list[i].length;
 		}
-	} else if (wr->num_sge) {
+	} else if (wr->num_sge && !srn_wr_is_local(wr->opcode)) {
 		memcpy(qp->sq_sge + (size_t)idx * qp->cap.max_send_sge, wr->sg_list,
 		       (size_t)wr->num_sge * sizeof(struct ibv_sge));
 	}
