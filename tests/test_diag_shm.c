@@ -132,17 +132,22 @@ struct race {
 	unsigned long consistent, retries_exhausted, bad;
 };
 
+static void race_write(struct race *r, uint32_t i)
+{
+	srn_diag_obj_begin(r->o);
+	SRN_DIAG_SET(r->o->s->qp.sq_psn, i);
+	SRN_DIAG_SET(r->o->s->qp.una_psn, i);
+	SRN_DIAG_SET(r->o->s->qp.rq_psn, i ^ 0x5a5a5au);
+	SRN_DIAG_SET(r->o->s->qp.sq_outstanding, i * 3u);
+	SRN_DIAG_SET(r->o->s->qp.ack_deadline_ns, (uint64_t)i << 20);
+	srn_diag_obj_end(r->o);
+}
+
 static void *writer(void *arg)
 {
 	struct race *r = arg;
 	for (uint32_t i = 1; i <= WRITES; i++) {
-		srn_diag_obj_begin(r->o);
-		SRN_DIAG_SET(r->o->s->qp.sq_psn, i);
-		SRN_DIAG_SET(r->o->s->qp.una_psn, i);
-		SRN_DIAG_SET(r->o->s->qp.rq_psn, i ^ 0x5a5a5au);
-		SRN_DIAG_SET(r->o->s->qp.sq_outstanding, i * 3u);
-		SRN_DIAG_SET(r->o->s->qp.ack_deadline_ns, (uint64_t)i << 20);
-		srn_diag_obj_end(r->o);
+		race_write(r, i);
 		srn_diag_qp_count(r->o, SRN_QPC_SENT_PKTS, 1);
 	}
 	atomic_store(&r->done, true);
@@ -181,6 +186,7 @@ static void test_seqlock(struct srn_diag *d)
 	r.o = srn_diag_obj_add(d, SRN_DIAG_QP, NULL);
 	r.slot = r.o->s;
 	CHECK(r.o->idx < SRN_DIAG_SLOTS, "no slot");
+	race_write(&r, 0);   /* consistent before the writer starts */
 	pthread_t tw, tr;
 	pthread_create(&tr, NULL, reader, &r);
 	pthread_create(&tw, NULL, writer, &r);
@@ -349,11 +355,14 @@ static void test_snapshots(struct srn_diag *d, const struct srn_diag_seg *ro)
 	/* srn_diag_tick refreshes at most every SRN_DIAG_TICK_NS. */
 	uint64_t t0 = mono_ns() + 2 * SRN_DIAG_TICK_NS;
 	srn_diag_tick(d, t0);
+	CHECK(srn_diag_deadline(d) == 0, "deadline right after a refresh");
 	mr.length = 4096;
 	srn_diag_tick(d, t0 + 1);
 	CHECK(s->mr.length == 65536, "tick refreshed too early");
+	CHECK(srn_diag_deadline(d) == t0 + SRN_DIAG_TICK_NS, "skipped tick sets no deadline");
 	srn_diag_tick(d, t0 + SRN_DIAG_TICK_NS);
 	CHECK(s->mr.length == 4096, "tick did not refresh: %llu", (unsigned long long)s->mr.length);
+	CHECK(srn_diag_deadline(d) == 0, "deadline stays after the refresh");
 
 	struct srn_qp *qp = calloc(1, sizeof(*qp));
 	struct srn_swqe sq[4] = { 0 };

@@ -133,6 +133,7 @@ static uint32_t faa_total;
 static uint64_t cnt_kind[K__N], bytes_moved;
 static struct ibv_context *g_ctx;
 static struct ibv_cq *g_scq, *g_rcq;
+static struct ibv_pd *g_pd;
 
 static void die(void) __attribute__((noreturn));
 
@@ -711,6 +712,18 @@ static void die(void)
 			ibv_event_type_str(ev.event_type));
 		ibv_ack_async_event(&ev);
 	}
+	/* Tear down so SOFTRNIC_STATS=1 prints the device counters. */
+	for (int i = 0; i < NQP; i++)
+		if (q[i].qp)
+			ibv_destroy_qp(q[i].qp);
+	if (g_ctx) {
+		ibv_dereg_mr(rmr);
+		ibv_dereg_mr(lmr);
+		ibv_destroy_cq(g_scq);
+		ibv_destroy_cq(g_rcq);
+		ibv_dealloc_pd(g_pd);
+		ibv_close_device(g_ctx);
+	}
 	exit(1);
 }
 
@@ -760,6 +773,7 @@ static int run_side(int is_child, int fd)
 	struct ibv_cq *rcq = ibv_create_cq(ctx, NQP * RQ_DEPTH * 2, NULL, NULL, 0);
 	CHECK(pd && scq && rcq);
 	g_ctx = ctx;
+	g_pd = pd;
 	g_scq = scq;
 	g_rcq = rcq;
 

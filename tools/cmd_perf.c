@@ -681,9 +681,13 @@ static int client_run(struct session *s, uint32_t size, uint64_t iters, uint64_t
 	srn_conn_wr_init(&w, s->msg, sizeof(s->msg));
 	srn_conn_put_u32(&w, p->qps);
 	for (uint32_t q = 0; q < p->qps; q++) {
-		sent += s->c.qps[q].posted;
-		srn_conn_put_u64(&w, s->c.qps[q].posted);
-		srn_conn_put_u64(&w, s->c.qps[q].atomic_next);
+		const struct srn_perf_qp *x = &s->c.qps[q];
+
+		/* This run's sends, and the session's: an atomics target's
+		 * counter must equal the latter. */
+		sent += x->posted - x->run_base;
+		srn_conn_put_u64(&w, x->posted - x->run_base);
+		srn_conn_put_u64(&w, x->posted);
 	}
 	if (send_msg(s, MSG_DONE, &w))
 		return -EIO;

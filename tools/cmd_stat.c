@@ -191,7 +191,9 @@ static void print_seg(struct srn_out *o, const struct stat_opts *op, const struc
 		      struct sample *smp, unsigned *nqps)
 {
 	const struct srn_diag_hdr *h = &s->seg->hdr;
-	uint64_t now_real = (uint64_t)time(NULL) * 1000000000ull;
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	uint64_t now_real = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 	double up = now_real > s->start_realtime_ns ? (double)(now_real - s->start_realtime_ns) / 1e9
 						    : 0;
 	char started[32];

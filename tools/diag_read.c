@@ -59,13 +59,13 @@ static bool proc_exists(int pid, uint64_t start_ticks)
 		return false;
 	if (kill(pid, 0) && errno == ESRCH)
 		return false;
-	/* A live process with that pid may be a newer one. */
-	if (start_ticks) {
-		uint64_t t = srn_diag_proc_start_ticks(pid);
-		if (t && t != start_ticks)
-			return false;
-	}
-	return true;
+	/* A live process with that pid may be a newer one; a zombie has
+	 * died and only waits for its parent. */
+	char state = '?';
+	uint64_t t = srn_diag_proc_stat(pid, &state);
+	if (state == 'Z' || state == 'X')
+		return false;
+	return !(start_ticks && t && t != start_ticks);
 }
 
 static void copy_str(char *dst, size_t dlen, const char *src, size_t slen)
@@ -511,8 +511,11 @@ void srn_out_rec_end(struct srn_out *o)
 	o->line_open = false;
 }
 
+/* Table and dump print fields only inside a record; JSON everywhere. */
 static void field(struct srn_out *o, const char *key, const char *text, bool quote)
 {
+	if (o->mode != SRN_OUT_JSON && !o->line_open)
+		return;
 	switch (o->mode) {
 	case SRN_OUT_TABLE:
 		fprintf(o->f, "  %s %s", key, text);

@@ -115,7 +115,8 @@ void srn_out_arr_end(struct srn_out *o);
 /* A record: table prints "<indent>head", dump starts "prefix\thead". */
 void srn_out_rec_begin(struct srn_out *o, int indent, const char *head);
 void srn_out_rec_end(struct srn_out *o);
-/* Fields of the current record or object. */
+/* Fields of the current record (table, dump: ignored outside one) or
+ * of the current JSON object. */
 void srn_out_u64(struct srn_out *o, const char *key, uint64_t v);
 void srn_out_hex(struct srn_out *o, const char *key, uint64_t v, int width);  /* JSON: number */
 void srn_out_str(struct srn_out *o, const char *key, const char *v);

@@ -3,16 +3,20 @@
  * perf` (layout, roles and verification are described in perf_run.h).
  *
  * Invariants the loops rely on:
- *   - wr_id = QP index << 48 | (per-run message index + 1); a QP's send
+ *   - wr_id = QP index << 48 | (session-wide send index + 1); a QP's send
  *     queue completes in order, so a signaled completion with count n
- *     means messages [0, n) of that QP are done, data placed.
+ *     means sends [0, n) of that QP are done, data placed.  Counts are
+ *     never reset between runs, so a late completion cannot corrupt the
+ *     next run's window.
  *   - bw: a QP has at most tx_depth WRs outstanding and one in every
  *     cq_mod is signaled (cq_mod <= tx_depth - post_list + 1, checked by
  *     the caller), and the last WR of the run is always signaled, so a
  *     full window always holds a signaled WR and the loop cannot stall on
  *     itself.
- *   - atomics use result slot (index % tx_depth); a slot is reused only
- *     after the WR that used it completed and its value was checked.
+ *   - atomic n of a QP (session-wide) finds the peer's counter at n: CAS
+ *     compares n and swaps n + 1, FAA adds 1; its result goes to slot
+ *     1 + n % tx_depth, reused only after that WR completed and its value
+ *     was checked.
  *   - ping-pong: the j-th message on a QP carries 1 + j % 254 in its last
  *     byte, the final one 0xff, so a receiver polling that byte sees each
  *     new message and knows when the client stopped, with no count agreed
@@ -345,7 +349,7 @@ static int post_recvs(struct srn_perf_ctx *c, uint32_t q, uint32_t n)
 	return 0;
 }
 
-/* Message `idx` of this run on QP q. */
+/* Send number `idx` (session-wide) on QP q. */
 static void build_wr(struct srn_perf_ctx *c, uint32_t q, uint64_t idx, uint32_t size,
 		     bool signaled, struct ibv_send_wr *wr, struct ibv_sge *sge)
 {
@@ -375,16 +379,16 @@ static void build_wr(struct srn_perf_ctx *c, uint32_t q, uint64_t idx, uint32_t 
 		break;
 	case SRN_PERF_CAS:
 	case SRN_PERF_FAA:
-		/* In-order execution on one QP: message idx finds the counter at
-		 * atomic_next + idx, so CAS always succeeds and both return it. */
+		/* In-order execution on one QP: atomic idx finds the counter at
+		 * idx, so CAS always succeeds and both return idx. */
 		wr->opcode = p->op == SRN_PERF_CAS ? IBV_WR_ATOMIC_CMP_AND_SWP :
 						     IBV_WR_ATOMIC_FETCH_AND_ADD;
 		sge->addr = (uintptr_t)&x->slots[1 + idx % p->tx_depth];
 		sge->length = SRN_PERF_ATOMIC_SIZE;
 		wr->wr.atomic.remote_addr = x->remote.slots;
 		wr->wr.atomic.rkey = c->remote_rkey;
-		wr->wr.atomic.compare_add = p->op == SRN_PERF_CAS ? x->atomic_next + idx : 1;
-		wr->wr.atomic.swap = x->atomic_next + idx + 1;
+		wr->wr.atomic.compare_add = p->op == SRN_PERF_CAS ? idx : 1;
+		wr->wr.atomic.swap = idx + 1;
 		break;
 	default:
 		break;
@@ -432,10 +436,10 @@ static int check_atomics(struct srn_perf_ctx *c, uint32_t q, uint64_t from, uint
 	for (uint64_t i = from; i < to; i++) {
 		uint64_t got = x->slots[1 + i % c->p.tx_depth];
 
-		if (got != x->atomic_next + i)
-			return fail(c, -EILSEQ, "%s #%" PRIu64 " on QP 0x%x returned %" PRIu64
-				    ", expected %" PRIu64, srn_perf_op_title(c->p.op), i,
-				    x->qp->qp_num, got, x->atomic_next + i);
+		if (got != i)
+			return fail(c, -EILSEQ, "data check: %s #%" PRIu64 " on QP 0x%x returned %"
+				    PRIu64 ", expected %" PRIu64, srn_perf_op_title(c->p.op), i,
+				    x->qp->qp_num, got, i);
 	}
 	return 0;
 }
@@ -482,6 +486,7 @@ struct waiter {
 	const struct srn_perf_run *run;
 	uint64_t start, last_progress, last_peer, last_cb, done, total;
 	const char *what;
+	bool ignore_peer;   /* the peer's next message is expected meanwhile */
 };
 
 static void waiter_init(struct waiter *w, const struct srn_perf_run *run, const char *what)
@@ -500,7 +505,7 @@ static int tick(struct srn_perf_ctx *c, struct waiter *w, uint64_t now)
 	if (now - w->last_progress > run->stall_ns)
 		return fail(c, -ETIMEDOUT, "no progress for %.1f s while %s",
 			    (double)run->stall_ns / 1e9, w->what);
-	if (run->peer_poll && now - w->last_peer >= PEER_POLL_NS) {
+	if (run->peer_poll && !w->ignore_peer && now - w->last_peer >= PEER_POLL_NS) {
 		w->last_peer = now;
 		if (run->peer_poll(run->arg))
 			return fail(c, -EINTR, "the peer ended the run while %s", w->what);
@@ -512,9 +517,13 @@ static int tick(struct srn_perf_ctx *c, struct waiter *w, uint64_t now)
 	return 0;
 }
 
-/* Wait until every send posted this run on every QP completed. */
+/* Wait until every send posted on every QP completed.  The peer may
+ * already have sent its next control message (it has what it needs), so
+ * that does not end the wait; the stall bound does. */
 static int reap(struct srn_perf_ctx *c, struct waiter *w)
 {
+	w->ignore_peer = true;
+	w->what = "waiting for the last send completions";
 	for (uint32_t q = 0; q < c->p.qps; q++) {
 		while (c->qps[q].completed < c->qps[q].posted) {
 			int n = poll_cq(c, NULL, NULL), ret;
@@ -543,7 +552,11 @@ int srn_perf_prepare(struct srn_perf_ctx *c, uint32_t size, uint32_t seed)
 		/* Slot 0 is the target's counter: it lives across runs.  The
 		 * result slots get a value no atomic of this session returns. */
 		memset(x->slots + 1, 0xff, (size_t)c->p.tx_depth * 8);
-		x->posted = x->completed = x->target = x->uses = 0;
+		if (x->completed != x->posted)
+			return fail(c, -EPROTO, "QP 0x%x: %" PRIu64 " sends of the last run "
+				    "never completed", x->qp->qp_num, x->posted - x->completed);
+		x->run_base = x->posted;
+		x->target = x->uses = 0;
 		x->final_posted = false;
 		if (c->p.op == SRN_PERF_SEND && x->rx_posted < c->p.rx_depth) {
 			int ret = post_recvs(c, q, c->p.rx_depth - x->rx_posted);
@@ -753,10 +766,7 @@ static int client_lat(struct srn_perf_ctx *c, const struct srn_perf_run *run,
 	res->iters = i;
 	res->elapsed_ns = srn_perf_now_ns() - w.start;
 	res->samples = c->samples;
-	ret = reap(c, &w);
-	for (uint32_t q = 0; q < c->p.qps; q++)
-		c->qps[q].atomic_next += c->qps[q].posted;
-	return ret;
+	return reap(c, &w);
 }
 
 /* The server half of a ping-pong: answer each ping with the same marker,
@@ -829,8 +839,8 @@ static int client_bw(struct srn_perf_ctx *c, const struct srn_perf_run *run,
 	for (uint32_t q = 0; q < p->qps; q++) {
 		struct srn_perf_qp *x = &c->qps[q];
 
-		x->target = iters / p->qps + (q < iters % p->qps);
-		x->final_posted = !x->target;
+		x->target = x->run_base + iters / p->qps + (q < iters % p->qps);
+		x->final_posted = x->target == x->run_base;
 		active += !x->final_posted;
 	}
 	while (active) {
@@ -862,7 +872,7 @@ static int client_bw(struct srn_perf_ctx *c, const struct srn_perf_run *run,
 			struct srn_perf_qp *x = &c->qps[q];
 
 			active += !x->final_posted || x->completed < x->posted;
-			total += x->completed;
+			total += x->completed - x->run_base;
 		}
 		if (n)
 			w.last_progress = now;
@@ -874,8 +884,6 @@ static int client_bw(struct srn_perf_ctx *c, const struct srn_perf_run *run,
 	res->iters = total;
 	res->elapsed_ns = srn_perf_now_ns() - w.start;
 	res->samples = NULL;
-	for (uint32_t q = 0; q < p->qps; q++)
-		c->qps[q].atomic_next += c->qps[q].posted;
 	return 0;
 }
 

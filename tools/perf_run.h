@@ -20,7 +20,8 @@
  *       only receives (send) or stays passive (one-sided ops).
  * Every data movement is verified: tx holds a pattern derived from the
  * run's seed, and the receiving side checks rx against it; atomics check
- * every returned value and the target's final counter.
+ * every returned value and the target's final counter (which equals the
+ * number of atomics the client posted in the session).
  *
  * All functions return 0 or -errno and leave a message in ctx->err.
  */
@@ -82,9 +83,13 @@ struct srn_perf_qp {
 	uint8_t *tx, *rx;
 	uint64_t *slots;
 	uint32_t rx_posted;         /* receive WRs outstanding */
-	uint64_t atomic_next;       /* client: value the peer's counter holds */
+	/* Sends over the whole session, never reset: a completion that
+	 * arrives after its run ended still lands on the right count.  In an
+	 * atomics session send n finds the peer's counter at n. */
+	uint64_t posted, completed;
 	/* per-run state */
-	uint64_t posted, completed, target, uses;
+	uint64_t run_base;          /* `posted` when the run began */
+	uint64_t target, uses;
 	bool final_posted;
 };
 

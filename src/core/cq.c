@@ -52,6 +52,8 @@ int srn_cq_push(struct srn_cq *cq, const struct ibv_wc *wc, bool solicited)
 	bool fire = cq->arm == SRN_CQ_ARM_NEXT ||
 		    (cq->arm == SRN_CQ_ARM_SOLICITED && (solicited || wc->status != IBV_WC_SUCCESS));
 	if (fire && cq->channel) {
+		cq->fired_arm = cq->arm;
+		cq->event_maybe_pending = true;
 		cq->arm = SRN_CQ_DISARMED;
 		srn_channel_notify(cq->channel, cq);
 	}
@@ -63,7 +65,18 @@ int srn_cq_pop(struct srn_cq *cq, int n, struct ibv_wc *wc)
 	int i = 0;
 	while (i < n && cq->tail != cq->head)
 		wc[i++] = cq->ring[cq->tail++ & (cq->size - 1)];
+	if (i && cq->tail == cq->head)
+		srn_cq_drained(cq);
 	return i;
+}
+
+void srn_cq_drained(struct srn_cq *cq)
+{
+	if (!cq->event_maybe_pending)
+		return;
+	cq->event_maybe_pending = false;
+	if (cq->channel && srn_channel_forget(cq->channel, cq) && cq->arm == SRN_CQ_DISARMED)
+		cq->arm = cq->fired_arm;
 }
 
 int srn_channel_init(struct srn_channel *ch, struct srn_context *ctx)
@@ -116,17 +129,19 @@ void srn_channel_notify(struct srn_channel *ch, struct srn_cq *cq)
 	}
 }
 
-void srn_channel_forget(struct srn_channel *ch, struct srn_cq *cq)
+bool srn_channel_forget(struct srn_channel *ch, struct srn_cq *cq)
 {
 	pthread_mutex_lock(&ch->lock);
-	unsigned w = ch->tail;
+	unsigned w = ch->tail, before = ch->head - ch->tail;
 	for (unsigned r = ch->tail; r != ch->head; r++) {
 		struct srn_cq *c = ch->events[r & (ch->cap - 1)];
 		if (c != cq)
 			ch->events[w++ & (ch->cap - 1)] = c;
 	}
 	ch->head = w;
+	bool removed = ch->head - ch->tail != before;
 	pthread_mutex_unlock(&ch->lock);
+	return removed;
 }
 
 int srn_channel_get(struct srn_channel *ch, struct srn_cq **cq)

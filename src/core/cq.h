@@ -41,6 +41,8 @@ struct srn_cq {
 	uint32_t size;                 /* ring slots, a power of two */
 	uint32_t head, tail;           /* free-running: head = next to fill */
 	enum srn_cq_arm arm;
+	enum srn_cq_arm fired_arm;     /* the arm that raised the pending event */
+	bool event_maybe_pending;      /* an event may wait unread in the channel */
 	bool overflowed;
 	int nqps;                      /* QPs using this CQ */
 	unsigned events_queued;        /* events handed out, to be acked */
@@ -61,12 +63,17 @@ void srn_cq_fini(struct srn_cq *cq);
  * Returns -ENOSPC on overflow (completion lost, CQ marked in error). */
 int srn_cq_push(struct srn_cq *cq, const struct ibv_wc *wc, bool solicited);
 int srn_cq_pop(struct srn_cq *cq, int n, struct ibv_wc *wc);
+/* The ring just became empty by polling: an event still unread in the
+ * channel announces completions the application has already taken.
+ * Withdraw it and re-arm as before, so the application neither wakes for
+ * nothing nor loses its arm (see DESIGN.md, completion events). */
+void srn_cq_drained(struct srn_cq *cq);
 
 int srn_channel_init(struct srn_channel *ch, struct srn_context *ctx);
 void srn_channel_fini(struct srn_channel *ch);
 void srn_channel_notify(struct srn_channel *ch, struct srn_cq *cq);
 /* Remove every pending event of cq (CQ being destroyed). */
-void srn_channel_forget(struct srn_channel *ch, struct srn_cq *cq);
+bool srn_channel_forget(struct srn_channel *ch, struct srn_cq *cq);
 int srn_channel_get(struct srn_channel *ch, struct srn_cq **cq);
 
 #endif

@@ -14,6 +14,8 @@
 #include "core/device.h"
 #include "core/mcast.h"
 #include "core/qp.h"
+#include "link/gso.h"
+#include "transport/txq.h"
 
 uint64_t srn_now_ns(void)
 {
@@ -47,6 +49,21 @@ int srn_nic_create(struct srn_device *dev, struct srn_nic **out, char *err, size
 	ret = srn_rx_batch_init(&nic->rx);
 	if (ret)
 		goto fail;
+	nic->txq = calloc(1, sizeof(*nic->txq));
+	if (!nic->txq) {
+		ret = -ENOMEM;
+		goto fail;
+	}
+	/* GSO/GRO batch packets below the link layer's per-packet hooks, so
+	 * with a fault injector or a packet trace every packet goes alone. */
+	nic->gso_ok = !nic->udp.hooked && !getenv("SOFTRNIC_NO_GSO");
+	if (nic->gso_ok && srn_udp_enable_gro(&nic->udp)) {
+		nic->gro = calloc(1, sizeof(*nic->gro));
+		if (!nic->gro || srn_gro_batch_init(nic->gro)) {
+			free(nic->gro);
+			nic->gro = NULL;
+		}
+	}
 	srn_sockaddr_to_gid((const struct sockaddr *)&nic->cfg.addr, nic->gid);
 	nic->ib_mtu = srn_link_ib_mtu(nic->cfg.link_mtu);
 	/* Start QP numbers at a time-dependent generation so a restarted
@@ -62,6 +79,7 @@ int srn_nic_create(struct srn_device *dev, struct srn_nic **out, char *err, size
 	*out = nic;
 	return 0;
 fail:
+	free(nic->txq);
 	srn_rx_batch_free(&nic->rx);
 	srn_udp_close(&nic->udp);
 	free(nic);
@@ -76,11 +94,22 @@ void srn_nic_destroy(struct srn_nic *nic)
 	srn_mcast_fini(nic);
 	stats_at_exit(nic);
 	srn_rx_batch_free(&nic->rx);
+	if (nic->gro)
+		srn_gro_batch_free(nic->gro);
+	free(nic->gro);
+	free(nic->txq);
 	srn_udp_close(&nic->udp);
 	free(nic->mrs);
 	free(nic->mr_keybyte);
 	pthread_mutex_destroy(&nic->lock);
 	free(nic);
+}
+
+void srn_nic_unlock(struct srn_nic *nic)
+{
+	if (nic->txq->n)
+		srn_txq_flush(nic);
+	pthread_mutex_unlock(&nic->lock);
 }
 
 int srn_nic_qp_add(struct srn_nic *nic, struct srn_qp *qp, uint32_t *qpn)

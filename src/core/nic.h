@@ -28,6 +28,8 @@
 struct srn_device;
 struct srn_qp;
 struct srn_mr;
+struct srn_txq;
+struct srn_gro_batch;
 
 #define SRN_QP_TABLE_BITS 12
 #define SRN_QP_TABLE_SIZE (1u << SRN_QP_TABLE_BITS)
@@ -41,6 +43,10 @@ struct srn_nic {
 	pthread_mutex_t lock;
 	struct srn_udp udp;
 	struct srn_rx_batch rx;        /* receive buffers, used under lock */
+	struct srn_txq *txq;           /* packets waiting for the end of the burst */
+	bool gso_ok;                   /* send runs with UDP GSO */
+	struct srn_gro_batch *gro;     /* receive with UDP GRO (NULL: plain recvmmsg) */
+	uint16_t rx_id_next;           /* IPv4 ID the next packet probably has (GSO) */
 
 	/* QP numbers: slot in the low bits, a generation above it, so a
 	 * number is not reused soon after a QP is destroyed. */
@@ -93,8 +99,8 @@ struct srn_qp *srn_nic_qp_lookup(struct srn_nic *nic, uint32_t qpn);
 /* Progress (progress.c). */
 int srn_progress_start(struct srn_nic *nic);
 void srn_progress_stop(struct srn_nic *nic);
-/* Receive and process what is waiting, then flush ACKs and deferred sends.
- * Must hold nic->lock.  Returns packets processed. */
+/* Receive and process what is waiting, then flush ACKs and deferred sends
+ * and the transmit queue.  Must hold nic->lock.  Returns packets processed. */
 int srn_progress_poll(struct srn_nic *nic);
 /* An application thread is about to block (e.g. in ibv_get_cq_event): let
  * the progress thread take over at once. */
@@ -102,6 +108,10 @@ void srn_progress_app_sleeps(struct srn_nic *nic);
 void srn_progress_app_active(struct srn_nic *nic);
 
 uint64_t srn_now_ns(void);
+
+/* Send what the transport queued, then release nic->lock: every path that
+ * may have queued packets leaves the lock through here (txq.h). */
+void srn_nic_unlock(struct srn_nic *nic);
 
 /* IP/UDP facts of packets this nic sends to dst, for their ICRC. */
 void srn_ip_meta_for(const struct srn_nic *nic, const struct sockaddr *dst, struct srn_ip_meta *m);

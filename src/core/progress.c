@@ -25,6 +25,8 @@
 #include "transport/rx.h"
 #include "transport/timers.h"
 #include "transport/tx.h"
+#include "transport/txq.h"
+#include "link/gso.h"
 
 #define SRN_APP_IDLE_NS 200000ull      /* app counts as polling for this long */
 #define SRN_BG_RECHECK_NS 1000000ull   /* sleep at least this while it polls */
@@ -79,7 +81,7 @@ static void *progress_main(void *arg)
 			srn_timers_run(nic, srn_now_ns());
 			srn_ack_flush(nic);
 			srn_tx_resume(nic);
-			pthread_mutex_unlock(&nic->lock);
+			srn_nic_unlock(nic);
 			continue;
 		}
 		bool readable = false;
@@ -98,7 +100,7 @@ static void *progress_main(void *arg)
 		pthread_mutex_lock(&nic->lock);
 		srn_count(&nic->cnt, SRN_CNT_BG_WAKEUPS, 1);
 		srn_progress_poll(nic);
-		pthread_mutex_unlock(&nic->lock);
+		srn_nic_unlock(nic);
 	}
 	return NULL;
 }
@@ -170,7 +172,18 @@ void srn_progress_app_active(struct srn_nic *nic)
 int srn_progress_poll(struct srn_nic *nic)
 {
 	int total = 0;
-	for (int b = 0; b < SRN_RX_BATCHES_PER_POLL; b++) {
+	for (int b = 0; b < SRN_RX_BATCHES_PER_POLL && nic->gro; b++) {
+		int n = srn_udp_recv_gro(&nic->udp, nic->gro);
+		if (n <= 0)
+			break;
+		for (int i = 0; i < n; i++)
+			srn_rx_packet(nic, nic->gro->pkt[i].data, nic->gro->pkt[i].len,
+				      (const struct sockaddr *)nic->gro->pkt[i].src,
+				      nic->gro->pkt[i].seg_index);
+		total += n;
+		srn_ack_flush(nic);
+	}
+	for (int b = 0; b < SRN_RX_BATCHES_PER_POLL && !nic->gro; b++) {
 		int trunc = 0;
 		int n = srn_udp_recv_batch(&nic->udp, &nic->rx, &trunc);
 		if (trunc)
@@ -179,7 +192,7 @@ int srn_progress_poll(struct srn_nic *nic)
 			break;
 		for (int i = 0; i < n; i++)
 			srn_rx_packet(nic, nic->rx.pkt[i].data, nic->rx.pkt[i].len,
-				      (const struct sockaddr *)&nic->rx.pkt[i].src);
+				      (const struct sockaddr *)&nic->rx.pkt[i].src, 0);
 		total += n;
 		srn_ack_flush(nic);
 		if (n < SRN_RX_BATCH)
@@ -191,5 +204,6 @@ int srn_progress_poll(struct srn_nic *nic)
 	srn_timers_run(nic, srn_now_ns());
 	srn_ack_flush(nic);
 	srn_tx_resume(nic);
+	srn_txq_flush(nic);
 	return total;
 }

@@ -75,7 +75,7 @@ static uint64_t mono_ns(void)
 }
 
 /* Append one entry.  The message buffer is SRN_DIAG_LOG_MSG bytes, zero
- * padded, stored in 8-byte relaxed words inside the entry's seqlock. */
+ * padded, stored in 8-byte release words inside the entry's seqlock. */
 static void ring_put(struct srn_diag_log_entry *ring, _Atomic uint64_t *head, uint32_t nent,
 		     enum srn_log_level lvl, uint32_t kind, uint32_t qpn, uint32_t gen, uint64_t ts,
 		     const char msg[SRN_DIAG_LOG_MSG])
@@ -83,9 +83,8 @@ static void ring_put(struct srn_diag_log_entry *ring, _Atomic uint64_t *head, ui
 	uint64_t n = atomic_load_explicit(head, memory_order_relaxed);
 	struct srn_diag_log_entry *e = &ring[n & (nent - 1)];
 	uint32_t s = atomic_load_explicit(&e->seq, memory_order_relaxed);
+	/* Ordered before the fields by their release stores (shm.h). */
 	atomic_store_explicit(&e->seq, s + 1, memory_order_relaxed);
-	/* Pairs with the reader's acquire fence (srn_diag_seq_read). */
-	atomic_thread_fence(memory_order_release);
 	SRN_DIAG_SET(e->level, (uint8_t)lvl);
 	SRN_DIAG_SET(e->kind, (uint8_t)kind);
 	SRN_DIAG_SET(e->qpn, qpn);
@@ -96,7 +95,7 @@ static void ring_put(struct srn_diag_log_entry *ring, _Atomic uint64_t *head, ui
 	for (size_t i = 0; i < SRN_DIAG_LOG_MSG / 8; i++) {
 		uint64_t w;
 		memcpy(&w, msg + i * 8, 8);
-		__atomic_store_n(&dst[i], w, __ATOMIC_RELAXED);
+		__atomic_store_n(&dst[i], w, __ATOMIC_RELEASE);
 	}
 	/* Pairs with the reader's acquire load of seq. */
 	atomic_store_explicit(&e->seq, s + 2, memory_order_release);

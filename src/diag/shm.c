@@ -69,7 +69,7 @@ struct srn_diag {
 	struct srn_diag_slot sink_slot[SRN_DIAG__KINDS];
 	struct srn_diag_qp_log sink_log;
 	struct srn_diag *next_open;    /* on open_list, for the exit hook */
-	uint64_t last_tick_ns;         /* snap.c */
+	struct srn_diag_clock clock;   /* snap.c */
 };
 
 /* Segments still open, marked "exited" by the destructor below when the
@@ -340,14 +340,14 @@ uint64_t srn_diag_handle(const struct srn_diag *d, const void *owner)
 	return ((uint64_t)(uintptr_t)owner ^ d->secret) * 0x9e3779b97f4a7c15ull;
 }
 
-/* Zero the kind-specific part of a slot with relaxed stores (a reader may
- * be copying it; see shm.h). */
+/* Zero the kind-specific part of a slot with release stores (a reader
+ * may be copying it; see shm.h). */
 static void clear_body(struct srn_diag_slot *s)
 {
 	uint64_t *w = (uint64_t *)&s->pd;
 	size_t n = (sizeof(*s) - offsetof(struct srn_diag_slot, pd)) / 8;
 	for (size_t i = 0; i < n; i++)
-		__atomic_store_n(&w[i], 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&w[i], 0, __ATOMIC_RELEASE);
 }
 
 _Static_assert(offsetof(struct srn_diag_slot, pd) % 8 == 0, "slot body in 8-byte words");
@@ -429,10 +429,9 @@ void srn_diag_qp_peer_said(struct srn_diag_obj *o, uint8_t syndrome, uint32_t ps
 	srn_diag_obj_end(o);
 }
 
-/* For snap.c: the periodic refresh's clock. */
-uint64_t *srn_diag_tick_stamp(struct srn_diag *d)
+struct srn_diag_clock *srn_diag_clock(struct srn_diag *d)
 {
-	return &d->last_tick_ns;
+	return &d->clock;
 }
 
 struct srn_diag_seg *srn_diag_seg(struct srn_diag *d)

@@ -22,14 +22,19 @@
  * created it, under its nic->lock (so one writer per slot and per ring).
  * Readers are other processes, lock-free.  Ordering:
  *
- *   slot seqlock   writer: seq+1 (odd, relaxed); release fence; fields
- *                  (relaxed); seq+1 (even, release store).
- *                  reader: seq (acquire load) -- pairs with that release
- *                  store, so an even value means the fields of that write
- *                  are visible; copy (relaxed); acquire fence -- pairs
- *                  with the writer's release fence, so if the copy saw any
- *                  field of a later write, the re-read of seq below sees
- *                  its odd value; seq again (relaxed); equal = consistent.
+ *   slot seqlock   writer: seq+1 (odd, relaxed); fields (release stores,
+ *                  SRN_DIAG_SET); seq+1 (even, release store).
+ *                  reader: seq (acquire load) -- pairs with the even
+ *                  release store, so the fields of that write are visible;
+ *                  copy (acquire loads) -- each pairs with the release
+ *                  store of the field it reads, so if the copy saw any
+ *                  field of a later write, that write's odd seq store
+ *                  happened before, and the re-read of seq, which cannot
+ *                  move above the acquire loads, sees it; seq again
+ *                  (relaxed); equal and even = consistent.
+ *                  (Per-access release/acquire instead of fences: plain
+ *                  moves on x86 all the same, and ThreadSanitizer, which
+ *                  does not model fences, understands it.)
  *   log entries    the same seqlock per entry; ring head stored with
  *                  release after the entry is complete, loaded with
  *                  acquire by readers.
@@ -38,10 +43,10 @@
  *                  magic is not there yet.
  *   counters       independent relaxed atomics; no ordering between them.
  *
- * Field stores are relaxed atomics (SRN_DIAG_SET): on every architecture
- * softrnic runs on these are plain moves, and they keep ThreadSanitizer
- * quiet when a test reads a slot from another thread.  Per-QP counters are
- * written by the one writer with a load + store (no locked RMW).
+ * Field stores are release atomics (SRN_DIAG_SET): plain moves on x86,
+ * and ThreadSanitizer-clean when a test reads a slot from another thread.
+ * Per-QP counters are written by the one writer with a relaxed load +
+ * store (no locked RMW) outside the seqlock: each is one atomic word.
  *
  * The reader side (srn_diag_slot_read, srn_diag_entry_read) is header-only
  * so the tools, which link only the library's public symbols, use it too.
@@ -334,7 +339,7 @@ struct srn_diag_obj *srn_diag_obj_next(struct srn_diag *d, struct srn_diag_obj *
 /* The handle readers see for an owner address (e.g. a QP's PD). */
 uint64_t srn_diag_handle(const struct srn_diag *d, const void *owner);
 
-#define SRN_DIAG_SET(lval, v) __atomic_store_n(&(lval), (v), __ATOMIC_RELAXED)
+#define SRN_DIAG_SET(lval, v) __atomic_store_n(&(lval), (v), __ATOMIC_RELEASE)
 #define SRN_DIAG_GET(lval) __atomic_load_n(&(lval), __ATOMIC_RELAXED)
 
 /* Seqlock write section (see the file comment for the pairing).  Not
@@ -342,9 +347,8 @@ uint64_t srn_diag_handle(const struct srn_diag *d, const void *owner);
 static inline void srn_diag_obj_begin(struct srn_diag_obj *o)
 {
 	uint32_t s = atomic_load_explicit(&o->s->seq, memory_order_relaxed);
+	/* Ordered before the fields by their release stores (SRN_DIAG_SET). */
 	atomic_store_explicit(&o->s->seq, s + 1, memory_order_relaxed);
-	/* Pairs with the reader's acquire fence before its second seq load. */
-	atomic_thread_fence(memory_order_release);
 }
 
 static inline void srn_diag_obj_end(struct srn_diag_obj *o)
@@ -379,16 +383,23 @@ void srn_diag_dev_log(struct srn_diag *d, enum srn_log_level lvl, const char *fm
 enum srn_log_level srn_log_threshold(void);
 const char *srn_log_level_name(enum srn_log_level lvl);
 
-/* Internal to src/diag (snap.c): the segment and the refresh clock. */
+/* Internal to src/diag (snap.c): the segment and the refresh clock.
+ * Written under nic->lock; due_ns is also read without it by
+ * srn_diag_deadline (relaxed: a stale value only moves a wakeup). */
+struct srn_diag_clock {
+	_Atomic uint64_t last_ns;      /* last full refresh */
+	_Atomic uint64_t due_ns;       /* a skipped tick wants a refresh by then; 0 = none */
+};
 struct srn_diag_seg *srn_diag_seg(struct srn_diag *d);
-uint64_t *srn_diag_tick_stamp(struct srn_diag *d);
+struct srn_diag_clock *srn_diag_clock(struct srn_diag *d);
 
 /* ---- reader side (header-only: also used by the tools) ----------------- */
 
-/* Field 22 of /proc/<pid>/stat, the start time in clock ticks after boot:
- * with the pid it names a process even after the pid is reused.  0 when
- * unknown. */
-static inline uint64_t srn_diag_proc_start_ticks(int pid)
+/* Fields 3 and 22 of /proc/<pid>/stat: the state letter (into *state
+ * when not NULL; 'Z' = zombie) and the start time in clock ticks after
+ * boot, which with the pid names a process even after the pid is reused.
+ * Returns the start time, 0 when unknown. */
+static inline uint64_t srn_diag_proc_stat(int pid, char *state)
 {
 	char path[64], buf[1024];
 	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
@@ -402,18 +413,26 @@ static inline uint64_t srn_diag_proc_start_ticks(int pid)
 	buf[n] = '\0';
 	/* comm (field 2) may hold spaces and parentheses: skip past the last ')'. */
 	char *p = strrchr(buf, ')');
+	if (p && state)
+		*state = p[1] == ' ' ? p[2] : '?';
 	for (int field = 2; field < 22 && p; field++)
 		p = strchr(p + 1, ' ');
 	return p ? strtoull(p + 1, NULL, 10) : 0;
 }
 
-/* Copy n bytes (a multiple of 8, 8-aligned) with relaxed atomic loads. */
+static inline uint64_t srn_diag_proc_start_ticks(int pid)
+{
+	return srn_diag_proc_stat(pid, NULL);
+}
+
+/* Copy n bytes (a multiple of 8, 8-aligned) with acquire loads (each
+ * pairs with the release store of the field it reads). */
 static inline void srn_diag_copy_words(void *dst, const void *src, size_t n)
 {
 	const uint64_t *s = src;
 	uint64_t *d = dst;
 	for (size_t i = 0; i < n / 8; i++)
-		d[i] = __atomic_load_n(&s[i], __ATOMIC_RELAXED);
+		d[i] = __atomic_load_n(&s[i], __ATOMIC_ACQUIRE);
 }
 
 /* Consistent copy of a seqlocked object of size n whose first word holds
@@ -425,7 +444,6 @@ static inline int srn_diag_seq_read(const void *src, _Atomic const uint32_t *seq
 	for (int t = 0; t < tries; t++) {
 		uint32_t s1 = atomic_load_explicit(seq, memory_order_acquire);
 		srn_diag_copy_words(out, src, n);
-		atomic_thread_fence(memory_order_acquire);
 		uint32_t s2 = atomic_load_explicit(seq, memory_order_relaxed);
 		if (s1 == s2 && !(s1 & 1))
 			return 0;

@@ -175,11 +175,34 @@ void srn_diag_tick(struct srn_diag *d, uint64_t now_ns)
 {
 	if (!d)
 		return;
-	uint64_t *last = srn_diag_tick_stamp(d);
-	if (now_ns - *last < SRN_DIAG_TICK_NS)
+	struct srn_diag_clock *c = srn_diag_clock(d);
+	uint64_t last = atomic_load_explicit(&c->last_ns, memory_order_relaxed);
+	if (last && now_ns - last < SRN_DIAG_TICK_NS) {
+		/* Too soon: remember that something changed, so the idle
+		 * progress thread refreshes once more (srn_diag_deadline). */
+		if (!atomic_load_explicit(&c->due_ns, memory_order_relaxed))
+			atomic_store_explicit(&c->due_ns, last + SRN_DIAG_TICK_NS,
+					      memory_order_relaxed);
 		return;
-	*last = now_ns;
+	}
+	atomic_store_explicit(&c->last_ns, now_ns, memory_order_relaxed);
+	atomic_store_explicit(&c->due_ns, 0, memory_order_relaxed);
 	srn_diag_refresh(d);
+}
+
+uint64_t srn_diag_deadline(struct srn_diag *d)
+{
+	return d ? atomic_load_explicit(&srn_diag_clock(d)->due_ns, memory_order_relaxed) : 0;
+}
+
+const char *srn_diag_qp_state_name(enum ibv_qp_state s)
+{
+	static const char *const names[] = {
+		[IBV_QPS_RESET] = "RESET", [IBV_QPS_INIT] = "INIT", [IBV_QPS_RTR] = "RTR",
+		[IBV_QPS_RTS] = "RTS",     [IBV_QPS_SQD] = "SQD",   [IBV_QPS_SQE] = "SQE",
+		[IBV_QPS_ERR] = "ERR",
+	};
+	return (unsigned)s < sizeof(names) / sizeof(names[0]) && names[s] ? names[s] : "?";
 }
 
 static const char *const wc_status_names[] = {

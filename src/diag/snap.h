@@ -27,11 +27,20 @@ struct srn_swqe;
  * given to srn_diag_obj_add).  Sink objects and owner-less ones: nothing. */
 void srn_diag_snap(struct srn_diag_obj *o);
 /* Refresh every object when SRN_DIAG_TICK_NS passed since the last
- * refresh (one comparison otherwise). */
+ * refresh (one comparison otherwise).  Call it wherever state changes in
+ * bulk: the end of srn_progress_poll, post_send, post_recv, the progress
+ * thread's timer wakeup. */
 void srn_diag_tick(struct srn_diag *d, uint64_t now_ns);
+/* When a tick was skipped since the last refresh, the time by which the
+ * next one is due (else 0): the progress thread includes it in its sleep
+ * so the slots do not stay stale once the application goes quiet.  No
+ * lock needed. */
+uint64_t srn_diag_deadline(struct srn_diag *d);
 /* Refresh every object now (before the application sleeps). */
 void srn_diag_refresh(struct srn_diag *d);
 
+/* "RTS" for IBV_QPS_RTS, for state-change lines. */
+const char *srn_diag_qp_state_name(enum ibv_qp_state s);
 /* "RETRY_EXC_ERR" for IBV_WC_RETRY_EXC_ERR. */
 const char *srn_diag_wc_status_name(enum ibv_wc_status st);
 /* "ACK", "RNR NAK (timer 14)", "NAK remote access error", ... */

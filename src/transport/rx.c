@@ -41,17 +41,37 @@ static void rx_meta(const struct srn_nic *nic, const struct sockaddr *src,
 	}
 }
 
+/* Which IPv4 ID did the sender's kernel put in?  0 for a single send; k
+ * for segment k of a GSO send (transport/txq.c).  Try 0, the GRO index,
+ * the successor of the last ID that matched, and only then solve. */
 static bool icrc_ok(struct srn_nic *nic, const uint8_t *data, uint32_t len,
-		    const struct sockaddr *src, const struct sockaddr_storage *local, uint32_t wire)
+		    const struct sockaddr *src, const struct sockaddr_storage *local, uint32_t wire,
+		    uint16_t id_hint)
 {
 	struct srn_ip_meta m;
 	rx_meta(nic, src, local, &m);
 	struct iovec iov = { (void *)data, len - SRN_ICRC_LEN };
-	if (srn_icrc_calc(&m, &iov, 1) == wire)
+	if (srn_icrc_calc(&m, &iov, 1) == wire) {
+		nic->rx_id_next = 1;
 		return true;
+	}
+	if (m.family != AF_INET)
+		return false;
+	uint16_t guesses[2] = { id_hint, nic->rx_id_next };
+	for (int g = 0; g < 2; g++) {
+		if (guesses[g] == 0 || (g == 1 && guesses[1] == guesses[0]))
+			continue;
+		m.ipv4_id = guesses[g];
+		if (srn_icrc_calc(&m, &iov, 1) == wire) {
+			nic->rx_id_next = (uint16_t)(guesses[g] + 1);
+			return true;
+		}
+	}
+	m.ipv4_id = 0;
 	uint16_t id;
-	if (m.family == AF_INET && srn_icrc_solve_ipv4_id(&m, &iov, 1, wire, &id) == 0) {
+	if (srn_icrc_solve_ipv4_id(&m, &iov, 1, wire, &id) == 0) {
 		srn_count(&nic->cnt, SRN_CNT_ICRC_ID_SOLVED, 1);
+		nic->rx_id_next = (uint16_t)(id + 1);
 		return true;
 	}
 	return false;
@@ -86,7 +106,7 @@ static uint8_t transport_of_qp(const struct srn_qp *qp)
 /* Parse and check the ICRC: false (counted) if the packet is dropped. */
 static bool at_the_door(struct srn_nic *nic, const uint8_t *data, uint32_t len,
 			const struct sockaddr *src, const struct sockaddr_storage *local,
-			struct srn_pkt *p)
+			struct srn_pkt *p, uint16_t id_hint)
 {
 	srn_count(&nic->cnt, SRN_CNT_RCVD_PKTS, 1);
 	srn_count(&nic->cnt, SRN_CNT_RCVD_BYTES, len);
@@ -94,7 +114,7 @@ static bool at_the_door(struct srn_nic *nic, const uint8_t *data, uint32_t len,
 		srn_count(&nic->cnt, SRN_CNT_MALFORMED, 1);
 		return false;
 	}
-	if (!icrc_ok(nic, data, len, src, local, p->icrc)) {
+	if (!icrc_ok(nic, data, len, src, local, p->icrc, id_hint)) {
 		srn_count(&nic->cnt, SRN_CNT_BAD_ICRC, 1);
 		return false;
 	}
@@ -105,7 +125,7 @@ void srn_rx_mcast_packet(struct srn_nic *nic, const struct srn_mcast_group *g,
 			 const uint8_t *data, uint32_t len, const struct sockaddr *src)
 {
 	struct srn_pkt p;
-	if (!at_the_door(nic, data, len, src, &g->sock.local, &p))
+	if (!at_the_door(nic, data, len, src, &g->sock.local, &p, 0))
 		return;
 	/* Only UD SENDs to the multicast QPN travel to a group (IBTA 10.5). */
 	if (srn_opcode_transport(p.opcode) != SRN_TRANSPORT_UD || p.dqpn != SRN_QPN_MULTICAST) {
@@ -122,11 +142,11 @@ void srn_rx_mcast_packet(struct srn_nic *nic, const struct srn_mcast_group *g,
 }
 
 void srn_rx_packet(struct srn_nic *nic, const uint8_t *data, uint32_t len,
-		   const struct sockaddr *src)
+		   const struct sockaddr *src, uint16_t id_hint)
 {
 	struct srn_pkt p;
 
-	if (!at_the_door(nic, data, len, src, &nic->udp.local, &p))
+	if (!at_the_door(nic, data, len, src, &nic->udp.local, &p, id_hint))
 		return;
 	if (srn_opcode_transport(p.opcode) == SRN_TRANSPORT_CC)
 		return;         /* CNP: congestion control is not implemented yet */

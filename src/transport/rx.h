@@ -16,8 +16,10 @@
 struct srn_nic;
 struct srn_qp;
 
+/* id_hint: the IPv4 ID the packet probably carries (its index in a
+ * GRO-coalesced datagram, which is its index in the sender's GSO send). */
 void srn_rx_packet(struct srn_nic *nic, const uint8_t *data, uint32_t len,
-		   const struct sockaddr *src);
+		   const struct sockaddr *src, uint16_t id_hint);
 /* A datagram that arrived on a multicast group's socket. */
 struct srn_mcast_group;
 void srn_rx_mcast_packet(struct srn_nic *nic, const struct srn_mcast_group *g,

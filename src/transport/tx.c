@@ -1,9 +1,10 @@
 /*
  * tx.c - the packet builder, coalesced ACKs and deferred transmission.
  *
- * A packet is sent as one gathered datagram: [headers][payload pieces
- * straight from registered memory][pad + ICRC], so payload bytes are never
- * copied in user space on the way out.
+ * A packet is one gathered datagram: [headers][payload pieces straight
+ * from registered memory][pad + ICRC], so payload bytes are never copied
+ * in user space on the way out.  Packets wait in the transmit queue
+ * (txq.c) until the burst ends.
  */
 #include "transport/tx.h"
 
@@ -14,10 +15,9 @@
 #include "core/nic.h"
 #include "core/qp.h"
 #include "transport/rx.h"
+#include "transport/txq.h"
 #include "wire/icrc.h"
 #include "wire/roce_hdr.h"
-
-#define SRN_MAX_TX_IOV (SRN_MAX_SGE + 2)
 
 int srn_xmit(struct srn_qp *qp, struct srn_pkt *p, const struct iovec *pay, int npay)
 {
@@ -29,44 +29,12 @@ int srn_xmit_to(struct srn_qp *qp, const struct sockaddr *dst, socklen_t dstlen,
 		const struct srn_ip_meta *meta, struct srn_pkt *p, const struct iovec *pay,
 		int npay)
 {
-	struct srn_nic *nic = qp->nic;
 	uint8_t hdr[SRN_MAX_HDR_LEN];
-	uint8_t tail[3 + SRN_ICRC_LEN] = { 0 };
-	struct iovec iov[SRN_MAX_TX_IOV + 1];
-
-	if (npay > SRN_MAX_SGE)
-		return -EINVAL;
 	p->pkey = SRN_DEFAULT_PKEY;
 	int hl = srn_pkt_build_hdr(hdr, p);
 	if (hl < 0)
 		return hl;
-	int n = 0;
-	iov[n++] = (struct iovec){ hdr, (size_t)hl };
-	for (int i = 0; i < npay; i++)
-		if (pay[i].iov_len)
-			iov[n++] = pay[i];
-	uint8_t pad = srn_pad_of(p->paylen);
-	if (pad)
-		iov[n++] = (struct iovec){ tail, pad };
-	uint32_t crc = srn_icrc_calc(meta, iov, n);
-	srn_icrc_put(tail + pad, crc);
-	if (pad)
-		iov[n - 1].iov_len = pad + SRN_ICRC_LEN;
-	else
-		iov[n++] = (struct iovec){ tail, SRN_ICRC_LEN };
-
-	int ret = srn_udp_sendv(&nic->udp, dst, dstlen, iov, n);
-	if (ret == -EAGAIN) {
-		srn_count(&nic->cnt, SRN_CNT_TX_EAGAIN, 1);
-		return ret;
-	}
-	if (ret) {
-		srn_count(&nic->cnt, SRN_CNT_TX_ERR, 1);
-		return ret;
-	}
-	srn_count(&nic->cnt, SRN_CNT_SENT_PKTS, 1);
-	srn_count(&nic->cnt, SRN_CNT_SENT_BYTES, (uint64_t)hl + p->paylen + pad + SRN_ICRC_LEN);
-	return 0;
+	return srn_txq_add(qp->nic, dst, dstlen, meta, hdr, hl, pay, npay, p->paylen);
 }
 
 void srn_ack_schedule(struct srn_qp *qp, uint8_t syndrome, uint32_t psn)

@@ -146,7 +146,7 @@ int srn_verbs_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 		srn_progress_poll(nic);
 		got += srn_cq_pop(cq, n - got, wc + got);
 	}
-	pthread_mutex_unlock(&nic->lock);
+	srn_nic_unlock(nic);
 	return got;
 }
 

@@ -43,6 +43,8 @@ static bool cq_ex_fetch(struct srn_cq *cq)
 	cq->cur_ts = cq->ts ? cq->ts[i] : 0;
 	cq->ibcq_ex.status = cq->cur.status;
 	cq->ibcq_ex.wr_id = cq->cur.wr_id;
+	if (cq->tail == cq->head)
+		srn_cq_drained(cq);
 	return true;
 }
 
@@ -339,7 +341,7 @@ static int wr_complete(struct ibv_qp_ex *q)
 		qp->sq_head = st->batch_head;   /* nothing of a failed batch runs */
 	else
 		srn_req_push(qp);
-	pthread_mutex_unlock(&qp->nic->lock);
+	srn_nic_unlock(qp->nic);
 	return err;
 }
 

@@ -16,6 +16,7 @@
 #include "core/srq.h"
 #include "transport/complete.h"
 #include "transport/tx.h"
+#include "transport/txq.h"
 #include "verbs/verbs.h"
 #include "wire/roce_hdr.h"
 
@@ -138,7 +139,7 @@ SRN_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int 
 		ret = srn_qp_check_attr_values(qp->type, attr, mask, &lim);
 	if (!ret)
 		ret = srn_qp_apply(qp, attr, mask);
-	pthread_mutex_unlock(&nic->lock);
+	srn_nic_unlock(nic);
 	return -ret;
 }
 
@@ -171,6 +172,7 @@ SRN_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 	struct srn_qp *qp = srn_qp(ibqp);
 	struct srn_nic *nic = qp->nic;
 	pthread_mutex_lock(&nic->lock);
+	srn_txq_flush(nic);             /* queued packets point into this QP */
 	srn_qp_unlink(qp);
 	srn_mcast_qp_gone(nic, qp);
 	srn_nic_qp_del(nic, qp->qpn);
@@ -312,7 +314,7 @@ int srn_verbs_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_
 	else
 		srn_req_push(qp);
 out:
-	pthread_mutex_unlock(&qp->nic->lock);
+	srn_nic_unlock(qp->nic);
 	return ret;
 }
 

@@ -1,0 +1,114 @@
+/*
+ * gso.c - UDP GSO send and GRO receive (see gso.h).
+ */
+#include "link/gso.h"
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/udp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifndef UDP_SEGMENT
+#define UDP_SEGMENT 103
+#endif
+#ifndef UDP_GRO
+#define UDP_GRO 104
+#endif
+
+bool srn_udp_enable_gro(struct srn_udp *u)
+{
+	int one = 1;
+	return setsockopt(u->fd, IPPROTO_UDP, UDP_GRO, &one, sizeof(one)) == 0;
+}
+
+int srn_udp_send_gso(struct srn_udp *u, const struct sockaddr *dst, socklen_t dstlen,
+		     const struct iovec *iov, int iovcnt, uint16_t seg)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(uint16_t))];
+		struct cmsghdr align;
+	} ctrl;
+	memset(&ctrl, 0, sizeof(ctrl));
+	struct msghdr mh = {
+		.msg_name = (void *)dst,
+		.msg_namelen = dstlen,
+		.msg_iov = (struct iovec *)iov,
+		.msg_iovlen = (size_t)iovcnt,
+		.msg_control = ctrl.buf,
+		.msg_controllen = sizeof(ctrl.buf),
+	};
+	struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+	c->cmsg_level = SOL_UDP;
+	c->cmsg_type = UDP_SEGMENT;
+	c->cmsg_len = CMSG_LEN(sizeof(uint16_t));
+	memcpy(CMSG_DATA(c), &seg, sizeof(seg));
+	if (sendmsg(u->fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) >= 0)
+		return 0;
+	int e = errno;
+	if (e == EAGAIN || e == EWOULDBLOCK || e == ENOBUFS || e == EINTR)
+		return -EAGAIN;
+	return -e;
+}
+
+int srn_gro_batch_init(struct srn_gro_batch *b)
+{
+	memset(b, 0, sizeof(*b));
+	b->bufs = malloc((size_t)SRN_GRO_MSGS * SRN_GRO_BUFSZ);
+	return b->bufs ? 0 : -ENOMEM;
+}
+
+void srn_gro_batch_free(struct srn_gro_batch *b)
+{
+	free(b->bufs);
+	b->bufs = NULL;
+}
+
+/* The segment size of a coalesced datagram, 0 if it is a single one. */
+static uint16_t gro_size(struct msghdr *mh)
+{
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR(mh, c))
+		if (c->cmsg_level == SOL_UDP && c->cmsg_type == UDP_GRO) {
+			int v;
+			memcpy(&v, CMSG_DATA(c), sizeof(v));
+			return (uint16_t)v;
+		}
+	return 0;
+}
+
+int srn_udp_recv_gro(struct srn_udp *u, struct srn_gro_batch *b)
+{
+	for (int i = 0; i < SRN_GRO_MSGS; i++) {
+		b->iov[i] = (struct iovec){ b->bufs + (size_t)i * SRN_GRO_BUFSZ, SRN_GRO_BUFSZ };
+		b->msgs[i].msg_hdr = (struct msghdr){
+			.msg_name = &b->src[i],
+			.msg_namelen = sizeof(b->src[i]),
+			.msg_iov = &b->iov[i],
+			.msg_iovlen = 1,
+			.msg_control = b->ctrl[i],
+			.msg_controllen = sizeof(b->ctrl[i]),
+		};
+	}
+	b->count = 0;
+	int n = recvmmsg(u->fd, b->msgs, SRN_GRO_MSGS, MSG_DONTWAIT, NULL);
+	if (n < 0)
+		return (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) ? 0 : -errno;
+	for (int i = 0; i < n; i++) {
+		uint8_t *p = b->iov[i].iov_base;
+		uint32_t len = b->msgs[i].msg_len;
+		if (b->msgs[i].msg_hdr.msg_flags & MSG_TRUNC)
+			continue;       /* cannot happen with 64 KiB buffers */
+		uint16_t seg = gro_size(&b->msgs[i].msg_hdr);
+		if (!seg || seg >= len)
+			seg = (uint16_t)(len > 0xffff ? 0xffff : len);
+		for (uint32_t off = 0, k = 0; off < len && b->count < SRN_GRO_MAX_PKTS; off += seg, k++) {
+			uint32_t l = len - off < seg ? len - off : seg;
+			b->pkt[b->count].data = p + off;
+			b->pkt[b->count].len = l;
+			b->pkt[b->count].seg_index = (uint16_t)k;
+			b->pkt[b->count].src = &b->src[i];
+			b->count++;
+		}
+	}
+	return b->count;
+}

@@ -1,0 +1,128 @@
+/*
+ * txq.c - batching transmission (see txq.h).
+ *
+ * Runs of packets to the same destination with the same length go out as
+ * one UDP GSO send (UDP_SEGMENT): the kernel cuts the gathered buffer into
+ * datagrams of that length, each a complete RoCEv2 packet.  Linux gives
+ * segment k of such a send IPv4 ID k (segment 0 gets 0, as a plain send
+ * does: link/udp.h), so segment k's ICRC is computed with ID k; receivers
+ * that assume ID 0 find k by trying the next ID first (rx.c) or solving.
+ * Everything else leaves through sendmmsg.
+ */
+#include "transport/txq.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "core/nic.h"
+#include "link/gso.h"
+#include "link/udp.h"
+#include "wire/opcode.h"
+
+int srn_txq_add(struct srn_nic *nic, const struct sockaddr *dst, socklen_t dstlen,
+		const struct srn_ip_meta *meta, const uint8_t *hdr, int hl,
+		const struct iovec *pay, int npay, uint32_t paylen)
+{
+	struct srn_txq *q = nic->txq;
+	if (npay > SRN_MAX_SGE || hl > SRN_MAX_HDR_LEN)
+		return -EINVAL;
+	if (q->n == SRN_TXQ_PKTS || q->niov + npay + 2 > SRN_TXQ_IOVS)
+		srn_txq_flush(nic);
+	struct srn_txq_pkt *k = &q->pkt[q->n++];
+	k->dst = dst;
+	k->dstlen = dstlen;
+	k->meta = meta;
+	memcpy(k->hdr, hdr, (size_t)hl);
+	k->pad = srn_pad_of(paylen);
+	memset(k->tail, 0, sizeof(k->tail));
+	k->iov_first = (uint16_t)q->niov;
+	q->iov[q->niov++] = (struct iovec){ k->hdr, (size_t)hl };
+	for (int i = 0; i < npay; i++)
+		if (pay[i].iov_len)
+			q->iov[q->niov++] = pay[i];
+	q->iov[q->niov++] = (struct iovec){ k->tail, (size_t)k->pad + SRN_ICRC_LEN };
+	k->niov = (uint16_t)(q->niov - k->iov_first);
+	k->len = (uint32_t)hl + paylen + k->pad + SRN_ICRC_LEN;
+	return 0;
+}
+
+/* ICRC of a queued packet as it will leave with IPv4 ID `id`. */
+static void seal(struct srn_txq *q, struct srn_txq_pkt *k, uint16_t id)
+{
+	struct srn_ip_meta m = *k->meta;
+	m.ipv4_id = id;
+	struct iovec *iov = &q->iov[k->iov_first];
+	/* The last iov is pad + ICRC: checksum the pad only. */
+	size_t tail_len = iov[k->niov - 1].iov_len;
+	iov[k->niov - 1].iov_len = k->pad;
+	uint32_t crc = srn_icrc_calc(&m, iov, k->niov);
+	iov[k->niov - 1].iov_len = tail_len;
+	srn_icrc_put(k->tail + k->pad, crc);
+}
+
+static bool same_dst(const struct srn_txq_pkt *a, const struct srn_txq_pkt *b)
+{
+	return a->dstlen == b->dstlen && memcmp(a->dst, b->dst, a->dstlen) == 0;
+}
+
+void srn_txq_flush(struct srn_nic *nic)
+{
+	struct srn_txq *q = nic->txq;
+	int i = 0;
+	while (i < q->n) {
+		struct srn_txq_pkt *k = &q->pkt[i];
+		/* The longest run of equal-length packets to one peer, capped
+		 * by what one GSO send may carry. */
+		int run = 1;
+		uint32_t total = k->len;
+		while (nic->gso_ok && i + run < q->n && run < SRN_GSO_MAX_SEGS &&
+		       q->pkt[i + run].len == k->len && same_dst(k, &q->pkt[i + run]) &&
+		       total + k->len <= SRN_GSO_MAX_BYTES) {
+			total += k->len;
+			run++;
+		}
+		int sent;
+		if (run > 1) {
+			for (int s = 0; s < run; s++)
+				seal(q, &q->pkt[i + s], (uint16_t)s);
+			int niov = q->pkt[i + run - 1].iov_first + q->pkt[i + run - 1].niov -
+				   k->iov_first;
+			int r = srn_udp_send_gso(&nic->udp, k->dst, k->dstlen, &q->iov[k->iov_first],
+						 niov, (uint16_t)k->len);
+			sent = r == 0 ? run : 0;
+			if (r && r != -EAGAIN)
+				srn_count(&nic->cnt, SRN_CNT_TX_ERR, (uint64_t)run);
+			if (r == -EOPNOTSUPP || r == -EINVAL || r == -EIO)
+				nic->gso_ok = false;    /* no GSO here: plain sends from now on */
+		} else {
+			/* Singles: gather what follows (up to a batch) into one
+			 * sendmmsg. */
+			struct srn_tx_msg m[SRN_TX_BATCH];
+			int nm = 0;
+			while (i + nm < q->n && nm < SRN_TX_BATCH) {
+				struct srn_txq_pkt *x = &q->pkt[i + nm];
+				if (nm > 0 && i + nm + 1 < q->n && nic->gso_ok &&
+				    q->pkt[i + nm + 1].len == x->len && same_dst(x, &q->pkt[i + nm + 1]))
+					break;  /* a GSO run starts here */
+				seal(q, x, 0);
+				m[nm] = (struct srn_tx_msg){ x->dst, x->dstlen, &q->iov[x->iov_first],
+							     x->niov };
+				nm++;
+			}
+			int r = srn_udp_send_batch(&nic->udp, m, nm);
+			sent = r > 0 ? r : 0;
+			if (r < 0)
+				srn_count(&nic->cnt, SRN_CNT_TX_ERR, 1);
+			run = nm;
+		}
+		for (int s = 0; s < sent; s++) {
+			srn_count(&nic->cnt, SRN_CNT_SENT_PKTS, 1);
+			srn_count(&nic->cnt, SRN_CNT_SENT_BYTES, q->pkt[i + s].len);
+		}
+		if (sent < run)
+			srn_count(&nic->cnt, SRN_CNT_TX_EAGAIN, (uint64_t)(run - sent));
+		i += run;
+	}
+	q->n = 0;
+	q->niov = 0;
+}
