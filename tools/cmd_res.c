@@ -121,7 +121,7 @@ static void wrap(struct srn_out *o)
 static void out_age(struct srn_out *o, const struct live *l, uint64_t now)
 {
 	uint64_t c = l->s.created_ns;
-	srn_out_dbl(o, "age", now > c ? (double)(now - c) / 1e9 : 0, 1);
+	srn_out_secs(o, "age", now > c ? (double)(now - c) / 1e9 : 0);
 	if (l->torn)
 		srn_out_str(o, "torn", "yes");   /* the writer died while updating it */
 }

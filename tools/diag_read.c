@@ -555,6 +555,13 @@ void srn_out_str(struct srn_out *o, const char *key, const char *v)
 	field(o, key, v, true);
 }
 
+void srn_out_secs(struct srn_out *o, const char *key, double secs)
+{
+	char b[48];
+	snprintf(b, sizeof(b), o->mode == SRN_OUT_TABLE ? "%.1fs" : "%.3f", secs);
+	field(o, key, b, false);
+}
+
 void srn_out_dbl(struct srn_out *o, const char *key, double v, int prec)
 {
 	char b[48];

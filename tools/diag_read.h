@@ -121,6 +121,8 @@ void srn_out_u64(struct srn_out *o, const char *key, uint64_t v);
 void srn_out_hex(struct srn_out *o, const char *key, uint64_t v, int width);  /* JSON: number */
 void srn_out_str(struct srn_out *o, const char *key, const char *v);
 void srn_out_dbl(struct srn_out *o, const char *key, double v, int prec);
+/* Seconds: "key 1.5s" in a table, a plain number otherwise. */
+void srn_out_secs(struct srn_out *o, const char *key, double secs);
 void srn_json_string(FILE *f, const char *s);
 
 #endif

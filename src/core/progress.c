@@ -63,8 +63,12 @@ static void *progress_main(void *arg)
 				drain_kick(nic);
 			continue;
 		}
-		/* Sleep until a packet, a kick, or the next timer. */
+		/* Sleep until a packet, a kick, the next transport timer, or a
+		 * packet the fault injector holds comes due. */
 		uint64_t dl = atomic_load_explicit(&nic->next_deadline, memory_order_relaxed);
+		uint64_t fdl = srn_udp_fault_next_ns(&nic->udp);
+		if (fdl && (!dl || fdl < dl))
+			dl = fdl;
 		struct timespec ts, *tsp = NULL;
 		if (dl) {
 			uint64_t now = srn_now_ns();
@@ -78,9 +82,9 @@ static void *progress_main(void *arg)
 			break;
 		if (n == 0 && !app_is_polling(nic, srn_now_ns(), &left)) {
 			pthread_mutex_lock(&nic->lock);
-			srn_timers_run(nic, srn_now_ns());
-			srn_ack_flush(nic);
-			srn_tx_resume(nic);
+			if (fdl)
+				srn_udp_fault_flush(&nic->udp, srn_now_ns());
+			srn_progress_poll(nic);     /* timers; delayed RX packets */
 			srn_nic_unlock(nic);
 			continue;
 		}

@@ -113,6 +113,13 @@ static void on_ack(struct srn_qp *qp, const struct srn_pkt *p)
 	struct srn_nic *nic = qp->nic;
 	uint8_t syn = p->aeth_syndrome;
 
+	/* A NAK names a packet that is not yet acknowledged; one naming an
+	 * acknowledged PSN is stale (it was overtaken on the wire by the ACK
+	 * for a later attempt) and must not send us back. */
+	if (srn_aeth_type(syn) != SRN_AETH_TYPE_ACK && srn_psn_cmp(p->psn, qp->req_una) < 0) {
+		srn_count(&nic->cnt, SRN_CNT_DUPLICATE_REQUEST, 1);
+		return;
+	}
 	switch (srn_aeth_type(syn)) {
 	case SRN_AETH_TYPE_ACK:
 		if (!ack_before(qp, srn_psn_add(p->psn, 1)))

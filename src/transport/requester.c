@@ -300,6 +300,10 @@ void srn_req_rewind(struct srn_qp *qp, uint32_t psn)
 {
 	if (qp->sq_tail == qp->sq_cur && !qp->sq_cur_started)
 		return;                 /* nothing was sent that needs resending */
+	/* Never behind what is acknowledged (an RNR wait may have outlived
+	 * the packet it was for). */
+	if (srn_psn_cmp(psn, qp->req_una) < 0)
+		psn = qp->req_una;
 	srn_count(&qp->nic->cnt, SRN_CNT_RETRANSMITS, 1);
 	qp->sq_cur = qp->sq_tail;
 	qp->sq_cur_started = true;      /* the tail WQE keeps its PSN range */
