@@ -6,28 +6,14 @@
  *   softrnic perf [options] HOST     client: runs the test, prints results
  *   softrnic perf --loopback [opts]  both, as two processes on this host
  *
- * The client decides the test and tells the server (CONFIG), so a server
- * needs no options but its port and device.  Control protocol over the
- * TCP channel of perf_conn.c, one message answered by one message:
- *
- *   client                         server
- *   CONFIG (test parameters)  ->   opens the device, or ABORT(reason)
- *   HELLO (QPs, buffer)       <->  HELLO; both connect their QPs
- *   RUN (size, seed, count)   ->   prepares buffers, posts receives
- *                             <-   READY
- *   ... the run (perf_run.c); either side may ABORT(reason) instead ...
- *   DONE (per QP: sent, counter) -> checks what it received
- *                             <-   RESULT (messages received)
- *   RUN ... | END
- *
- * Each size runs twice: a short warm-up, then the measured run.  Every
- * wait for a message is bounded (--timeout), runs by their own stall
- * bound; an error on either side reaches the other as ABORT, so neither
- * waits out a timeout for a peer that already gave up.
+ * The client decides the test and tells the server, so a server needs no
+ * options but its port and device; the control protocol and both halves
+ * of a session live in perf_session.c.  This file parses the command line
+ * and sets up the roles; --loopback forks the server before either side
+ * opens the device.
  */
 #include <errno.h>
 #include <getopt.h>
-#include <inttypes.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -38,56 +24,12 @@
 #include <unistd.h>
 
 #include "perf_conn.h"
-#include "perf_report.h"
-#include "perf_run.h"
+#include "perf_session.h"
 #include "subcommands.h"
 
-enum msg_type {
-	MSG_CONFIG = 1,
-	MSG_HELLO,
-	MSG_RUN,
-	MSG_READY,
-	MSG_DONE,
-	MSG_RESULT,
-	MSG_END,
-	MSG_ABORT,
-};
-
-#define PROTO_VERSION 1
-#define STALL_NS (10ull * 1000000000ull) /* a run with no progress this long failed */
-#define RUN_WAIT_S 3600                  /* longest wait for the end of one run */
-#define DRAIN_GRACE_NS 2000000000ull     /* send bw: receives still arriving */
-#define UC_CHECK_NS 500000000ull         /* UC write: last packets still arriving */
-#define CHILD_WAIT_S 10
+#define CHILD_WAIT_S 10                  /* the server's exit after the client's */
 #define SWEEP_MIN_LOG2 1                 /* 2 B */
 #define SWEEP_MAX_LOG2 20                /* 1 MiB */
-
-enum output { OUT_TABLE, OUT_JSON, OUT_CSV };
-
-struct perf_opts {
-	struct srn_perf_params p;
-	uint32_t sizes[SRN_PERF_MAX_ROWS];
-	size_t nsizes;
-	uint64_t iters;
-	double duration_s;
-	const char *port, *dev, *host, *plot;
-	uint8_t ib_port;
-	int gid_index;
-	int timeout_s;
-	bool loopback;
-	enum output out;
-};
-
-struct session {
-	const struct perf_opts *o;
-	struct srn_perf_ctx c;
-	int fd;
-	bool server, quiet;
-	uint32_t seed;
-	struct srn_perf_progress pg;
-	char peer_err[400];
-	uint8_t msg[SRN_CONN_MAX_PAYLOAD];
-};
 
 void srn_usage_perf(FILE *out)
 {
@@ -186,7 +128,7 @@ static bool parse_u32(const char *s, uint32_t min, uint32_t max, uint32_t *out)
 	return true;
 }
 
-static bool parse_sizes(const char *s, struct perf_opts *o)
+static bool parse_sizes(const char *s, struct srn_perf_opts *o)
 {
 	char buf[512], *save, *tok;
 
@@ -199,41 +141,6 @@ static bool parse_sizes(const char *s, struct perf_opts *o)
 		o->nsizes++;
 	}
 	return o->nsizes > 0;
-}
-
-/* Test parameters that both the command line and a client's CONFIG must
- * satisfy; the reason for a rejection goes to why. */
-static bool params_valid(const struct srn_perf_params *p, char *why, size_t len)
-{
-	bool one_sided = p->op == SRN_PERF_READ || p->op == SRN_PERF_CAS ||
-			 p->op == SRN_PERF_FAA;
-
-	if (p->op >= SRN_PERF_NOPS || (p->test != SRN_PERF_LAT && p->test != SRN_PERF_BW) ||
-	    (p->qp_type != IBV_QPT_RC && p->qp_type != IBV_QPT_UC))
-		snprintf(why, len, "unknown operation, test or QP type");
-	else if (one_sided && p->qp_type != IBV_QPT_RC)
-		snprintf(why, len, "--op %s needs --qp-type rc (UC has no %s)",
-			 srn_perf_op_name(p->op), p->op == SRN_PERF_READ ? "RDMA Read" : "atomics");
-	else if (!p->qps || p->qps > SRN_PERF_MAX_QPS)
-		snprintf(why, len, "--qps must be 1..%d", SRN_PERF_MAX_QPS);
-	else if (p->mtu && (p->mtu < 256 || p->mtu > 4096 || (p->mtu & (p->mtu - 1))))
-		snprintf(why, len, "--mtu must be 256, 512, 1024, 2048 or 4096");
-	else if (!p->tx_depth || p->tx_depth > SRN_PERF_MAX_DEPTH || !p->rx_depth ||
-		 p->rx_depth > SRN_PERF_MAX_DEPTH)
-		snprintf(why, len, "--tx-depth and --rx-depth must be 1..%d", SRN_PERF_MAX_DEPTH);
-	else if (!p->post_list || p->post_list > p->tx_depth || p->post_list > 512)
-		snprintf(why, len, "--post-list must be 1..min(tx-depth, 512)");
-	else if (!p->cq_mod || p->cq_mod > p->tx_depth - p->post_list + 1)
-		/* A full window must hold a signaled WR (perf_run.c). */
-		snprintf(why, len, "--cq-mod must be 1..tx-depth - post-list + 1 (%u)",
-			 p->tx_depth - p->post_list + 1);
-	else if (!p->max_size || p->max_size > SRN_PERF_MAX_SIZE)
-		snprintf(why, len, "sizes must be 1..%u", SRN_PERF_MAX_SIZE);
-	else if (p->inline_size > 65536)
-		snprintf(why, len, "--inline is too large");
-	else
-		return true;
-	return false;
 }
 
 enum { OPT_SIZES = 256, OPT_JSON, OPT_CSV, OPT_PLOT, OPT_TIMEOUT };
@@ -268,7 +175,7 @@ static const struct option long_opts[] = {
 };
 
 /* Returns -1 when parsed, else the exit status (help, usage error). */
-static int parse_args(int argc, char *argv[], struct perf_opts *o)
+static int parse_args(int argc, char *argv[], struct srn_perf_opts *o)
 {
 	struct srn_perf_params *p = &o->p;
 	bool sweep = false, have_cq_mod = false, have_rx = false, have_iters = false;
@@ -387,9 +294,9 @@ static int parse_args(int argc, char *argv[], struct perf_opts *o)
 			break;
 		case OPT_JSON:
 		case OPT_CSV:
-			if (o->out != OUT_TABLE)
+			if (o->out != SRN_PERF_OUT_TABLE)
 				return usage_error("--json and --csv exclude each other");
-			o->out = opt == OPT_JSON ? OUT_JSON : OUT_CSV;
+			o->out = opt == OPT_JSON ? SRN_PERF_OUT_JSON : SRN_PERF_OUT_CSV;
 			break;
 		case OPT_PLOT:
 			o->plot = optarg;
@@ -447,559 +354,20 @@ static int parse_args(int argc, char *argv[], struct perf_opts *o)
 	for (size_t i = 0; i < o->nsizes; i++)
 		if (o->sizes[i] > p->max_size)
 			p->max_size = o->sizes[i];
-	if (!params_valid(p, why, sizeof(why)))
+	if (!srn_perf_params_valid(p, why, sizeof(why)))
 		return usage_error("%s", why);
 	if (o->loopback || o->host) {
 		if (o->plot && !strstr(o->plot, ".svg"))
 			return usage_error("--plot writes SVG: give a FILE.svg");
-	} else if (o->out != OUT_TABLE || o->plot) {
+	} else if (o->out != SRN_PERF_OUT_TABLE || o->plot) {
 		return usage_error("--json, --csv and --plot are client options");
 	}
 	return -1;
 }
 
-/* ---- messages ---- */
-
-static int __attribute__((format(printf, 2, 3))) say(struct session *s, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (s->quiet)
-		return SRN_EXIT_FAIL;
-	srn_perf_progress_clear(&s->pg);
-	fprintf(stderr, "softrnic perf: %s", s->server ? "server: " : "");
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "\n");
-	return SRN_EXIT_FAIL;
-}
-
-static int send_msg(struct session *s, uint16_t type, const struct srn_conn_wr *w)
-{
-	int ret = srn_conn_send(s->fd, type, w);
-
-	if (ret)
-		say(s, "sending to the peer: %s", strerror(-ret));
-	return ret;
-}
-
-/* Tell the peer why we stop, so it does not wait for a timeout. */
-static void send_abort(struct session *s, const char *why)
-{
-	uint8_t buf[512];
-	struct srn_conn_wr w;
-
-	srn_conn_wr_init(&w, buf, sizeof(buf));
-	srn_conn_put_str(&w, why, 400);
-	srn_conn_send(s->fd, MSG_ABORT, &w);
-}
-
-static int send_empty(struct session *s, uint16_t type)
-{
-	struct srn_conn_wr w;
-
-	srn_conn_wr_init(&w, s->msg, 0);
-	return send_msg(s, type, &w);
-}
-
-/* Receive a message of type `want`; an ABORT yields -ECANCELED with the
- * peer's reason in s->peer_err. */
-static int recv_msg(struct session *s, uint16_t want, struct srn_conn_rd *r, int timeout_s)
-{
-	uint16_t type;
-	int ret = srn_conn_recv(s->fd, &type, r, s->msg, sizeof(s->msg), timeout_s * 1000);
-
-	if (ret) {
-		snprintf(s->peer_err, sizeof(s->peer_err), "%s",
-			 ret == -ECONNRESET ? "the peer closed the connection" :
-			 ret == -ETIMEDOUT  ? "timed out waiting for the peer" :
-			 ret == -EPROTO     ? "the peer does not speak this protocol" :
-					      strerror(-ret));
-		return ret;
-	}
-	if (type == MSG_ABORT) {
-		srn_conn_get_str(r, s->peer_err, sizeof(s->peer_err));
-		return -ECANCELED;
-	}
-	if (type != want) {
-		snprintf(s->peer_err, sizeof(s->peer_err), "unexpected message %u (expected %u)",
-			 type, want);
-		return -EPROTO;
-	}
-	return 0;
-}
-
-static int bad_msg(struct session *s, const char *what)
-{
-	snprintf(s->peer_err, sizeof(s->peer_err), "malformed %s message", what);
-	return -EPROTO;
-}
-
-static void put_params(struct srn_conn_wr *w, const struct srn_perf_params *p)
-{
-	srn_conn_put_u32(w, PROTO_VERSION);
-	srn_conn_put_u8(w, (uint8_t)p->op);
-	srn_conn_put_u8(w, p->qp_type == IBV_QPT_UC);
-	srn_conn_put_u8(w, (uint8_t)p->test);
-	srn_conn_put_u32(w, p->qps);
-	srn_conn_put_u32(w, p->mtu);
-	srn_conn_put_u32(w, p->inline_size);
-	srn_conn_put_u32(w, p->tx_depth);
-	srn_conn_put_u32(w, p->rx_depth);
-	srn_conn_put_u32(w, p->cq_mod);
-	srn_conn_put_u32(w, p->post_list);
-	srn_conn_put_u32(w, p->max_size);
-}
-
-/* Validated once here: the engine trusts params_valid()'s ranges. */
-static int get_params(struct session *s, struct srn_conn_rd *r, struct srn_perf_params *p)
-{
-	char why[160];
-
-	if (srn_conn_get_u32(r) != PROTO_VERSION) {
-		snprintf(s->peer_err, sizeof(s->peer_err), "client speaks another protocol version");
-		return -EPROTO;
-	}
-	p->op = (enum srn_perf_op)srn_conn_get_u8(r);
-	p->qp_type = srn_conn_get_u8(r) ? IBV_QPT_UC : IBV_QPT_RC;
-	p->test = (enum srn_perf_test)srn_conn_get_u8(r);
-	p->qps = srn_conn_get_u32(r);
-	p->mtu = srn_conn_get_u32(r);
-	p->inline_size = srn_conn_get_u32(r);
-	p->tx_depth = srn_conn_get_u32(r);
-	p->rx_depth = srn_conn_get_u32(r);
-	p->cq_mod = srn_conn_get_u32(r);
-	p->post_list = srn_conn_get_u32(r);
-	p->max_size = srn_conn_get_u32(r);
-	if (!srn_conn_rd_done(r))
-		return bad_msg(s, "CONFIG");
-	if (!params_valid(p, why, sizeof(why))) {
-		snprintf(s->peer_err, sizeof(s->peer_err), "rejected: %s", why);
-		return -EINVAL;
-	}
-	return 0;
-}
-
-static int send_hello(struct session *s)
-{
-	struct srn_conn_wr w;
-
-	srn_conn_wr_init(&w, s->msg, sizeof(s->msg));
-	srn_conn_put_u32(&w, s->c.mr->rkey);
-	srn_conn_put_u32(&w, s->c.p.qps);
-	for (uint32_t q = 0; q < s->c.p.qps; q++) {
-		const struct srn_perf_qp *x = &s->c.qps[q];
-
-		srn_conn_put_qp(&w, &x->local);
-		srn_conn_put_u64(&w, (uintptr_t)x->tx);
-		srn_conn_put_u64(&w, (uintptr_t)x->rx);
-		srn_conn_put_u64(&w, (uintptr_t)x->slots);
-	}
-	return send_msg(s, MSG_HELLO, &w);
-}
-
-static int recv_hello_and_connect(struct session *s)
-{
-	struct srn_perf_peer_qp peer[SRN_PERF_MAX_QPS];
-	struct srn_conn_rd r;
-	uint32_t rkey, n;
-	int ret = recv_msg(s, MSG_HELLO, &r, s->o->timeout_s);
-
-	if (ret)
-		return ret;
-	rkey = srn_conn_get_u32(&r);
-	n = srn_conn_get_u32(&r);
-	if (n != s->c.p.qps)
-		return bad_msg(s, "HELLO");
-	for (uint32_t q = 0; q < n; q++) {
-		srn_conn_get_qp(&r, &peer[q].addr);
-		peer[q].tx = srn_conn_get_u64(&r);
-		peer[q].rx = srn_conn_get_u64(&r);
-		peer[q].slots = srn_conn_get_u64(&r);
-	}
-	if (!srn_conn_rd_done(&r))
-		return bad_msg(s, "HELLO");
-	ret = srn_perf_connect(&s->c, peer, rkey);
-	if (ret)
-		snprintf(s->peer_err, sizeof(s->peer_err), "%s", s->c.err);
-	return ret;
-}
-
-static int peer_poll(void *arg)
-{
-	struct session *s = arg;
-
-	return srn_conn_readable(s->fd) != 0;
-}
-
-static void show_progress(void *arg, uint64_t done, uint64_t total, uint64_t elapsed_ns)
-{
-	struct session *s = arg;
-
-	srn_perf_progress_show(&s->pg, done, total, elapsed_ns);
-}
-
-/* ---- client ---- */
-
-/* One run of one size; `measured` runs feed the report. */
-static int client_run(struct session *s, uint32_t size, uint64_t iters, uint64_t duration_ns,
-		      struct srn_perf_result *res, bool measured)
-{
-	const struct srn_perf_params *p = &s->c.p;
-	struct srn_perf_run run = { .size = size, .seed = ++s->seed, .iters = iters,
-				    .duration_ns = duration_ns, .stall_ns = STALL_NS,
-				    .peer_poll = peer_poll,
-				    .progress = measured && s->pg.f ? show_progress : NULL,
-				    .arg = s };
-	struct srn_conn_wr w;
-	struct srn_conn_rd r;
-	uint64_t received, sent = 0;
-	int ret;
-
-	ret = srn_perf_prepare(&s->c, size, run.seed);
-	if (ret)
-		goto local_error;
-	srn_conn_wr_init(&w, s->msg, sizeof(s->msg));
-	srn_conn_put_u32(&w, size);
-	srn_conn_put_u32(&w, run.seed);
-	srn_conn_put_u64(&w, iters);
-	srn_conn_put_u64(&w, duration_ns);
-	if (send_msg(s, MSG_RUN, &w))
-		return -EIO;
-	ret = recv_msg(s, MSG_READY, &r, s->o->timeout_s);
-	if (ret)
-		return ret;
-	s->pg.size = size;
-	ret = srn_perf_client_run(&s->c, &run, res);
-	srn_perf_progress_clear(&s->pg);
-	if (ret == -EINTR) /* the server spoke first: its ABORT says why */
-		return recv_msg(s, MSG_DONE, &r, s->o->timeout_s) ?: -EPROTO;
-	if (ret)
-		goto local_error;
-
-	srn_conn_wr_init(&w, s->msg, sizeof(s->msg));
-	srn_conn_put_u32(&w, p->qps);
-	for (uint32_t q = 0; q < p->qps; q++) {
-		const struct srn_perf_qp *x = &s->c.qps[q];
-
-		/* This run's sends, and the session's: an atomics target's
-		 * counter must equal the latter. */
-		sent += x->posted - x->run_base;
-		srn_conn_put_u64(&w, x->posted - x->run_base);
-		srn_conn_put_u64(&w, x->posted);
-	}
-	if (send_msg(s, MSG_DONE, &w))
-		return -EIO;
-	ret = recv_msg(s, MSG_RESULT, &r, s->o->timeout_s);
-	if (ret)
-		return ret;
-	received = srn_conn_get_u64(&r);
-	if (!srn_conn_rd_done(&r))
-		return bad_msg(s, "RESULT");
-
-	/* What landed here: the server's answers (ping-pong) or our reads. */
-	if (p->test == SRN_PERF_LAT && !srn_perf_op_one_sided_lat(p->op))
-		ret = srn_perf_check_rx(&s->c, size - 1, run.seed);
-	else if (p->op == SRN_PERF_READ)
-		ret = srn_perf_check_rx(&s->c, size, run.seed);
-	if (ret)
-		goto local_error;
-	if (p->op == SRN_PERF_SEND && p->test == SRN_PERF_BW && received != sent && measured)
-		say(s, "note: UC: the server received %" PRIu64 " of %" PRIu64 " messages "
-		    "of %u bytes", received, sent, size);
-	return 0;
-
-local_error:
-	snprintf(s->peer_err, sizeof(s->peer_err), "%s", s->c.err);
-	send_abort(s, s->c.err);
-	return ret;
-}
-
-static uint64_t warmup_iters(const struct perf_opts *o)
-{
-	uint64_t w = o->p.test == SRN_PERF_LAT ? 100 : 2ull * o->p.tx_depth * o->p.qps;
-	uint64_t tenth = o->iters / 10 ? o->iters / 10 : 1;
-
-	return o->duration_s > 0 || tenth > w ? w : tenth;
-}
-
-static int client_session(struct session *s)
-{
-	const struct perf_opts *o = s->o;
-	struct srn_perf_report *rep;
-	struct srn_conn_wr w;
-	char local[64], remote[64], label[64];
-	uint64_t dur_ns = (uint64_t)(o->duration_s * 1e9);
-	int ret;
-
-	rep = calloc(1, sizeof(*rep));
-	if (!rep)
-		return say(s, "out of memory");
-	ret = srn_perf_open(&s->c, &o->p, o->dev, o->ib_port, o->gid_index);
-	if (ret) {
-		send_abort(s, "the client could not set up its side");
-		ret = say(s, "%s", s->c.err);
-		goto out;
-	}
-	srn_conn_wr_init(&w, s->msg, sizeof(s->msg));
-	put_params(&w, &o->p);
-	ret = send_msg(s, MSG_CONFIG, &w) ?: send_hello(s) ?: recv_hello_and_connect(s);
-	if (ret) {
-		if (ret != -ECANCELED && ret != -EIO)
-			send_abort(s, s->peer_err);
-		ret = say(s, "%s%s", ret == -ECANCELED ? "server: " : "", s->peer_err);
-		goto out;
-	}
-	srn_perf_report_init(rep, &o->p, s->c.dev_name,
-			     srn_conn_gid_str(&s->c.qps[0].local.gid, local, sizeof(local)),
-			     srn_conn_gid_str(&s->c.qps[0].remote.addr.gid, remote, sizeof(remote)),
-			     128u << s->c.mtu, o->duration_s);
-	snprintf(label, sizeof(label), "%s %s %s", srn_perf_op_name(o->p.op),
-		 o->p.test == SRN_PERF_LAT ? "lat" : "bw", o->p.qp_type == IBV_QPT_RC ? "rc" : "uc");
-	srn_perf_progress_init(&s->pg, isatty(STDERR_FILENO) ? stderr : NULL, label,
-			       o->duration_s);
-	if (o->out == OUT_TABLE)
-		srn_perf_table_header(stdout, rep);
-
-	for (size_t i = 0; i < o->nsizes; i++) {
-		struct srn_perf_result res;
-		struct srn_perf_row *row;
-
-		ret = client_run(s, o->sizes[i], warmup_iters(o), 0, &res, false) ?:
-		      client_run(s, o->sizes[i], o->iters, dur_ns, &res, true);
-		if (ret) {
-			bool unsupported = ret == -EOPNOTSUPP;
-
-			if (unsupported)
-				ret = say(s, "%s is not supported by %s yet (%s)",
-					  srn_perf_op_title(o->p.op), s->c.dev_name, s->c.err);
-			else
-				ret = say(s, "%s%s", ret == -ECANCELED ? "server: " : "",
-					  s->peer_err);
-			goto out;
-		}
-		row = srn_perf_report_add(rep, o->sizes[i], &res);
-		if (o->out == OUT_TABLE && row)
-			srn_perf_table_row(stdout, rep, row);
-	}
-	send_empty(s, MSG_END);
-	if (o->out == OUT_TABLE)
-		srn_perf_table_footer(stdout);
-	else if (o->out == OUT_JSON)
-		srn_perf_json(stdout, rep);
-	else
-		srn_perf_csv(stdout, rep);
-	ret = SRN_EXIT_OK;
-	if (o->plot) {
-		char err[256];
-
-		if (srn_perf_plot_svg(o->plot, rep, err, sizeof(err)))
-			ret = say(s, "--plot: %s", err);
-	}
-out:
-	srn_perf_close(&s->c);
-	free(rep);
-	return ret;
-}
-
-/* ---- server ---- */
-
-/* After the client's DONE: does what arrived here match what was sent? */
-static int server_check(struct session *s, const struct srn_perf_run *run,
-			const uint64_t *sent, const uint64_t *counter, uint64_t *received)
-{
-	const struct srn_perf_params *p = &s->c.p;
-	uint64_t total = 0, until;
-	int ret = 0;
-
-	for (uint32_t q = 0; q < p->qps; q++)
-		total += sent[q];
-	if (p->op == SRN_PERF_SEND && p->test == SRN_PERF_BW) {
-		ret = srn_perf_drain(&s->c, run, total, DRAIN_GRACE_NS, received);
-		if (ret)
-			return ret;
-		if (*received != total && p->qp_type == IBV_QPT_RC) {
-			snprintf(s->c.err, sizeof(s->c.err), "RC: received %" PRIu64 " of %" PRIu64
-				 " messages", *received, total);
-			return -EILSEQ;
-		}
-		return *received ? srn_perf_check_rx(&s->c, run->size, run->seed) : 0;
-	}
-	if (p->op == SRN_PERF_CAS || p->op == SRN_PERF_FAA) {
-		for (uint32_t q = 0; q < p->qps && !ret; q++)
-			ret = srn_perf_check_counter(&s->c, q, counter[q]);
-		return ret;
-	}
-	if (p->op == SRN_PERF_READ)
-		return 0;
-	if (p->test == SRN_PERF_LAT)
-		return srn_perf_check_rx(&s->c, run->size - 1, run->seed);
-	/* write bw: RC completions mean placed; UC packets may be in flight. */
-	until = srn_perf_now_ns() + (p->qp_type == IBV_QPT_UC ? UC_CHECK_NS : 0);
-	while ((ret = srn_perf_check_rx(&s->c, run->size, run->seed)) &&
-	       srn_perf_now_ns() < until)
-		usleep(1000);
-	*received = total;
-	return ret;
-}
-
-static int server_run(struct session *s, struct srn_conn_rd *r)
-{
-	const struct srn_perf_params *p = &s->c.p;
-	struct srn_perf_run run = { .stall_ns = STALL_NS, .peer_poll = peer_poll, .arg = s };
-	uint64_t sent[SRN_PERF_MAX_QPS], counter[SRN_PERF_MAX_QPS], received = 0;
-	struct srn_conn_wr w;
-	uint32_t n;
-	int ret;
-
-	run.size = srn_conn_get_u32(r);
-	run.seed = srn_conn_get_u32(r);
-	run.iters = srn_conn_get_u64(r);
-	run.duration_ns = srn_conn_get_u64(r);
-	if (!srn_conn_rd_done(r) || !run.size || run.size > p->max_size)
-		return bad_msg(s, "RUN");
-	ret = srn_perf_prepare(&s->c, run.size, run.seed);
-	if (ret)
-		goto local_error;
-	ret = send_empty(s, MSG_READY);
-	if (ret)
-		return ret;
-	ret = srn_perf_serve(&s->c, &run, &received);
-	if (ret && ret != -EINTR)
-		goto local_error;
-	ret = recv_msg(s, MSG_DONE, r, RUN_WAIT_S + (int)(run.duration_ns / 1000000000ull));
-	if (ret)
-		return ret;
-	n = srn_conn_get_u32(r);
-	if (n != p->qps)
-		return bad_msg(s, "DONE");
-	for (uint32_t q = 0; q < n; q++) {
-		sent[q] = srn_conn_get_u64(r);
-		counter[q] = srn_conn_get_u64(r);
-	}
-	if (!srn_conn_rd_done(r))
-		return bad_msg(s, "DONE");
-	ret = server_check(s, &run, sent, counter, &received);
-	if (ret)
-		goto local_error;
-	srn_conn_wr_init(&w, s->msg, sizeof(s->msg));
-	srn_conn_put_u64(&w, received);
-	return send_msg(s, MSG_RESULT, &w);
-
-local_error:
-	snprintf(s->peer_err, sizeof(s->peer_err), "%s", s->c.err);
-	send_abort(s, s->c.err);
-	return ret;
-}
-
-static int server_session(struct session *s)
-{
-	struct srn_perf_params p;
-	struct srn_conn_rd r;
-	char peer[64];
-	int ret;
-
-	ret = recv_msg(s, MSG_CONFIG, &r, s->o->timeout_s);
-	if (!ret)
-		ret = get_params(s, &r, &p);
-	if (ret) {
-		if (ret != -ECANCELED)
-			send_abort(s, s->peer_err);
-		return say(s, "%s", s->peer_err);
-	}
-	ret = srn_perf_open(&s->c, &p, s->o->dev, s->o->ib_port, s->o->gid_index);
-	if (ret) {
-		send_abort(s, s->c.err);
-		ret = say(s, "%s", s->c.err);
-		goto out;
-	}
-	if (!s->quiet)
-		fprintf(stderr, "softrnic perf: server: %s %s %s, %u QP%s, from %s\n",
-			srn_perf_op_name(p.op), p.test == SRN_PERF_LAT ? "lat" : "bw",
-			p.qp_type == IBV_QPT_RC ? "rc" : "uc", p.qps, p.qps == 1 ? "" : "s",
-			srn_conn_peer_name(s->fd, peer, sizeof(peer)));
-	ret = send_hello(s) ?: recv_hello_and_connect(s);
-	for (uint64_t runs = 0; !ret && runs < 2 * SRN_PERF_MAX_ROWS + 2; runs++) {
-		uint16_t type;
-
-		ret = srn_conn_recv(s->fd, &type, &r, s->msg, sizeof(s->msg),
-				    s->o->timeout_s * 1000);
-		if (ret) {
-			snprintf(s->peer_err, sizeof(s->peer_err), "waiting for the client: %s",
-				 strerror(-ret));
-			break;
-		}
-		if (type == MSG_END) {
-			ret = SRN_EXIT_OK;
-			goto out;
-		}
-		if (type == MSG_ABORT) {
-			char why[256];
-
-			srn_conn_get_str(&r, why, sizeof(why));
-			snprintf(s->peer_err, sizeof(s->peer_err), "the client stopped: %s", why);
-			ret = -ECANCELED;
-			break;
-		}
-		if (type != MSG_RUN) {
-			ret = bad_msg(s, "control");
-			break;
-		}
-		ret = server_run(s, &r);
-	}
-	if (!ret)
-		snprintf(s->peer_err, sizeof(s->peer_err), "too many runs");
-	ret = say(s, "%s", s->peer_err);
-out:
-	srn_perf_close(&s->c);
-	return ret;
-}
-
-/* ---- roles ---- */
-
-static int serve(const struct perf_opts *o, int lfd, bool quiet)
-{
-	struct session *s = calloc(1, sizeof(*s));
-	int ret;
-
-	if (!s)
-		return SRN_EXIT_FAIL;
-	*s = (struct session){ .o = o, .server = true, .quiet = quiet };
-	s->fd = srn_conn_accept(lfd, o->timeout_s * 1000);
-	close(lfd);
-	if (s->fd < 0) {
-		ret = say(s, "no client within %d s: %s", o->timeout_s, strerror(-s->fd));
-	} else {
-		ret = server_session(s);
-		close(s->fd);
-	}
-	free(s);
-	return ret;
-}
-
-static int client(const struct perf_opts *o, const char *host, const char *port)
-{
-	struct session *s = calloc(1, sizeof(*s));
-	int ret;
-
-	if (!s)
-		return SRN_EXIT_FAIL;
-	*s = (struct session){ .o = o };
-	s->fd = srn_conn_connect(host, port, o->timeout_s * 1000);
-	if (s->fd < 0) {
-		ret = say(s, "cannot reach %s port %s: %s", host, port, strerror(-s->fd));
-	} else {
-		ret = client_session(s);
-		close(s->fd);
-	}
-	free(s);
-	return ret;
-}
-
 /* The child must be forked before either side touches verbs: the library's
  * threads and sockets do not survive a fork. */
-static int loopback(const struct perf_opts *o)
+static int loopback(const struct srn_perf_opts *o)
 {
 	char port[16];
 	int lfd, ret, status = 0;
@@ -1023,10 +391,10 @@ static int loopback(const struct perf_opts *o)
 	if (pid == 0) {
 		/* The server outlives no client: it goes when the parent goes. */
 		prctl(PR_SET_PDEATHSIG, SIGTERM);
-		_exit(serve(o, lfd, true));
+		_exit(srn_perf_session_server(o, lfd, true));
 	}
 	close(lfd);
-	ret = client(o, "127.0.0.1", port);
+	ret = srn_perf_session_client(o, "127.0.0.1", port);
 	for (int i = 0; i < CHILD_WAIT_S * 100; i++) {
 		if (waitpid(pid, &status, WNOHANG) == pid)
 			goto reaped;
@@ -1046,7 +414,7 @@ reaped:
 
 int srn_cmd_perf(int argc, char *argv[])
 {
-	struct perf_opts o;
+	struct srn_perf_opts o;
 	int ret = parse_args(argc, argv, &o), lfd;
 
 	if (ret >= 0)
@@ -1054,7 +422,7 @@ int srn_cmd_perf(int argc, char *argv[])
 	if (o.loopback)
 		return loopback(&o);
 	if (o.host)
-		return client(&o, o.host, o.port);
+		return srn_perf_session_client(&o, o.host, o.port);
 	ret = srn_conn_listen(NULL, o.port, &lfd);
 	if (ret) {
 		fprintf(stderr, "softrnic perf: cannot listen on TCP port %s: %s\n", o.port,
@@ -1063,5 +431,5 @@ int srn_cmd_perf(int argc, char *argv[])
 	}
 	fprintf(stderr, "softrnic perf: server: waiting for a client on TCP port %d\n",
 		srn_conn_bound_port(lfd));
-	return serve(&o, lfd, false);
+	return srn_perf_session_server(&o, lfd, false);
 }

@@ -273,7 +273,8 @@ static void draw_x_axis(FILE *f, const struct xaxis *a)
 			MT + PH, C_GRID);
 		fprintf(f, "<line x1='%.1f' y1='%d' x2='%.1f' y2='%d' stroke='%s'/>\n", x, MT + PH,
 			x, MT + PH + 5, C_AXIS);
-		if ((k - first) % every)
+		/* Counted from the largest size, which is always labeled. */
+		if ((last - k) % every)
 			continue;
 		size_label(1ull << k, buf, sizeof(buf));
 		fprintf(f, "<text x='%.1f' y='%d' text-anchor='middle' font-size='12' "

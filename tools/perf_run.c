@@ -556,7 +556,7 @@ int srn_perf_prepare(struct srn_perf_ctx *c, uint32_t size, uint32_t seed)
 			return fail(c, -EPROTO, "QP 0x%x: %" PRIu64 " sends of the last run "
 				    "never completed", x->qp->qp_num, x->posted - x->completed);
 		x->run_base = x->posted;
-		x->target = x->uses = 0;
+		x->target = x->uses = x->received = 0;
 		x->final_posted = false;
 		if (c->p.op == SRN_PERF_SEND && x->rx_posted < c->p.rx_depth) {
 			int ret = post_recvs(c, q, c->p.rx_depth - x->rx_posted);
@@ -568,11 +568,20 @@ int srn_perf_prepare(struct srn_perf_ctx *c, uint32_t size, uint32_t seed)
 	return 0;
 }
 
-int srn_perf_check_rx(struct srn_perf_ctx *c, size_t len, uint32_t seed)
+uint64_t srn_perf_sent(const struct srn_perf_ctx *c, uint32_t q)
+{
+	return c->qps[q].posted - c->qps[q].run_base;
+}
+
+int srn_perf_check_rx(struct srn_perf_ctx *c, size_t len, uint32_t seed,
+		      const uint64_t *msgs)
 {
 	for (uint32_t q = 0; q < c->p.qps; q++) {
 		const uint8_t *rx = c->qps[q].rx;
 
+		/* Fewer messages than QPs leave some QPs idle this run. */
+		if (!msgs[q])
+			continue;
 		for (size_t i = 0; i < len; i++)
 			if (rx[i] != pattern(seed, i))
 				return fail(c, -EILSEQ, "data check: QP 0x%x byte %zu of %zu is "
@@ -911,6 +920,7 @@ static int on_bw_recv(struct srn_perf_ctx *c, const struct ibv_wc *wc, void *arg
 		return fail(c, -EILSEQ, "data check: received %u bytes on QP 0x%x, sent %u",
 			    wc->byte_len, wc->qp_num, r->size);
 	r->count++;
+	c->qps[wc->wr_id >> WRID_SHIFT].received++;
 	return 0;
 }
 

@@ -90,6 +90,7 @@ struct srn_perf_qp {
 	/* per-run state */
 	uint64_t run_base;          /* `posted` when the run began */
 	uint64_t target, uses;
+	uint64_t received;          /* send bw: messages that arrived */
 	bool final_posted;
 };
 
@@ -163,9 +164,13 @@ int srn_perf_serve(struct srn_perf_ctx *c, const struct srn_perf_run *run,
 int srn_perf_drain(struct srn_perf_ctx *c, const struct srn_perf_run *run,
 		   uint64_t expected, uint64_t grace_ns, uint64_t *received);
 
-/* After a run: do rx bytes [0, len) of every QP hold pattern(seed)?
- * -EILSEQ with the first difference in ctx->err. */
-int srn_perf_check_rx(struct srn_perf_ctx *c, size_t len, uint32_t seed);
+/* After a run: do rx bytes [0, len) of every QP that carried messages
+ * (msgs[q] > 0) hold pattern(seed)?  -EILSEQ with the first difference
+ * in ctx->err. */
+int srn_perf_check_rx(struct srn_perf_ctx *c, size_t len, uint32_t seed,
+		      const uint64_t *msgs);
+/* Messages this side sent on QP q in the current run. */
+uint64_t srn_perf_sent(const struct srn_perf_ctx *c, uint32_t q);
 /* Target of atomics: does QP q's counter hold `expected`? */
 int srn_perf_check_counter(struct srn_perf_ctx *c, uint32_t q, uint64_t expected);
 
