@@ -12,16 +12,21 @@
  *   again after deleting;
  * - snapshots of real core objects (MR, QP) and the send-error explanation;
  * - closing: "closed cleanly" flag; the file kept after errors, removed
- *   without; an own closed file replaced on re-create; SOFTRNIC_DIAG=0. */
+ *   without; an own closed file replaced on re-create; SOFTRNIC_DIAG=0;
+ *   a forked child's exit leaves the parent's segment open;
+ * - SOFTRNIC_LOG=warn: the stderr echo, its format, level filter and
+ *   burst limit (in a child, as the threshold is read once). */
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -129,6 +134,7 @@ struct race {
 	struct srn_diag_obj *o;
 	const struct srn_diag_slot *slot;   /* the writer's own mapping */
 	_Atomic bool done;
+	_Atomic bool reading;      /* the writer starts once the reader runs */
 	unsigned long consistent, retries_exhausted, bad;
 };
 
@@ -146,6 +152,9 @@ static void race_write(struct race *r, uint32_t i)
 static void *writer(void *arg)
 {
 	struct race *r = arg;
+	uint64_t until = mono_ns() + 5ull * 1000000000ull;
+	while (!atomic_load(&r->reading) && mono_ns() < until)
+		sched_yield();
 	for (uint32_t i = 1; i <= WRITES; i++) {
 		race_write(r, i);
 		srn_diag_qp_count(r->o, SRN_QPC_SENT_PKTS, 1);
@@ -160,6 +169,7 @@ static void *reader(void *arg)
 	struct srn_diag_slot copy;
 	uint32_t last = 0;
 	uint64_t deadline = mono_ns() + 30ull * 1000000000ull;
+	atomic_store(&r->reading, true);
 	for (unsigned long n = 0; n < 50000000ul; n++) {
 		bool finished = atomic_load(&r->done);
 		if (srn_diag_slot_read(r->slot, &copy)) {
@@ -431,6 +441,61 @@ static void test_snapshots(struct srn_diag *d, const struct srn_diag_seg *ro)
 	free(qp);
 }
 
+/* ---- fork and stderr ---------------------------------------------------- */
+
+static void test_fork_child_exit(const struct srn_diag_seg *ro)
+{
+	char path[256];
+	seg_path("testdev", path, sizeof(path));
+	pid_t c = fork();
+	if (c == 0)
+		exit(0);   /* runs the library's exit hook */
+	int st;
+	waitpid(c, &st, 0);
+	CHECK(atomic_load(&ro->hdr.closed) == 0 && access(path, F_OK) == 0,
+	      "a child's exit closed the parent's segment (closed %u)", atomic_load(&ro->hdr.closed));
+}
+
+static void test_stderr_echo(void)
+{
+	int p[2];
+	if (pipe(p))
+		return;
+	pid_t c = fork();
+	if (c == 0) {
+		char err[256];
+		dup2(p[1], STDERR_FILENO);
+		close(p[0]);
+		setenv("SOFTRNIC_LOG", "warn", 1);
+		setenv("SOFTRNIC_DIAG", "0", 1);
+		struct srn_diag *d = srn_diag_create("echodev", gid5, err, sizeof(err));
+		struct srn_diag_obj *o = srn_diag_obj_add(d, SRN_DIAG_QP, NULL);
+		srn_diag_obj_begin(o);
+		SRN_DIAG_SET(o->s->qp.qpn, 0x42u);
+		srn_diag_obj_end(o);
+		srn_diag_log(o, SRN_LOG_INFO, "quiet");
+		for (int i = 0; i < 30; i++)
+			srn_diag_log(o, SRN_LOG_ERROR, "boom %d", i);
+		_exit(0);
+	}
+	close(p[1]);
+	char buf[8192];
+	size_t len = 0;
+	ssize_t n;
+	while (len < sizeof(buf) - 1 && (n = read(p[0], buf + len, sizeof(buf) - 1 - len)) > 0)
+		len += (size_t)n;
+	buf[len] = '\0';
+	close(p[0]);
+	waitpid(c, NULL, 0);
+	int lines = 0;
+	for (char *s = buf; (s = strstr(s, "softrnic: echodev qp 0x000042: error: boom ")); s++)
+		lines++;
+	CHECK(strstr(buf, "softrnic: echodev qp 0x000042: error: boom 0\n") != NULL,
+	      "echo format: '%s'", buf);
+	CHECK(!strstr(buf, "quiet"), "info printed at warn");
+	CHECK(lines >= 20 && lines <= 22, "burst limit: %d lines", lines);
+}
+
 /* ---- close, keep, replace, private ------------------------------------- */
 
 static void test_close(struct srn_diag *d, const struct srn_diag_seg *ro)
@@ -494,6 +559,10 @@ int main(void)
 	unsetenv("SOFTRNIC_DIAG_KEEP");
 	unsetenv("SOFTRNIC_LOG");
 
+	/* First: the child must not inherit a threshold this process has
+	 * already read (it is parsed once). */
+	test_stderr_echo();
+
 	char err[256];
 	struct srn_diag *d = srn_diag_create("testdev", gid5, err, sizeof(err));
 	if (!d) {
@@ -507,6 +576,7 @@ int main(void)
 		test_logs(d, ro);
 		test_table_full(d, ro);
 		test_snapshots(d, ro);
+		test_fork_child_exit(ro);
 		test_close(d, ro);
 		munmap((void *)ro, sizeof(*ro));
 	} else {

@@ -94,7 +94,7 @@ srn stat --dev fakedev --json
 
 srn stat --watch 0.2 --count 3 --json
 n=$(wc -l <<<"$out")
-rate=$(tail -n1 <<<"$out" | jq --argjson p "$wpid" '.devices[] | select(.pid == $p) | .counters.sent_pkts.rate')
+rate=$(tail -n1 <<<"$out" | jq --argjson p "$wpid" '.devices[] | select(.pid == $p) | .rates.sent_pkts')
 first=$(head -n1 <<<"$out" | jq --argjson p "$wpid" '.devices[] | select(.pid == $p) | .counters.sent_pkts')
 if [ "$n" = 3 ] && [ -n "$rate" ] && awk -v r="$rate" 'BEGIN { exit !(r > 0) }' && [ "$first" -ge 100 ]; then
 	ok "--watch: 3 samples, sent_pkts rising at $rate/s"

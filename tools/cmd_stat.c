@@ -115,41 +115,48 @@ struct sample {
 	bool have_prev;
 };
 
-static void print_counter(struct srn_out *o, const struct stat_opts *op, const char *path,
-			  uint64_t scope, uint32_t idx, const char *name, uint64_t v,
-			  struct sample *smp, const char *dump_scope)
+/* One set of counters (a device's, or a QP's): table and dump print a
+ * line each, JSON an object "counters" and, when watching, "rates". */
+static void print_set(struct srn_out *o, const struct stat_opts *op, const char *path,
+		      uint64_t scope, const char (*names)[SRN_DIAG_NAME_LEN], const uint64_t *v,
+		      uint32_t n, struct sample *smp, const char *dump_scope)
 {
-	uint64_t old = 0;
-	bool has_old = prev_swap(smp->prev, key_of(path, scope, idx), v, &old);
-	bool rate = smp->prev && smp->have_prev && has_old && smp->dt > 0;
-	double r = rate ? (double)(v - old) / smp->dt : 0;
-
-	switch (o->mode) {
-	case SRN_OUT_TABLE:
-		if (!v && !op->all)
-			return;
-		fprintf(o->f, "    %-30s %16" PRIu64, name, v);
-		if (rate)
-			fprintf(o->f, " %14.1f/s", r);
-		fputc('\n', o->f);
-		break;
-	case SRN_OUT_DUMP:
-		fprintf(o->f, "%s\t%s\t%s\t%" PRIu64, o->prefix, dump_scope, name, v);
-		if (rate)
-			fprintf(o->f, "\t%.1f", r);
-		fputc('\n', o->f);
-		break;
-	case SRN_OUT_JSON:
-		if (rate) {
-			srn_out_obj_begin(o, name);
-			srn_out_u64(o, "value", v);
-			srn_out_dbl(o, "rate", r, 1);
-			srn_out_obj_end(o);
-		} else {
-			srn_out_u64(o, name, v);
-		}
-		break;
+	double rate[SRN_DIAG_MAX_COUNTERS];
+	bool has_rate[SRN_DIAG_MAX_COUNTERS], any_rate = false;
+	for (uint32_t i = 0; i < n; i++) {
+		uint64_t old = 0;
+		bool has_old = prev_swap(smp->prev, key_of(path, scope, i), v[i], &old);
+		has_rate[i] = smp->prev && smp->have_prev && has_old && smp->dt > 0;
+		rate[i] = has_rate[i] ? (double)(v[i] - old) / smp->dt : 0;
+		any_rate |= has_rate[i];
 	}
+	for (uint32_t i = 0; i < n && o->mode != SRN_OUT_JSON; i++) {
+		if (o->mode == SRN_OUT_TABLE) {
+			if (!v[i] && !op->all)
+				continue;
+			fprintf(o->f, "    %-30s %16" PRIu64, names[i], v[i]);
+			if (has_rate[i])
+				fprintf(o->f, " %14.1f/s", rate[i]);
+		} else {
+			fprintf(o->f, "%s\t%s\t%s\t%" PRIu64, o->prefix, dump_scope, names[i], v[i]);
+			if (has_rate[i])
+				fprintf(o->f, "\t%.1f", rate[i]);
+		}
+		fputc('\n', o->f);
+	}
+	if (o->mode != SRN_OUT_JSON)
+		return;
+	srn_out_obj_begin(o, "counters");
+	for (uint32_t i = 0; i < n; i++)
+		srn_out_u64(o, names[i], v[i]);
+	srn_out_obj_end(o);
+	if (!any_rate)
+		return;
+	srn_out_obj_begin(o, "rates");
+	for (uint32_t i = 0; i < n; i++)
+		if (has_rate[i])
+			srn_out_dbl(o, names[i], rate[i], 1);
+	srn_out_obj_end(o);
 }
 
 static bool qp_wanted(const struct stat_opts *op, const struct srn_diag_slot *sl)
@@ -176,12 +183,10 @@ static void print_qps(struct srn_out *o, const struct stat_opts *op, const struc
 		srn_out_u64(o, "qpn", sl.qp.qpn);
 		srn_out_str(o, "type", srn_qp_type_str(sl.qp.type));
 		srn_out_str(o, "state", srn_qp_state_str(sl.qp.state));
-		srn_out_obj_begin(o, "counters");
-		uint64_t key_scope = (uint64_t)i << 32 | sl.gen;
-		for (uint32_t c = 0; c < s->nqp_counters; c++)
-			print_counter(o, op, s->path, key_scope, c, s->qpcnames[c], sl.qp.cnt[c], smp,
-				      scope);
-		srn_out_obj_end(o);
+		/* Keyed by slot and generation: a new QP in the slot starts afresh. */
+		uint64_t key_scope = (uint64_t)(i + 1) << 32 | sl.gen;
+		print_set(o, op, s->path, key_scope, s->qpcnames, sl.qp.cnt, s->nqp_counters, smp,
+			  scope);
 		srn_out_obj_end(o);
 	}
 	srn_out_arr_end(o);
@@ -222,10 +227,10 @@ static void print_seg(struct srn_out *o, const struct stat_opts *op, const struc
 	srn_out_u64(o, "objects", atomic_load_explicit(&h->slots_used, memory_order_relaxed));
 	srn_out_u64(o, "objects_untracked", atomic_load_explicit(&h->table_full, memory_order_relaxed));
 	srn_out_u64(o, "errors_logged", atomic_load_explicit(&h->errors_logged, memory_order_relaxed));
-	srn_out_obj_begin(o, "counters");
+	uint64_t v[SRN_DIAG_MAX_COUNTERS];
 	for (uint32_t i = 0; i < s->ncounters; i++)
-		print_counter(o, op, s->path, 0, i, s->cnames[i], srn_seg_counter(s, i), smp, "dev");
-	srn_out_obj_end(o);
+		v[i] = srn_seg_counter(s, i);
+	print_set(o, op, s->path, 0, s->cnames, v, s->ncounters, smp, "dev");
 	if (op->has_qp)
 		print_qps(o, op, s, smp, nqps);
 	srn_out_obj_end(o);

@@ -282,19 +282,6 @@ int srn_seg_slot(const struct srn_seg *s, uint32_t i, struct srn_diag_slot *out)
 	return torn ? -1 : 1;
 }
 
-long srn_seg_handle_id(const struct srn_seg *s, uint64_t handle, enum srn_diag_kind kind)
-{
-	if (!handle)
-		return -1;
-	for (uint32_t i = 0; i < SRN_DIAG_SLOTS; i++) {
-		const struct srn_diag_slot *src = &s->seg->slots[i];
-		if (__atomic_load_n(&src->kind, __ATOMIC_RELAXED) == (uint32_t)kind &&
-		    __atomic_load_n(&src->handle, __ATOMIC_RELAXED) == handle)
-			return (long)i;
-	}
-	return -1;
-}
-
 /* Read the entries [head - nent, head) of a ring, oldest first. */
 static size_t ring_read(const struct srn_diag_log_entry *ring, _Atomic const uint64_t *headp,
 			uint32_t nent, bool check_gen, uint32_t gen, struct srn_diag_log_entry *out,

@@ -71,9 +71,6 @@ uint64_t srn_seg_counter(const struct srn_seg *s, uint32_t i);
 /* Consistent copy of slot i: 1 live, 0 free, -1 torn (writer died while
  * writing it: out holds the last try and is used anyway). */
 int srn_seg_slot(const struct srn_seg *s, uint32_t i, struct srn_diag_slot *out);
-/* Map an object handle to its slot index (the number the tools print)
- * among the live slots of kind; -1 if none. */
-long srn_seg_handle_id(const struct srn_seg *s, uint64_t handle, enum srn_diag_kind kind);
 /* Log entries, oldest first: the device ring, or the ring of slot idx
  * whose slot generation is gen.  Returns how many were stored in out. */
 size_t srn_seg_dev_log(const struct srn_seg *s, struct srn_diag_log_entry *out, size_t max);

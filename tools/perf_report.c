@@ -81,7 +81,8 @@ struct srn_perf_row *srn_perf_report_add(struct srn_perf_report *r, uint32_t siz
 			sum += s[i];
 		row->t_min = (double)s[0] / div;
 		row->t_max = (double)s[n - 1] / div;
-		row->t_med = (n % 2 ? (double)s[n / 2] : ((double)s[n / 2 - 1] + (double)s[n / 2]) / 2) / div;
+		row->t_med = (n % 2 ? (double)s[n / 2] :
+				      ((double)s[n / 2 - 1] + (double)s[n / 2]) / 2) / div;
 		row->t_p99 = (double)s[p99 - 1] / div;
 		row->t_avg = (double)sum / (double)n / div;
 	} else if (secs > 0) {

@@ -1,6 +1,8 @@
 /*
- * perf_run.c - the verbs resources and measurement loops of `softrnic
- * perf` (layout, roles and verification are described in perf_run.h).
+ * perf_run.c - the measurement loops of `softrnic perf`: ping-pong and
+ * one-sided latency, windowed bandwidth, the receiving side of send, and
+ * the data checks (layout, roles and verification: perf_run.h; the
+ * resources they run on: perf_res.c).
  *
  * Invariants the loops rely on:
  *   - wr_id = QP index << 48 | (session-wide send index + 1); a QP's send
@@ -32,12 +34,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <time.h>
 
 #include "perf_run.h"
 
-#define PAGE 4096u
 #define POLL_BATCH 32
 #define RECV_CHAIN 32            /* receive WRs reposted per ibv_post_recv */
 #define FINAL_BYTE 0xff
@@ -79,7 +79,7 @@ bool srn_perf_op_one_sided_lat(enum srn_perf_op op)
 	return op == SRN_PERF_READ || op == SRN_PERF_CAS || op == SRN_PERF_FAA;
 }
 
-static bool is_atomic(enum srn_perf_op op)
+bool srn_perf_op_atomic(enum srn_perf_op op)
 {
 	return op == SRN_PERF_CAS || op == SRN_PERF_FAA;
 }
@@ -92,8 +92,7 @@ uint64_t srn_perf_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static int __attribute__((format(printf, 3, 4)))
-fail(struct srn_perf_ctx *c, int err, const char *fmt, ...)
+int srn_perf_fail(struct srn_perf_ctx *c, int err, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -115,213 +114,6 @@ static uint64_t wrid(uint32_t q, uint64_t count)
 	return (uint64_t)q << WRID_SHIFT | count;
 }
 
-static size_t round_up(size_t v, size_t a)
-{
-	return (v + a - 1) / a * a;
-}
-
-/* ---- resources ---- */
-
-static enum ibv_mtu mtu_enum(uint32_t bytes)
-{
-	switch (bytes) {
-	case 256: return IBV_MTU_256;
-	case 512: return IBV_MTU_512;
-	case 1024: return IBV_MTU_1024;
-	case 2048: return IBV_MTU_2048;
-	case 4096: return IBV_MTU_4096;
-	default: return 0;
-	}
-}
-
-static int open_device(struct srn_perf_ctx *c, const char *dev_name)
-{
-	struct ibv_device **list;
-	struct ibv_device *dev = NULL;
-	int n = 0;
-
-	list = ibv_get_device_list(&n);
-	if (!list)
-		return fail(c, -errno, "ibv_get_device_list: %s", strerror(errno));
-	for (int i = 0; i < n && !dev; i++)
-		if (!dev_name || !strcmp(ibv_get_device_name(list[i]), dev_name))
-			dev = list[i];
-	if (!dev) {
-		ibv_free_device_list(list);
-		return fail(c, -ENODEV, dev_name ? "no RDMA device named '%s'" :
-				     "no RDMA device found%s", dev_name ? dev_name : "");
-	}
-	snprintf(c->dev_name, sizeof(c->dev_name), "%s", ibv_get_device_name(dev));
-	c->ctx = ibv_open_device(dev);
-	ibv_free_device_list(list);
-	if (!c->ctx)
-		return fail(c, -errno, "ibv_open_device(%s): %s", c->dev_name, strerror(errno));
-	return 0;
-}
-
-static int create_qp(struct srn_perf_ctx *c, uint32_t q)
-{
-	const struct srn_perf_params *p = &c->p;
-	struct srn_perf_qp *x = &c->qps[q];
-	struct ibv_qp_init_attr ia = {
-		.send_cq = c->cq,
-		.recv_cq = c->cq,
-		.qp_type = p->qp_type,
-		.cap = {
-			.max_send_wr = p->tx_depth,
-			.max_recv_wr = p->op == SRN_PERF_SEND ? p->rx_depth : 1,
-			.max_send_sge = 1,
-			.max_recv_sge = 1,
-			.max_inline_data = p->inline_size,
-		},
-	};
-	int ret;
-
-	x->qp = ibv_create_qp(c->pd, &ia);
-	if (!x->qp)
-		return fail(c, -errno, "ibv_create_qp (%s, send %u, recv %u, inline %u): %s",
-			    p->qp_type == IBV_QPT_RC ? "RC" : "UC", ia.cap.max_send_wr,
-			    ia.cap.max_recv_wr, p->inline_size, strerror(errno));
-	x->tx = c->buf + (size_t)q * c->stride;
-	x->rx = x->tx + c->rx_off;
-	x->slots = (uint64_t *)(void *)(x->tx + c->slots_off);
-	ret = srn_conn_local_qp(x->qp, c->ib_port, c->gid_index, srn_conn_random_psn(),
-				&x->local);
-	if (ret)
-		return fail(c, ret, "port %u GID %d: %s", c->ib_port, c->gid_index,
-			    strerror(-ret));
-	return 0;
-}
-
-int srn_perf_open(struct srn_perf_ctx *c, const struct srn_perf_params *p,
-		  const char *dev_name, uint8_t ib_port, int gid_index)
-{
-	struct ibv_device_attr da;
-	struct ibv_port_attr pa;
-	unsigned access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-			  IBV_ACCESS_REMOTE_READ;
-	size_t part;
-	int ret, cqe;
-
-	memset(c, 0, sizeof(*c));
-	c->p = *p;
-	c->ib_port = ib_port;
-	c->gid_index = gid_index;
-	ret = open_device(c, dev_name);
-	if (ret)
-		return ret;
-	ret = ibv_query_device(c->ctx, &da);
-	if (ret)
-		return fail(c, -ret, "ibv_query_device: %s", strerror(ret));
-	ret = ibv_query_port(c->ctx, ib_port, &pa);
-	if (ret)
-		return fail(c, -ret, "ibv_query_port(%u): %s", ib_port, strerror(ret));
-	if (pa.state != IBV_PORT_ACTIVE)
-		return fail(c, -ENETDOWN, "%s port %u is not active", c->dev_name, ib_port);
-	c->mtu = p->mtu ? mtu_enum(p->mtu) : pa.active_mtu;
-	if (!c->mtu || c->mtu > pa.active_mtu)
-		return fail(c, -EINVAL, "MTU %u is not possible on %s port %u (active MTU %d)",
-			    p->mtu, c->dev_name, ib_port, 128 << pa.active_mtu);
-	if (is_atomic(p->op)) {
-		if (da.atomic_cap == IBV_ATOMIC_NONE)
-			return fail(c, -EOPNOTSUPP, "%s does not support atomics (atomic_cap NONE)",
-				    c->dev_name);
-		access |= IBV_ACCESS_REMOTE_ATOMIC;
-	}
-
-	part = round_up(p->max_size, PAGE);
-	c->rx_off = part;
-	c->slots_off = 2 * part;
-	c->stride = 2 * part + round_up((size_t)(p->tx_depth + 1) * 8, PAGE);
-	c->buf_len = c->stride * p->qps;
-	c->buf = mmap(NULL, c->buf_len, PROT_READ | PROT_WRITE,
-		      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (c->buf == MAP_FAILED) {
-		c->buf = NULL;
-		return fail(c, -errno, "cannot map %zu bytes of buffers: %s", c->buf_len,
-			    strerror(errno));
-	}
-	c->pd = ibv_alloc_pd(c->ctx);
-	if (!c->pd)
-		return fail(c, -errno, "ibv_alloc_pd: %s", strerror(errno));
-	c->mr = ibv_reg_mr(c->pd, c->buf, c->buf_len, (int)access);
-	if (!c->mr)
-		return fail(c, -errno, "ibv_reg_mr(%zu bytes): %s", c->buf_len, strerror(errno));
-	cqe = (int)(p->qps * (p->tx_depth + (p->op == SRN_PERF_SEND ? p->rx_depth : 1)) + 16);
-	if (cqe > da.max_cqe)
-		cqe = da.max_cqe;
-	c->cq = ibv_create_cq(c->ctx, cqe, NULL, NULL, 0);
-	if (!c->cq)
-		return fail(c, -errno, "ibv_create_cq(%d): %s", cqe, strerror(errno));
-	c->qps = calloc(p->qps, sizeof(*c->qps));
-	if (!c->qps)
-		return fail(c, -ENOMEM, "out of memory");
-	for (uint32_t q = 0; q < p->qps; q++) {
-		ret = create_qp(c, q);
-		if (ret)
-			return ret;
-	}
-	return 0;
-}
-
-int srn_perf_connect(struct srn_perf_ctx *c, const struct srn_perf_peer_qp *peer,
-		     uint32_t peer_rkey)
-{
-	struct ibv_device_attr da;
-	struct srn_conn_qp_attr a = {
-		.port = c->ib_port,
-		.gid_index = c->gid_index,
-		.mtu = c->mtu,
-		.access = IBV_ACCESS_REMOTE_WRITE,
-	};
-	int ret = ibv_query_device(c->ctx, &da);
-
-	if (ret)
-		return fail(c, -ret, "ibv_query_device: %s", strerror(ret));
-	if (c->p.qp_type == IBV_QPT_RC) {
-		int rd = da.max_qp_rd_atom < da.max_qp_init_rd_atom ? da.max_qp_rd_atom :
-								      da.max_qp_init_rd_atom;
-		a.max_rd_atomic = (uint8_t)(rd > 255 ? 255 : rd < 1 ? 1 : rd);
-		a.access |= IBV_ACCESS_REMOTE_READ;
-		if (is_atomic(c->p.op))
-			a.access |= IBV_ACCESS_REMOTE_ATOMIC;
-	}
-	c->remote_rkey = peer_rkey;
-	for (uint32_t q = 0; q < c->p.qps; q++) {
-		struct srn_perf_qp *x = &c->qps[q];
-		const char *step;
-
-		x->remote = peer[q];
-		ret = srn_conn_qp_up(x->qp, &a, &x->local, &x->remote.addr, &step);
-		if (ret)
-			return fail(c, ret, "ibv_modify_qp(QP 0x%x to %s): %s", x->qp->qp_num,
-				    step, strerror(-ret));
-	}
-	return 0;
-}
-
-void srn_perf_close(struct srn_perf_ctx *c)
-{
-	for (uint32_t q = 0; c->qps && q < c->p.qps; q++)
-		if (c->qps[q].qp)
-			ibv_destroy_qp(c->qps[q].qp);
-	free(c->qps);
-	if (c->cq)
-		ibv_destroy_cq(c->cq);
-	if (c->mr)
-		ibv_dereg_mr(c->mr);
-	if (c->pd)
-		ibv_dealloc_pd(c->pd);
-	if (c->ctx)
-		ibv_close_device(c->ctx);
-	if (c->buf)
-		munmap(c->buf, c->buf_len);
-	free(c->samples);
-	c->qps = NULL;
-	c->samples = NULL;
-	c->buf = NULL;
-}
-
 /* ---- posting and completions ---- */
 
 static int post_recvs(struct srn_perf_ctx *c, uint32_t q, uint32_t n)
@@ -341,8 +133,8 @@ static int post_recvs(struct srn_perf_ctx *c, uint32_t q, uint32_t n)
 						      .next = i + 1 < k ? &wr[i + 1] : NULL };
 		ret = ibv_post_recv(x->qp, wr, &bad);
 		if (ret)
-			return fail(c, -ret, "ibv_post_recv(QP 0x%x): %s", x->qp->qp_num,
-				    strerror(ret));
+			return srn_perf_fail(c, -ret, "ibv_post_recv(QP 0x%x): %s", x->qp->qp_num,
+					     strerror(ret));
 		x->rx_posted += k;
 		n -= k;
 	}
@@ -399,8 +191,8 @@ static void build_wr(struct srn_perf_ctx *c, uint32_t q, uint64_t idx, uint32_t 
 
 static int post_fail(struct srn_perf_ctx *c, uint32_t q, int ret)
 {
-	return fail(c, -ret, "ibv_post_send(%s, QP 0x%x): %s", srn_perf_op_title(c->p.op),
-		    c->qps[q].qp->qp_num, strerror(ret));
+	return srn_perf_fail(c, -ret, "ibv_post_send(%s, QP 0x%x): %s", srn_perf_op_title(c->p.op),
+			     c->qps[q].qp->qp_num, strerror(ret));
 }
 
 static const char *wc_opcode_name(enum ibv_wc_opcode op)
@@ -422,10 +214,10 @@ static int wc_fail(struct srn_perf_ctx *c, const struct ibv_wc *wc)
 	const char *what = wc->wr_id & WRID_MASK ? srn_perf_op_title(c->p.op) :
 						    wc_opcode_name(IBV_WC_RECV);
 
-	return fail(c, -EIO, "%s completion error on QP 0x%x (message %" PRIu64 "): %s "
-		    "(status %d, vendor error 0x%x)", what, wc->qp_num,
-		    (uint64_t)(wc->wr_id & WRID_MASK), ibv_wc_status_str(wc->status), wc->status,
-		    wc->vendor_err);
+	return srn_perf_fail(c, -EIO, "%s completion error on QP 0x%x (message %" PRIu64 "): %s "
+			     "(status %d, vendor error 0x%x)", what, wc->qp_num,
+			     (uint64_t)(wc->wr_id & WRID_MASK), ibv_wc_status_str(wc->status), wc->status,
+			     wc->vendor_err);
 }
 
 /* Check the atomic results of messages [from, to) of QP q. */
@@ -437,9 +229,9 @@ static int check_atomics(struct srn_perf_ctx *c, uint32_t q, uint64_t from, uint
 		uint64_t got = x->slots[1 + i % c->p.tx_depth];
 
 		if (got != i)
-			return fail(c, -EILSEQ, "data check: %s #%" PRIu64 " on QP 0x%x returned %"
-				    PRIu64 ", expected %" PRIu64, srn_perf_op_title(c->p.op), i,
-				    x->qp->qp_num, got, i);
+			return srn_perf_fail(c, -EILSEQ, "data check: %s #%" PRIu64 " on QP 0x%x returned %"
+					     PRIu64 ", expected %" PRIu64, srn_perf_op_title(c->p.op), i,
+					     x->qp->qp_num, got, i);
 	}
 	return 0;
 }
@@ -453,7 +245,7 @@ static int poll_cq(struct srn_perf_ctx *c, int (*on_recv)(struct srn_perf_ctx *,
 	int n = ibv_poll_cq(c->cq, POLL_BATCH, wc);
 
 	if (n < 0)
-		return fail(c, -EIO, "ibv_poll_cq: error %d", n);
+		return srn_perf_fail(c, -EIO, "ibv_poll_cq: error %d", n);
 	for (int i = 0; i < n; i++) {
 		uint32_t q = (uint32_t)(wc[i].wr_id >> WRID_SHIFT);
 		uint64_t count = wc[i].wr_id & WRID_MASK;
@@ -462,16 +254,16 @@ static int poll_cq(struct srn_perf_ctx *c, int (*on_recv)(struct srn_perf_ctx *,
 		if (wc[i].status != IBV_WC_SUCCESS)
 			return wc_fail(c, &wc[i]);
 		if (q >= c->p.qps)
-			return fail(c, -EPROTO, "completion with a foreign wr_id 0x%" PRIx64,
-				    wc[i].wr_id);
+			return srn_perf_fail(c, -EPROTO, "completion with a foreign wr_id 0x%" PRIx64,
+					     wc[i].wr_id);
 		if (wc[i].opcode & IBV_WC_RECV) {
 			c->qps[q].rx_posted--;
 			if (!on_recv)
-				return fail(c, -EPROTO, "unexpected receive on QP 0x%x",
-					    wc[i].qp_num);
+				return srn_perf_fail(c, -EPROTO, "unexpected receive on QP 0x%x",
+						     wc[i].qp_num);
 			ret = on_recv(c, &wc[i], arg);
 		} else {
-			ret = is_atomic(c->p.op) ?
+			ret = srn_perf_op_atomic(c->p.op) ?
 				      check_atomics(c, q, c->qps[q].completed, count) : 0;
 			c->qps[q].completed = count;
 		}
@@ -503,12 +295,12 @@ static int tick(struct srn_perf_ctx *c, struct waiter *w, uint64_t now)
 	const struct srn_perf_run *run = w->run;
 
 	if (now - w->last_progress > run->stall_ns)
-		return fail(c, -ETIMEDOUT, "no progress for %.1f s while %s",
-			    (double)run->stall_ns / 1e9, w->what);
+		return srn_perf_fail(c, -ETIMEDOUT, "no progress for %.1f s while %s",
+				     (double)run->stall_ns / 1e9, w->what);
 	if (run->peer_poll && !w->ignore_peer && now - w->last_peer >= PEER_POLL_NS) {
 		w->last_peer = now;
 		if (run->peer_poll(run->arg))
-			return fail(c, -EINTR, "the peer ended the run while %s", w->what);
+			return srn_perf_fail(c, -EINTR, "the peer ended the run while %s", w->what);
 	}
 	if (run->progress && now - w->last_cb >= PROGRESS_NS) {
 		w->last_cb = now;
@@ -553,8 +345,8 @@ int srn_perf_prepare(struct srn_perf_ctx *c, uint32_t size, uint32_t seed)
 		 * result slots get a value no atomic of this session returns. */
 		memset(x->slots + 1, 0xff, (size_t)c->p.tx_depth * 8);
 		if (x->completed != x->posted)
-			return fail(c, -EPROTO, "QP 0x%x: %" PRIu64 " sends of the last run "
-				    "never completed", x->qp->qp_num, x->posted - x->completed);
+			return srn_perf_fail(c, -EPROTO, "QP 0x%x: %" PRIu64 " sends of the last run "
+					     "never completed", x->qp->qp_num, x->posted - x->completed);
 		x->run_base = x->posted;
 		x->target = x->uses = x->received = 0;
 		x->final_posted = false;
@@ -584,9 +376,9 @@ int srn_perf_check_rx(struct srn_perf_ctx *c, size_t len, uint32_t seed,
 			continue;
 		for (size_t i = 0; i < len; i++)
 			if (rx[i] != pattern(seed, i))
-				return fail(c, -EILSEQ, "data check: QP 0x%x byte %zu of %zu is "
-					    "0x%02x, expected 0x%02x", c->qps[q].qp->qp_num, i,
-					    len, rx[i], pattern(seed, i));
+				return srn_perf_fail(c, -EILSEQ, "data check: QP 0x%x byte %zu of %zu is "
+						     "0x%02x, expected 0x%02x", c->qps[q].qp->qp_num, i,
+						     len, rx[i], pattern(seed, i));
 	}
 	return 0;
 }
@@ -596,9 +388,9 @@ int srn_perf_check_counter(struct srn_perf_ctx *c, uint32_t q, uint64_t expected
 	uint64_t got = __atomic_load_n(&c->qps[q].slots[0], __ATOMIC_ACQUIRE);
 
 	if (got != expected)
-		return fail(c, -EILSEQ, "data check: atomic counter of QP 0x%x is %" PRIu64
-			    ", expected %" PRIu64 " after the peer's atomics",
-			    c->qps[q].qp->qp_num, got, expected);
+		return srn_perf_fail(c, -EILSEQ, "data check: atomic counter of QP 0x%x is %" PRIu64
+				     ", expected %" PRIu64 " after the peer's atomics",
+				     c->qps[q].qp->qp_num, got, expected);
 	return 0;
 }
 
@@ -641,8 +433,8 @@ static int on_pp_recv(struct srn_perf_ctx *c, const struct ibv_wc *wc, void *arg
 	struct pp_recv *r = arg;
 
 	if (wc->byte_len != r->size)
-		return fail(c, -EILSEQ, "data check: received %u bytes on QP 0x%x, sent %u",
-			    wc->byte_len, wc->qp_num, r->size);
+		return srn_perf_fail(c, -EILSEQ, "data check: received %u bytes on QP 0x%x, sent %u",
+				     wc->byte_len, wc->qp_num, r->size);
 	r->got = (int)(wc->wr_id >> WRID_SHIFT);
 	return 0;
 }
@@ -700,7 +492,7 @@ static int grow_samples(struct srn_perf_ctx *c, uint64_t n)
 		return 0;
 	s = realloc(c->samples, n * sizeof(*s));
 	if (!s)
-		return fail(c, -ENOMEM, "out of memory for %" PRIu64 " samples", n);
+		return srn_perf_fail(c, -ENOMEM, "out of memory for %" PRIu64 " samples", n);
 	c->samples = s;
 	c->samples_cap = n;
 	return 0;
@@ -755,17 +547,17 @@ static int client_lat(struct srn_perf_ctx *c, const struct srn_perf_run *run,
 			if (ret < 0)
 				return ret;
 			if (from != (int)q || ret != mark)
-				return fail(c, -EILSEQ, "data check: answer on QP index %d carries "
-					    "0x%02x, expected QP index %u, 0x%02x", from, ret, q,
-					    mark);
+				return srn_perf_fail(c, -EILSEQ, "data check: answer on QP index %d carries "
+						     "0x%02x, expected QP index %u, 0x%02x", from, ret, q,
+						     mark);
 		}
 		t1 = srn_perf_now_ns();
 		c->samples[i++] = t1 - t0;
 		w.done = i;
 		w.last_progress = t1;
 		if (c->p.op == SRN_PERF_READ && x->rx[size - 1] != pattern(run->seed, size - 1))
-			return fail(c, -EILSEQ, "data check: RDMA Read #%" PRIu64 " on QP 0x%x "
-				    "did not bring the peer's last byte", idx, x->qp->qp_num);
+			return srn_perf_fail(c, -EILSEQ, "data check: RDMA Read #%" PRIu64 " on QP 0x%x "
+					     "did not bring the peer's last byte", idx, x->qp->qp_num);
 		ret = tick(c, &w, t1);
 		if (ret)
 			return ret;
@@ -901,7 +693,7 @@ int srn_perf_client_run(struct srn_perf_ctx *c, const struct srn_perf_run *run,
 {
 	memset(res, 0, sizeof(*res));
 	if (!run->size || run->size > c->p.max_size || !run->iters)
-		return fail(c, -EINVAL, "bad run: size %u, iters %" PRIu64, run->size, run->iters);
+		return srn_perf_fail(c, -EINVAL, "bad run: size %u, iters %" PRIu64, run->size, run->iters);
 	return c->p.test == SRN_PERF_LAT ? client_lat(c, run, res) : client_bw(c, run, res);
 }
 
@@ -917,8 +709,8 @@ static int on_bw_recv(struct srn_perf_ctx *c, const struct ibv_wc *wc, void *arg
 	struct bw_recv *r = arg;
 
 	if (wc->byte_len != r->size)
-		return fail(c, -EILSEQ, "data check: received %u bytes on QP 0x%x, sent %u",
-			    wc->byte_len, wc->qp_num, r->size);
+		return srn_perf_fail(c, -EILSEQ, "data check: received %u bytes on QP 0x%x, sent %u",
+				     wc->byte_len, wc->qp_num, r->size);
 	r->count++;
 	c->qps[wc->wr_id >> WRID_SHIFT].received++;
 	return 0;
@@ -972,7 +764,7 @@ int srn_perf_serve(struct srn_perf_ctx *c, const struct srn_perf_run *run,
 {
 	*received = 0;
 	if (!run->size || run->size > c->p.max_size)
-		return fail(c, -EINVAL, "bad run: size %u", run->size);
+		return srn_perf_fail(c, -EINVAL, "bad run: size %u", run->size);
 	if (c->p.test == SRN_PERF_LAT && !srn_perf_op_one_sided_lat(c->p.op))
 		return serve_pingpong(c, run, received);
 	if (c->p.op == SRN_PERF_SEND)

@@ -135,15 +135,21 @@ struct srn_perf_result {
 };
 
 const char *srn_perf_op_name(enum srn_perf_op op);      /* "write" */
+bool srn_perf_op_atomic(enum srn_perf_op op);            /* cas, faa */
 const char *srn_perf_op_title(enum srn_perf_op op);     /* "RDMA Write" */
 int srn_perf_op_parse(const char *s);                   /* -1 when unknown */
 bool srn_perf_op_one_sided_lat(enum srn_perf_op op);    /* read, cas, faa */
 uint64_t srn_perf_now_ns(void);
 
-/* Open the device, create everything, fill in our QP addresses. */
+/* Leave a message in c->err and return err (a negative errno). */
+int srn_perf_fail(struct srn_perf_ctx *c, int err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* perf_res.c: open the device, create everything, fill in our QP
+ * addresses. */
 int srn_perf_open(struct srn_perf_ctx *c, const struct srn_perf_params *p,
 		  const char *dev_name, uint8_t ib_port, int gid_index);
-/* Connect every QP to the peer's (RESET -> RTS). */
+/* perf_res.c: connect every QP to the peer's (RESET -> RTS). */
 int srn_perf_connect(struct srn_perf_ctx *c, const struct srn_perf_peer_qp *peer,
 		     uint32_t peer_rkey);
 void srn_perf_close(struct srn_perf_ctx *c);

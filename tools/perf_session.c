@@ -158,7 +158,11 @@ static int recv_msg(struct session *s, uint16_t want, struct srn_conn_rd *r, int
 		return ret;
 	}
 	if (type == MSG_ABORT) {
-		srn_conn_get_str(r, s->peer_err, sizeof(s->peer_err));
+		char why[256];
+
+		srn_conn_get_str(r, why, sizeof(why));
+		snprintf(s->peer_err, sizeof(s->peer_err), "the %s stopped: %s",
+			 s->server ? "client" : "server", why);
 		return -ECANCELED;
 	}
 	if (type != want) {
@@ -312,8 +316,12 @@ static int client_run(struct session *s, uint32_t size, uint64_t iters, uint64_t
 	s->pg.size = size;
 	ret = srn_perf_client_run(&s->c, &run, res);
 	srn_perf_progress_clear(&s->pg);
-	if (ret == -EINTR) /* the server spoke first: its ABORT says why */
-		return recv_msg(s, MSG_DONE, &r, s->o->timeout_s) ?: -EPROTO;
+	if (ret == -EINTR) {
+		/* The server spoke during the run: only an ABORT may, and it
+		 * says why (recv_msg turns it into -ECANCELED). */
+		ret = recv_msg(s, MSG_ABORT, &r, s->o->timeout_s);
+		return ret ? ret : bad_msg(s, "ABORT");
+	}
 	if (ret)
 		goto local_error;
 
@@ -380,7 +388,7 @@ static int client_session(struct session *s)
 		return say(s, "out of memory");
 	ret = srn_perf_open(&s->c, &o->p, o->dev, o->ib_port, o->gid_index);
 	if (ret) {
-		send_abort(s, "the client could not set up its side");
+		send_abort(s, s->c.err);
 		ret = say(s, "%s", s->c.err);
 		goto out;
 	}
@@ -390,7 +398,7 @@ static int client_session(struct session *s)
 	if (ret) {
 		if (ret != -ECANCELED && ret != -EIO)
 			send_abort(s, s->peer_err);
-		ret = say(s, "%s%s", ret == -ECANCELED ? "server: " : "", s->peer_err);
+		ret = say(s, "%s", s->peer_err);
 		goto out;
 	}
 	srn_perf_report_init(rep, &o->p, s->c.dev_name,
@@ -415,8 +423,7 @@ static int client_session(struct session *s)
 				ret = say(s, "%s is not supported by %s yet (%s)",
 					  srn_perf_op_title(o->p.op), s->c.dev_name, s->c.err);
 			else
-				ret = say(s, "%s%s", ret == -ECANCELED ? "server: " : "",
-					  s->peer_err);
+				ret = say(s, "%s", s->peer_err);
 			goto out;
 		}
 		row = srn_perf_report_add(rep, o->sizes[i], &res);
@@ -612,7 +619,9 @@ int srn_perf_session_server(const struct srn_perf_opts *o, int lfd, bool quiet)
 
 	if (!s)
 		return SRN_EXIT_FAIL;
-	*s = (struct session){ .o = o, .server = true, .quiet = quiet };
+	s->o = o;
+	s->server = true;
+	s->quiet = quiet;
 	s->fd = srn_conn_accept(lfd, o->timeout_s * 1000);
 	close(lfd);
 	if (s->fd < 0) {
@@ -632,7 +641,7 @@ int srn_perf_session_client(const struct srn_perf_opts *o, const char *host, con
 
 	if (!s)
 		return SRN_EXIT_FAIL;
-	*s = (struct session){ .o = o };
+	s->o = o;
 	s->fd = srn_conn_connect(host, port, o->timeout_s * 1000);
 	if (s->fd < 0) {
 		ret = say(s, "cannot reach %s port %s: %s", host, port, strerror(-s->fd));

@@ -14,6 +14,9 @@
  *   uses are fallocate()d at creation, and a slot's pages when the slot is
  *   taken; if that fails the object goes to a private sink slot instead.
  *   The application never dies for its diagnostics.
+ * - Only the creating process marks the segment closed/exited or removes
+ *   the file: a child forked after the device was opened shares the
+ *   mapping, and its exit must not make the parent look finished.
  * - The private handle array mirrors the slots: objs[i].kind != FREE iff
  *   slot i is live.  The free list is a stack, lowest index on top, so a
  *   process touches only as many slot pages as it has objects.
@@ -57,6 +60,7 @@ _Static_assert(sizeof(srn_diag_qp_counter_names) / sizeof(srn_diag_qp_counter_na
 struct srn_diag {
 	struct srn_diag_seg *seg;
 	int fd;                        /* -1: private mapping */
+	int pid;                       /* creator: a forked child must not close or unlink it */
 	char path[256];
 	uint64_t secret;               /* scrambles handles */
 	uint32_t nfree;
@@ -205,8 +209,18 @@ static void fill_header(struct srn_diag *d, const char *devname, const uint8_t g
 	h->proc_start_ticks = start_ticks;
 	h->start_realtime_ns = now_ns(CLOCK_REALTIME);
 	h->start_mono_ns = now_ns(CLOCK_MONOTONIC);
+	/* The process's name (its main thread's), not the calling thread's. */
 	char comm[17] = "";
-	prctl(PR_GET_NAME, comm, 0, 0, 0);
+	int fd = open("/proc/self/comm", O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, comm, sizeof(comm) - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+	if (n > 0) {
+		comm[n] = '\0';
+		comm[strcspn(comm, "\n")] = '\0';
+	} else {
+		prctl(PR_GET_NAME, comm, 0, 0, 0);
+	}
 	memcpy(h->comm, comm, sizeof(h->comm) - 1);
 	snprintf(h->devname, sizeof(h->devname), "%s", devname);
 	memcpy(h->gid, gid, 16);
@@ -232,6 +246,7 @@ struct srn_diag *srn_diag_create(const char *devname, const uint8_t gid[16], cha
 	}
 	d->fd = -1;
 	int pid = (int)getpid();
+	d->pid = pid;
 	uint64_t start_ticks = srn_diag_proc_start_ticks(pid);
 	if (getrandom(&d->secret, sizeof(d->secret), GRND_NONBLOCK) != sizeof(d->secret))
 		d->secret = now_ns(CLOCK_MONOTONIC) ^ ((uint64_t)pid << 32);
@@ -269,7 +284,8 @@ struct srn_diag *srn_diag_create(const char *devname, const uint8_t gid[16], cha
 	pthread_mutex_unlock(&open_lock);
 
 	if (want_file && d->fd < 0)
-		srn_diag_dev_log(d, SRN_LOG_WARN, "diagnostics private to this process: %s", err);
+		srn_diag_dev_log(d, SRN_LOG_WARN, "diagnostics private to this process: %s",
+				 err ? err : "cannot create the segment file");
 	return d;
 }
 
@@ -291,9 +307,13 @@ void srn_diag_close(struct srn_diag *d)
 		}
 	pthread_mutex_unlock(&open_lock);
 
-	atomic_store_explicit(&d->seg->hdr.closed, 1, memory_order_release);
+	/* A forked child closing its inherited copy leaves the parent's
+	 * segment alone (the mapping is shared with the parent). */
+	bool mine = d->pid == (int)getpid();
+	if (mine)
+		atomic_store_explicit(&d->seg->hdr.closed, 1, memory_order_release);
 	if (d->fd >= 0) {
-		if (!keep_file(d))
+		if (mine && !keep_file(d))
 			unlink(d->path);
 		close(d->fd);
 	}
@@ -309,6 +329,8 @@ __attribute__((destructor)) static void diag_at_exit(void)
 {
 	pthread_mutex_lock(&open_lock);
 	for (struct srn_diag *d = open_list; d; d = d->next_open) {
+		if (d->pid != (int)getpid())
+			continue;   /* a forked child exiting: the parent lives on */
 		uint32_t zero = 0;
 		atomic_compare_exchange_strong(&d->seg->hdr.closed, &zero, 2);
 		if (d->fd >= 0 && !keep_file(d))
