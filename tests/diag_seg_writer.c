@@ -101,7 +101,7 @@ int main(int argc, char **argv)
 	srn_diag_qp_count(oqp, SRN_QPC_RETRANSMITS, 2);
 	for (int i = 0; i < 20; i++)
 		srn_diag_log(oqp, SRN_LOG_INFO, "event %d", i);
-	srn_diag_qp_peer_said(oqp, 0x62, 0x000100);
+	srn_diag_qp_peer_said(oqp, 0x62, 0x000100, 0);
 	srn_diag_explain_send(oqp, &qp, &sq[0], IBV_WC_REM_ACCESS_ERR,
 			      "the responder NAKed remote access error");
 

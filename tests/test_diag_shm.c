@@ -293,7 +293,7 @@ static void test_logs(struct srn_diag *d, const struct srn_diag_seg *ro)
 	k = read_ring(ro->logs[idx].e, &ro->logs[idx].head, SRN_DIAG_LOG_ENTRIES, e);
 	CHECK(k && e[k - 1].gen == copy.gen && !strcmp(e[k - 1].msg, "fresh"), "fresh line");
 
-	srn_diag_qp_peer_said(qp2, 0x62, 0x777);
+	srn_diag_qp_peer_said(qp2, 0x62, 0x777, 0);
 	CHECK(ro->slots[idx].qp.last_peer_syndrome == 0x62 && ro->slots[idx].qp.last_peer_psn == 0x777,
 	      "peer said");
 	char buf[128];

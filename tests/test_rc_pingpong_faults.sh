@@ -14,8 +14,9 @@ source "$SRN_SRC/tests/lib/pingpong.sh"
 command -v ibv_rc_pingpong >/dev/null || { echo "SKIP: ibverbs-utils not installed"; exit 77; }
 
 fail=0
-srv="env SOFTRNIC_FAULTS=seed=7,drop=5"
-cli="env SOFTRNIC_FAULTS=seed=8,drop=5"
+data="opcode=0x00|0x01|0x02|0x03|0x04|0x05"   # SEND first/middle/last(+imm)/only(+imm)
+srv="env SOFTRNIC_FAULTS=seed=7,drop=5,$data"
+cli="env SOFTRNIC_FAULTS=seed=8,drop=5,$data"
 while read -r args; do
     start=$SECONDS
     # shellcheck disable=SC2086
@@ -23,7 +24,7 @@ while read -r args; do
     echo "   ($((SECONDS - start)) s)"
 done <<'LIST'
 -n 500
--n 200 -s 65536
--n 200 -s 65536 -m 1024
+-n 100 -s 65536 -m 4096
+-n 50 -s 65536 -m 1024
 LIST
 exit $fail

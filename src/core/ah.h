@@ -16,6 +16,7 @@ struct srn_ah {
 	struct sockaddr_storage dst;
 	socklen_t dstlen;
 	struct srn_ip_meta meta;       /* for packets sent to dst */
+	struct srn_diag_obj *diag;
 };
 
 static inline struct srn_ah *srn_ah(struct ibv_ah *a)

@@ -45,7 +45,8 @@ struct srn_cq {
 	bool event_maybe_pending;      /* an event may wait unread in the channel */
 	bool overflowed;
 	int nqps;                      /* QPs using this CQ */
-	unsigned events_queued;        /* events handed out, to be acked */
+	unsigned events_queued;
+	struct srn_diag_obj *diag;        /* events handed out, to be acked */
 	uint64_t *ts;                  /* completion time per slot (cq_ex), or NULL */
 	struct ibv_wc cur;             /* cq_ex: the completion being read */
 	uint64_t cur_ts;

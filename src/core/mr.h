@@ -19,6 +19,7 @@ struct srn_pd {
 	struct ibv_pd ibpd;
 	struct srn_nic *nic;
 	_Atomic int refs;              /* MRs, QPs, AHs, SRQs using it */
+	struct srn_diag_obj *diag;
 };
 
 /* A memory region, or a memory window (is_mw): a window has its own rkey
@@ -33,6 +34,7 @@ struct srn_mr {
 	uint64_t length;
 	unsigned access;
 	uint32_t key;
+	struct srn_diag_obj *diag;
 	bool is_mw;
 	struct srn_mr *bound;          /* window: the region it is bound to, NULL = none */
 	uint32_t mw_qpn;               /* type-2 window: the only QP that may use it */

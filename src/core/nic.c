@@ -28,7 +28,7 @@ static void stats_at_exit(struct srn_nic *nic)
 {
 	const char *s = getenv("SOFTRNIC_STATS");
 	if (s && *s && strcmp(s, "0") != 0)
-		srn_counters_dump(&nic->cnt, nic->cfg.name, STDERR_FILENO);
+		srn_counters_dump(nic->cnt, nic->cfg.name, STDERR_FILENO);
 }
 
 int srn_nic_create(struct srn_device *dev, struct srn_nic **out, char *err, size_t errlen)
@@ -66,6 +66,12 @@ int srn_nic_create(struct srn_device *dev, struct srn_nic **out, char *err, size
 	}
 	srn_sockaddr_to_gid((const struct sockaddr *)&nic->cfg.addr, nic->gid);
 	nic->ib_mtu = srn_link_ib_mtu(nic->cfg.link_mtu);
+	nic->diag = srn_diag_create(nic->cfg.name, nic->gid, err, errlen);
+	if (!nic->diag) {
+		ret = -ENOMEM;
+		goto fail;
+	}
+	nic->cnt = srn_diag_counters(nic->diag);
 	/* Start QP numbers at a time-dependent generation so a restarted
 	 * process does not reuse the numbers its predecessor's peers knew. */
 	nic->qpn_gen = (uint32_t)(srn_now_ns() >> 10) & 0x7ff;
@@ -79,6 +85,7 @@ int srn_nic_create(struct srn_device *dev, struct srn_nic **out, char *err, size
 	*out = nic;
 	return 0;
 fail:
+	srn_diag_close(nic->diag);
 	free(nic->txq);
 	srn_rx_batch_free(&nic->rx);
 	srn_udp_close(&nic->udp);
@@ -93,6 +100,7 @@ void srn_nic_destroy(struct srn_nic *nic)
 	srn_progress_stop(nic);
 	srn_mcast_fini(nic);
 	stats_at_exit(nic);
+	srn_diag_close(nic->diag);
 	srn_rx_batch_free(&nic->rx);
 	if (nic->gro)
 		srn_gro_batch_free(nic->gro);

@@ -21,6 +21,8 @@
 
 #include "core/limits.h"
 #include "diag/counters.h"
+#include "diag/shm.h"
+#include "diag/snap.h"
 #include "link/config.h"
 #include "link/udp.h"
 #include "wire/icrc.h"
@@ -70,7 +72,8 @@ struct srn_nic {
 	struct srn_qp *timer_list;
 	_Atomic uint64_t next_deadline;
 
-	struct srn_counters cnt;
+	struct srn_counters *cnt;      /* in the diagnostic segment (diag/shm.h) */
+	struct srn_diag *diag;
 
 	/* UD multicast groups joined (core/mcast.c). */
 	struct srn_mcast_group *mcast[SRN_MAX_MCAST_GRP];

@@ -66,6 +66,9 @@ static void *progress_main(void *arg)
 		/* Sleep until a packet, a kick, the next transport timer, or a
 		 * packet the fault injector holds comes due. */
 		uint64_t dl = atomic_load_explicit(&nic->next_deadline, memory_order_relaxed);
+		uint64_t ddl = srn_diag_deadline(nic->diag);
+		if (ddl && (!dl || ddl < dl))
+			dl = ddl;
 		uint64_t fdl = srn_udp_fault_next_ns(&nic->udp);
 		if (fdl && (!dl || fdl < dl))
 			dl = fdl;
@@ -102,7 +105,7 @@ static void *progress_main(void *arg)
 		if (app_is_polling(nic, srn_now_ns(), &left))
 			continue;
 		pthread_mutex_lock(&nic->lock);
-		srn_count(&nic->cnt, SRN_CNT_BG_WAKEUPS, 1);
+		srn_count(nic->cnt, SRN_CNT_BG_WAKEUPS, 1);
 		srn_progress_poll(nic);
 		srn_nic_unlock(nic);
 	}
@@ -191,7 +194,7 @@ int srn_progress_poll(struct srn_nic *nic)
 		int trunc = 0;
 		int n = srn_udp_recv_batch(&nic->udp, &nic->rx, &trunc);
 		if (trunc)
-			srn_count(&nic->cnt, SRN_CNT_RX_TRUNCATED, (uint64_t)trunc);
+			srn_count(nic->cnt, SRN_CNT_RX_TRUNCATED, (uint64_t)trunc);
 		if (n <= 0)
 			break;
 		for (int i = 0; i < n; i++)
@@ -209,5 +212,6 @@ int srn_progress_poll(struct srn_nic *nic)
 	srn_ack_flush(nic);
 	srn_tx_resume(nic);
 	srn_txq_flush(nic);
+	srn_diag_tick(nic->diag, srn_now_ns());
 	return total;
 }

@@ -162,6 +162,7 @@ struct srn_qp {
 	/* Deferred transmit list (socket was full). */
 	struct srn_qp *tx_next;
 	bool on_tx_list;
+	struct srn_diag_obj *diag;
 };
 
 static inline struct srn_qp *srn_qp(struct ibv_qp *q)

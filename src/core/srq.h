@@ -22,6 +22,7 @@ struct srn_srq {
 	struct srn_rq rq;
 	uint32_t limit;                /* 0 = not armed */
 	int nqps;
+	struct srn_diag_obj *diag;
 };
 
 static inline struct srn_srq *srn_srq(struct ibv_srq *s)

@@ -442,12 +442,13 @@ struct srn_diag_obj *srn_diag_obj_next(struct srn_diag *d, struct srn_diag_obj *
 	return NULL;
 }
 
-void srn_diag_qp_peer_said(struct srn_diag_obj *o, uint8_t syndrome, uint32_t psn)
+void srn_diag_qp_peer_said(struct srn_diag_obj *o, uint8_t syndrome, uint32_t psn,
+			   uint64_t mono_ns)
 {
 	srn_diag_obj_begin(o);
 	SRN_DIAG_SET(o->s->qp.last_peer_syndrome, (uint32_t)syndrome);
 	SRN_DIAG_SET(o->s->qp.last_peer_psn, psn);
-	SRN_DIAG_SET(o->s->qp.last_peer_ns, now_ns(CLOCK_MONOTONIC));
+	SRN_DIAG_SET(o->s->qp.last_peer_ns, mono_ns ? mono_ns : now_ns(CLOCK_MONOTONIC));
 	srn_diag_obj_end(o);
 }
 

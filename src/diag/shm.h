@@ -315,8 +315,11 @@ struct srn_diag *srn_diag_create(const char *devname, const uint8_t gid[16], cha
 /* Mark the segment closed cleanly and unmap it; nothing may use its
  * counters or objects afterwards.  The file stays when an error was logged
  * or SOFTRNIC_DIAG_KEEP=1 (so `softrnic explain` can tell why a finished
- * run failed) and is removed otherwise.  A crashed process leaves its file;
- * `softrnic stat --cleanup` removes files of processes that are gone. */
+ * run failed) and is removed otherwise.  A process that exits without
+ * closing is marked "exited" by an exit hook (same keep rule); a crashed
+ * one leaves its file as it was; `softrnic stat --cleanup` removes files
+ * of processes that are gone.  Call after the last srn_count (e.g. after
+ * stopping the progress thread and the SOFTRNIC_STATS dump). */
 void srn_diag_close(struct srn_diag *d);
 /* The device counters, inside the segment: srn_count(srn_diag_counters(d), ...). */
 struct srn_counters *srn_diag_counters(struct srn_diag *d);
@@ -366,9 +369,12 @@ static inline void srn_diag_qp_count(struct srn_diag_obj *o, enum srn_qp_counter
 	__atomic_store_n(p, __atomic_load_n(p, __ATOMIC_RELAXED) + n, __ATOMIC_RELAXED);
 }
 
-/* Remember what the peer said last (AETH syndrome, PSN) for explanations
- * of later errors; once per ACK/NAK processed, not per data packet. */
-void srn_diag_qp_peer_said(struct srn_diag_obj *o, uint8_t syndrome, uint32_t psn);
+/* Remember what the peer said last (AETH syndrome, PSN, CLOCK_MONOTONIC
+ * time: pass the srn_now_ns() you already have, 0 = read the clock) for
+ * explanations of later errors; once per ACK/NAK processed (ACKs are
+ * coalesced), not per data packet: one seqlocked write of three fields. */
+void srn_diag_qp_peer_said(struct srn_diag_obj *o, uint8_t syndrome, uint32_t psn,
+			   uint64_t mono_ns);
 
 /* log.c: append a line to o's event ring (NULL o: ignored).  ERROR lines
  * are also copied into the device log, which outlives the QP.  Printed to

@@ -34,7 +34,7 @@ static enum ibv_wc_opcode wc_opcode_of(enum ibv_wr_opcode op)
 static void push(struct srn_qp *qp, struct srn_cq *cq, const struct ibv_wc *wc, bool solicited)
 {
 	if (srn_cq_push(cq, wc, solicited) == -ENOSPC) {
-		srn_count(&qp->nic->cnt, SRN_CNT_CQ_OVERFLOW, 1);
+		srn_count(qp->nic->cnt, SRN_CNT_CQ_OVERFLOW, 1);
 		struct ibv_async_event ev = { .element.cq = &cq->ibcq, .event_type = IBV_EVENT_CQ_ERR };
 		srn_async_post(&cq->ctx->async, &ev);
 	}

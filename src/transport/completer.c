@@ -64,14 +64,14 @@ static void implied_nak(struct srn_qp *qp)
 {
 	if (qp->rewound && qp->rewound_psn == qp->req_una)
 		return;
-	srn_count(&qp->nic->cnt, SRN_CNT_IMPLIED_NAK, 1);
+	srn_count(qp->nic->cnt, SRN_CNT_IMPLIED_NAK, 1);
 	srn_req_retry(qp, qp->req_una, IBV_WC_RETRY_EXC_ERR);
 }
 
 static void fail_at(struct srn_qp *qp, uint32_t psn, enum ibv_wc_status st)
 {
 	ack_before(qp, psn);
-	srn_count(&qp->nic->cnt, SRN_CNT_SEND_ERR, 1);
+	srn_count(qp->nic->cnt, SRN_CNT_SEND_ERR, 1);
 	if (qp->sq_tail != qp->sq_head) {
 		if (qp->sq_tail == qp->sq_cur) {
 			qp->sq_cur++;
@@ -117,7 +117,7 @@ static void on_ack(struct srn_qp *qp, const struct srn_pkt *p)
 	 * acknowledged PSN is stale (it was overtaken on the wire by the ACK
 	 * for a later attempt) and must not send us back. */
 	if (srn_aeth_type(syn) != SRN_AETH_TYPE_ACK && srn_psn_cmp(p->psn, qp->req_una) < 0) {
-		srn_count(&nic->cnt, SRN_CNT_DUPLICATE_REQUEST, 1);
+		srn_count(nic->cnt, SRN_CNT_DUPLICATE_REQUEST, 1);
 		return;
 	}
 	switch (srn_aeth_type(syn)) {
@@ -126,13 +126,13 @@ static void on_ack(struct srn_qp *qp, const struct srn_pkt *p)
 			implied_nak(qp);
 		return;
 	case SRN_AETH_TYPE_RNR:
-		srn_count(&nic->cnt, SRN_CNT_RCVD_RNR_ERR, 1);
+		srn_count(nic->cnt, SRN_CNT_RCVD_RNR_ERR, 1);
 		if (!ack_before(qp, p->psn)) {
 			implied_nak(qp);
 			return;
 		}
 		if (qp->rnr_left == 0) {
-			srn_count(&nic->cnt, SRN_CNT_RNR_RETRY_EXCEEDED, 1);
+			srn_count(nic->cnt, SRN_CNT_RNR_RETRY_EXCEEDED, 1);
 			fail_at(qp, p->psn, IBV_WC_RNR_RETRY_EXC_ERR);
 			return;
 		}
@@ -145,7 +145,7 @@ static void on_ack(struct srn_qp *qp, const struct srn_pkt *p)
 	}
 	switch (syn) {
 	case SRN_AETH_NAK_PSN_SEQ:
-		srn_count(&nic->cnt, SRN_CNT_RCVD_SEQ_ERR, 1);
+		srn_count(nic->cnt, SRN_CNT_RCVD_SEQ_ERR, 1);
 		if (!ack_before(qp, p->psn)) {
 			implied_nak(qp);
 			return;
@@ -237,14 +237,14 @@ void srn_comp_packet(struct srn_qp *qp, const struct srn_pkt *p)
 {
 	struct srn_nic *nic = qp->nic;
 	if (qp->type != IBV_QPT_RC) {
-		srn_count(&nic->cnt, SRN_CNT_MALFORMED, 1);
+		srn_count(nic->cnt, SRN_CNT_MALFORMED, 1);
 		return;
 	}
 	if (!psn_in_flight(qp, p->psn)) {
-		srn_count(&nic->cnt, SRN_CNT_DUPLICATE_REQUEST, 1);
+		srn_count(nic->cnt, SRN_CNT_DUPLICATE_REQUEST, 1);
 		return;
 	}
-	srn_count(&nic->cnt, SRN_CNT_ACKS_RCVD, 1);
+	srn_count(nic->cnt, SRN_CNT_ACKS_RCVD, 1);
 	if (p->opcode == SRN_OP_RC_ACKNOWLEDGE)
 		on_ack(qp, p);
 	else

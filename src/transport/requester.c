@@ -187,7 +187,7 @@ static int send_one(struct srn_qp *qp)
 		qp->req_pkts_since_ackreq = 0;
 	if (pktidx == 0 && (w->opcode == IBV_WR_SEND || w->opcode == IBV_WR_SEND_WITH_IMM ||
 			    w->opcode == IBV_WR_SEND_WITH_INV))
-		srn_count(&qp->nic->cnt, SRN_CNT_RDMA_SENDS, 1);
+		srn_count(qp->nic->cnt, SRN_CNT_RDMA_SENDS, 1);
 	/* A READ request stands for all its response PSNs. */
 	qp->req_psn = rd ? srn_psn_add(w->last_psn, 1) : srn_psn_add(qp->req_psn, 1);
 	qp->sq_cur_off = off + len;
@@ -275,7 +275,7 @@ void srn_req_push(struct srn_qp *qp)
 			 * after everything before it, then fail the QP. */
 			while (qp->sq_tail != qp->sq_cur)
 				srn_complete_send(qp, IBV_WC_WR_FLUSH_ERR);
-			srn_count(&qp->nic->cnt, SRN_CNT_SEND_ERR, 1);
+			srn_count(qp->nic->cnt, SRN_CNT_SEND_ERR, 1);
 			qp->sq_cur++;
 			qp->sq_cur_started = false;
 			srn_complete_send(qp, ret == -EACCES ? IBV_WC_LOC_PROT_ERR
@@ -304,7 +304,7 @@ void srn_req_rewind(struct srn_qp *qp, uint32_t psn)
 	 * the packet it was for). */
 	if (srn_psn_cmp(psn, qp->req_una) < 0)
 		psn = qp->req_una;
-	srn_count(&qp->nic->cnt, SRN_CNT_RETRANSMITS, 1);
+	srn_count(qp->nic->cnt, SRN_CNT_RETRANSMITS, 1);
 	qp->sq_cur = qp->sq_tail;
 	qp->sq_cur_started = true;      /* the tail WQE keeps its PSN range */
 	qp->req_psn = psn;
@@ -322,8 +322,8 @@ void srn_req_retry(struct srn_qp *qp, uint32_t psn, enum ibv_wc_status status)
 	/* IBTA: retry_cnt counts retries after a timeout or sequence NAK;
 	 * unlike rxe, 7 is not infinite (docs/DESIGN.md). */
 	if (qp->retry_left == 0) {
-		srn_count(&qp->nic->cnt, SRN_CNT_RETRY_EXCEEDED, 1);
-		srn_count(&qp->nic->cnt, SRN_CNT_SEND_ERR, 1);
+		srn_count(qp->nic->cnt, SRN_CNT_RETRY_EXCEEDED, 1);
+		srn_count(qp->nic->cnt, SRN_CNT_SEND_ERR, 1);
 		if (qp->sq_tail != qp->sq_head) {
 			if (qp->sq_tail == qp->sq_cur) {
 				qp->sq_cur++;

@@ -116,7 +116,7 @@ static enum exec_result exec_send(struct srn_qp *qp, const struct srn_pkt *p)
 	if (ret) {
 		enum ibv_wc_status st = ret == -EMSGSIZE ? IBV_WC_LOC_LEN_ERR : IBV_WC_LOC_PROT_ERR;
 		if (ret == -EMSGSIZE)
-			srn_count(&qp->nic->cnt, SRN_CNT_LOC_LEN_ERR, 1);
+			srn_count(qp->nic->cnt, SRN_CNT_LOC_LEN_ERR, 1);
 		srn_complete_recv(qp, st, 0, 0, 0, false, IBV_WC_RECV);
 		qp->resp_in_msg = false;
 		return ret == -EMSGSIZE ? EXEC_NAK_INVALID : EXEC_NAK_OP;
@@ -132,12 +132,12 @@ static enum exec_result exec_send(struct srn_qp *qp, const struct srn_pkt *p)
 		}
 		srn_complete_recv(qp, IBV_WC_SUCCESS, qp->resp_off, IBV_WC_WITH_INV, p->ieth_rkey,
 				  p->se, IBV_WC_RECV);
-		srn_count(&qp->nic->cnt, SRN_CNT_RDMA_RECVS, 1);
+		srn_count(qp->nic->cnt, SRN_CNT_RDMA_RECVS, 1);
 	} else if (last) {
 		srn_complete_recv(qp, IBV_WC_SUCCESS, qp->resp_off,
 				  (f & SRN_OPF_IMM) ? IBV_WC_WITH_IMM : 0, p->imm_be, p->se,
 				  IBV_WC_RECV);
-		srn_count(&qp->nic->cnt, SRN_CNT_RDMA_RECVS, 1);
+		srn_count(qp->nic->cnt, SRN_CNT_RDMA_RECVS, 1);
 	}
 	return EXEC_OK;
 }
@@ -227,7 +227,7 @@ static enum exec_result exec_read(struct srn_qp *qp, const struct srn_pkt *p)
 	r->len = p->reth_len;
 	r->pending = true;
 	qp->resp_tx_pending = true;
-	srn_count(&qp->nic->cnt, SRN_CNT_RDMA_READS, 1);
+	srn_count(qp->nic->cnt, SRN_CNT_RDMA_READS, 1);
 	return EXEC_OK;
 }
 
@@ -259,7 +259,7 @@ static enum exec_result exec_atomic(struct srn_qp *qp, const struct srn_pkt *p)
 	r->is_atomic = true;
 	r->first_psn = r->last_psn = p->psn;
 	r->orig = orig;
-	srn_count(&qp->nic->cnt, SRN_CNT_ATOMICS, 1);
+	srn_count(qp->nic->cnt, SRN_CNT_ATOMICS, 1);
 	return EXEC_OK;
 }
 
@@ -355,7 +355,7 @@ static void duplicate_rd_atomic(struct srn_qp *qp, const struct srn_pkt *p)
 		    srn_psn_cmp(p->psn, r->last_psn) > 0)
 			continue;
 		if (r->is_atomic && (p->info->flags & SRN_OPF_ATOMIC) && p->psn == r->first_psn) {
-			srn_count(&qp->nic->cnt, SRN_CNT_DUP_ATOMIC, 1);
+			srn_count(qp->nic->cnt, SRN_CNT_DUP_ATOMIC, 1);
 			send_atomic_ack(qp, r);
 			return;
 		}
@@ -364,7 +364,7 @@ static void duplicate_rd_atomic(struct srn_qp *qp, const struct srn_pkt *p)
 			uint32_t off = srn_psn_diff(p->psn, r->first_psn) * qp->mtu;
 			if (p->reth_va != r->va + off || p->reth_len != r->len - off)
 				return;
-			srn_count(&qp->nic->cnt, SRN_CNT_DUP_READ, 1);
+			srn_count(qp->nic->cnt, SRN_CNT_DUP_READ, 1);
 			r->next_psn = p->psn;
 			r->pending = true;
 			qp->resp_tx_pending = true;
@@ -382,18 +382,18 @@ static void rc_request(struct srn_qp *qp, const struct srn_pkt *p)
 	int c = srn_psn_cmp(p->psn, qp->resp_epsn);
 
 	if (c > 0) {
-		srn_count(&nic->cnt, SRN_CNT_OUT_OF_SEQUENCE, 1);
+		srn_count(nic->cnt, SRN_CNT_OUT_OF_SEQUENCE, 1);
 		if (!qp->resp_nak_sent) {
 			qp->resp_nak_sent = true;
 			srn_ack_schedule(qp, SRN_AETH_NAK_PSN_SEQ, qp->resp_epsn);
-			srn_count(&nic->cnt, SRN_CNT_SEQ_NAK_SENT, 1);
+			srn_count(nic->cnt, SRN_CNT_SEQ_NAK_SENT, 1);
 		}
 		return;
 	}
 	if (c < 0) {
 		/* Duplicate: acknowledge up to the newest PSN executed so the
 		 * requester stops resending; never execute again. */
-		srn_count(&nic->cnt, SRN_CNT_DUPLICATE_REQUEST, 1);
+		srn_count(nic->cnt, SRN_CNT_DUPLICATE_REQUEST, 1);
 		if (p->info->flags & (SRN_OPF_READ_REQ | SRN_OPF_ATOMIC))
 			duplicate_rd_atomic(qp, p);
 		else
@@ -406,7 +406,7 @@ static void rc_request(struct srn_qp *qp, const struct srn_pkt *p)
 	case EXEC_OK:
 		break;
 	case EXEC_RNR:
-		srn_count(&nic->cnt, SRN_CNT_SEND_RNR_ERR, 1);
+		srn_count(nic->cnt, SRN_CNT_SEND_RNR_ERR, 1);
 		qp->resp_nak_sent = true;   /* stay silent about what follows */
 		srn_ack_schedule(qp, SRN_AETH_RNR_NAK | (qp->attr.min_rnr_timer & 0x1f), p->psn);
 		return;
@@ -447,7 +447,7 @@ static void uc_request(struct srn_qp *qp, const struct srn_pkt *p)
 	uint16_t f = p->info->flags;
 	if (p->psn != qp->resp_epsn) {
 		/* A gap: the message in progress is lost as a whole. */
-		srn_count(&qp->nic->cnt, SRN_CNT_OUT_OF_SEQUENCE, 1);
+		srn_count(qp->nic->cnt, SRN_CNT_OUT_OF_SEQUENCE, 1);
 		qp->resp_in_msg = false;
 	}
 	qp->resp_epsn = srn_psn_add(p->psn, 1);
@@ -499,11 +499,11 @@ static void ud_request(struct srn_qp *qp, const struct srn_pkt *p, const struct 
 	/* Q_Key must match the QP's (IBTA 10.2.4); mismatches are counted
 	 * and dropped silently, as UD errors are. */
 	if (p->deth_qkey != qp->attr.qkey) {
-		srn_count(&nic->cnt, SRN_CNT_QKEY_VIOLATION, 1);
+		srn_count(nic->cnt, SRN_CNT_QKEY_VIOLATION, 1);
 		return;
 	}
 	if (!recv_take(qp)) {
-		srn_count(&nic->cnt, SRN_CNT_UD_NO_RECV, 1);
+		srn_count(nic->cnt, SRN_CNT_UD_NO_RECV, 1);
 		return;
 	}
 	uint8_t grh[SRN_GRH_LEN];
@@ -513,12 +513,12 @@ static void ud_request(struct srn_qp *qp, const struct srn_pkt *p, const struct 
 	if (!ret)
 		ret = place_recv(qp, p->payload, SRN_GRH_LEN, p->paylen);
 	if (ret) {
-		srn_count(&nic->cnt, SRN_CNT_LOC_LEN_ERR, ret == -EMSGSIZE);
+		srn_count(nic->cnt, SRN_CNT_LOC_LEN_ERR, ret == -EMSGSIZE);
 		srn_complete_recv(qp, ret == -EMSGSIZE ? IBV_WC_LOC_LEN_ERR : IBV_WC_LOC_PROT_ERR, 0,
 				  0, 0, false, IBV_WC_RECV);
 		return;
 	}
-	srn_count(&nic->cnt, SRN_CNT_RDMA_RECVS, 1);
+	srn_count(nic->cnt, SRN_CNT_RDMA_RECVS, 1);
 	srn_complete_recv_ud(qp, SRN_GRH_LEN + p->paylen, p->info->flags & SRN_OPF_IMM, p->imm_be,
 			     p->se, p->deth_sqpn);
 }

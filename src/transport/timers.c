@@ -83,7 +83,7 @@ static void expire(struct srn_qp *qp, uint64_t now)
 	}
 	if (qp->ack_deadline && now >= qp->ack_deadline) {
 		qp->ack_deadline = 0;
-		srn_count(&qp->nic->cnt, SRN_CNT_LOCAL_ACK_TIMEOUT, 1);
+		srn_count(qp->nic->cnt, SRN_CNT_LOCAL_ACK_TIMEOUT, 1);
 		srn_req_retry(qp, qp->req_una, IBV_WC_RETRY_EXC_ERR);
 	}
 }

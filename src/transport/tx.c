@@ -70,7 +70,7 @@ void srn_ack_flush(struct srn_nic *nic)
 			continue;
 		}
 		qp->ack_pending = false;
-		srn_count(&nic->cnt, SRN_CNT_ACKS_SENT, 1);
+		srn_count(nic->cnt, SRN_CNT_ACKS_SENT, 1);
 	}
 	nic->ack_list = keep;
 }

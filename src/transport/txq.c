@@ -91,7 +91,7 @@ void srn_txq_flush(struct srn_nic *nic)
 						 niov, (uint16_t)k->len);
 			sent = r == 0 ? run : 0;
 			if (r && r != -EAGAIN)
-				srn_count(&nic->cnt, SRN_CNT_TX_ERR, (uint64_t)run);
+				srn_count(nic->cnt, SRN_CNT_TX_ERR, (uint64_t)run);
 			if (r == -EOPNOTSUPP || r == -EINVAL || r == -EIO)
 				nic->gso_ok = false;    /* no GSO here: plain sends from now on */
 		} else {
@@ -112,15 +112,15 @@ void srn_txq_flush(struct srn_nic *nic)
 			int r = srn_udp_send_batch(&nic->udp, m, nm);
 			sent = r > 0 ? r : 0;
 			if (r < 0)
-				srn_count(&nic->cnt, SRN_CNT_TX_ERR, 1);
+				srn_count(nic->cnt, SRN_CNT_TX_ERR, 1);
 			run = nm;
 		}
 		for (int s = 0; s < sent; s++) {
-			srn_count(&nic->cnt, SRN_CNT_SENT_PKTS, 1);
-			srn_count(&nic->cnt, SRN_CNT_SENT_BYTES, q->pkt[i + s].len);
+			srn_count(nic->cnt, SRN_CNT_SENT_PKTS, 1);
+			srn_count(nic->cnt, SRN_CNT_SENT_BYTES, q->pkt[i + s].len);
 		}
 		if (sent < run)
-			srn_count(&nic->cnt, SRN_CNT_TX_EAGAIN, (uint64_t)(run - sent));
+			srn_count(nic->cnt, SRN_CNT_TX_EAGAIN, (uint64_t)(run - sent));
 		i += run;
 	}
 	q->n = 0;

@@ -38,12 +38,20 @@ SRN_EXPORT struct ibv_ah *ibv_create_ah(struct ibv_pd *ibpd, struct ibv_ah_attr 
 	ah->ibah.context = ibpd->context;
 	ah->ibah.pd = ibpd;
 	pd->refs++;
+	pthread_mutex_lock(&pd->nic->lock);
+	ah->diag = srn_diag_obj_add(pd->nic->diag, SRN_DIAG_AH, ah);
+	srn_diag_snap(ah->diag);
+	pthread_mutex_unlock(&pd->nic->lock);
 	return &ah->ibah;
 }
 
 SRN_EXPORT int ibv_destroy_ah(struct ibv_ah *ibah)
 {
 	struct srn_ah *ah = (struct srn_ah *)ibah;
+	struct srn_nic *nic = srn_pd(ibah->pd)->nic;
+	pthread_mutex_lock(&nic->lock);
+	srn_diag_obj_del(ah->diag);
+	pthread_mutex_unlock(&nic->lock);
 	srn_pd(ibah->pd)->refs--;
 	free(ah);
 	return 0;

@@ -69,6 +69,10 @@ struct ibv_cq *srn_cq_create(struct ibv_context *context, int cqe, void *cq_cont
 	cq->ibcq.cqe = cqe;
 	pthread_mutex_init(&cq->ibcq.mutex, NULL);
 	pthread_cond_init(&cq->ibcq.cond, NULL);
+	pthread_mutex_lock(&cq->nic->lock);
+	cq->diag = srn_diag_obj_add(cq->nic->diag, SRN_DIAG_CQ, cq);
+	srn_diag_snap(cq->diag);
+	pthread_mutex_unlock(&cq->nic->lock);
 	return &cq->ibcq;
 }
 
@@ -122,6 +126,7 @@ SRN_EXPORT int ibv_destroy_cq(struct ibv_cq *ibcq)
 		srn_channel_forget(cq->channel, cq);
 		cq->channel->ncqs--;
 	}
+	srn_diag_obj_del(cq->diag);
 	pthread_mutex_unlock(&cq->nic->lock);
 	srn_cq_fini(cq);
 	pthread_mutex_destroy(&ibcq->mutex);
@@ -142,7 +147,7 @@ int srn_verbs_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 	if (got < n) {
 		/* Empty (or short): do the NIC's work in this thread, then
 		 * look again. */
-		srn_count(&nic->cnt, SRN_CNT_APP_PROGRESS, 1);
+		srn_count(nic->cnt, SRN_CNT_APP_PROGRESS, 1);
 		srn_progress_poll(nic);
 		got += srn_cq_pop(cq, n - got, wc + got);
 	}

@@ -17,6 +17,10 @@ SRN_EXPORT struct ibv_pd *ibv_alloc_pd(struct ibv_context *context)
 	pd->nic = srn_ctx(context)->nic;
 	static _Atomic uint32_t handles;
 	pd->ibpd.handle = ++handles;
+	pthread_mutex_lock(&pd->nic->lock);
+	pd->diag = srn_diag_obj_add(pd->nic->diag, SRN_DIAG_PD, pd);
+	srn_diag_snap(pd->diag);
+	pthread_mutex_unlock(&pd->nic->lock);
 	return &pd->ibpd;
 }
 
@@ -25,6 +29,9 @@ SRN_EXPORT int ibv_dealloc_pd(struct ibv_pd *ibpd)
 	struct srn_pd *pd = srn_pd(ibpd);
 	if (pd->refs)
 		return EBUSY;   /* objects still use it, as the kernel answers */
+	pthread_mutex_lock(&pd->nic->lock);
+	srn_diag_obj_del(pd->diag);
+	pthread_mutex_unlock(&pd->nic->lock);
 	free(pd);
 	return 0;
 }
@@ -63,6 +70,11 @@ static struct ibv_mr *reg(struct ibv_pd *ibpd, void *addr, size_t length, uint64
 	mr->ibmr.handle = mr->key;
 	mr->ibmr.lkey = mr->key;
 	mr->ibmr.rkey = mr->key;
+	pthread_mutex_lock(&pd->nic->lock);
+	mr->diag = srn_diag_obj_add(pd->nic->diag, SRN_DIAG_MR, mr);
+	srn_diag_snap(mr->diag);
+	srn_diag_snap(pd->diag);
+	pthread_mutex_unlock(&pd->nic->lock);
 	return &mr->ibmr;
 }
 
@@ -112,6 +124,7 @@ SRN_EXPORT int ibv_dereg_mr(struct ibv_mr *ibmr)
 		return EBUSY;
 	}
 	srn_mr_remove(nic, mr);
+	srn_diag_obj_del(mr->diag);
 	pthread_mutex_unlock(&nic->lock);
 	mr->pd->refs--;
 	free(mr);

@@ -118,6 +118,10 @@ int srn_qp_create(struct ibv_pd *ibpd, struct ibv_qp_init_attr *init, struct srn
 	pthread_mutex_init(&q->mutex, NULL);
 	pthread_cond_init(&q->cond, NULL);
 	init->cap = qp->cap;
+	pthread_mutex_lock(&nic->lock);
+	qp->diag = srn_diag_obj_add(nic->diag, SRN_DIAG_QP, qp);
+	srn_diag_snap(qp->diag);
+	pthread_mutex_unlock(&nic->lock);
 	*out = qp;
 	return 0;
 fail:
@@ -137,8 +141,13 @@ SRN_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int 
 	ret = srn_qp_check_transition(qp->type, qp->state, attr, mask);
 	if (!ret)
 		ret = srn_qp_check_attr_values(qp->type, attr, mask, &lim);
+	enum ibv_qp_state from = qp->state;
 	if (!ret)
 		ret = srn_qp_apply(qp, attr, mask);
+	if (!ret && qp->state != from)
+		srn_diag_log(qp->diag, SRN_LOG_INFO, "state %s -> %s", srn_diag_qp_state_name(from),
+			     srn_diag_qp_state_name(qp->state));
+	srn_diag_snap(qp->diag);
 	srn_nic_unlock(nic);
 	return -ret;
 }
@@ -176,6 +185,7 @@ SRN_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 	srn_qp_unlink(qp);
 	srn_mcast_qp_gone(nic, qp);
 	srn_nic_qp_del(nic, qp->qpn);
+	srn_diag_obj_del(qp->diag);
 	qp->scq->nqps--;
 	qp->rcq->nqps--;
 	qp->pd->refs--;

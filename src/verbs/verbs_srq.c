@@ -46,6 +46,10 @@ SRN_EXPORT struct ibv_srq *ibv_create_srq(struct ibv_pd *ibpd, struct ibv_srq_in
 	pd->refs++;
 	a->max_wr = srq->rq.max_wr;
 	a->max_sge = srq->rq.max_sge;
+	pthread_mutex_lock(&srq->nic->lock);
+	srq->diag = srn_diag_obj_add(srq->nic->diag, SRN_DIAG_SRQ, srq);
+	srn_diag_snap(srq->diag);
+	pthread_mutex_unlock(&srq->nic->lock);
 	return &srq->ibsrq;
 }
 
@@ -82,6 +86,8 @@ SRN_EXPORT int ibv_destroy_srq(struct ibv_srq *ibsrq)
 	struct srn_srq *srq = srn_srq(ibsrq);
 	pthread_mutex_lock(&srq->nic->lock);
 	int busy = srq->nqps;
+	if (!busy)
+		srn_diag_obj_del(srq->diag);
 	pthread_mutex_unlock(&srq->nic->lock);
 	if (busy)
 		return EBUSY;
