@@ -163,6 +163,11 @@ struct srn_qp {
 	struct srn_qp *tx_next;
 	bool on_tx_list;
 	struct srn_diag_obj *diag;
+	/* Why the next error completion happens, written by the code that
+	 * detects the error (srn_qp_why) and turned into the completion's
+	 * one-line explanation by transport/complete.c. */
+	char err_why[160];
+	uint8_t ack_from_peer;         /* AETH syndrome of the last ACK/NAK received */
 };
 
 static inline struct srn_qp *srn_qp(struct ibv_qp *q)

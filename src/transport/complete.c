@@ -3,10 +3,15 @@
  */
 #include "transport/complete.h"
 
+#include <stdarg.h>
+#include <stdio.h>
+
 #include "core/cq.h"
 #include "core/device.h"
 #include "core/nic.h"
 #include "core/qp.h"
+#include "diag/shm.h"
+#include "diag/snap.h"
 
 static enum ibv_wc_opcode wc_opcode_of(enum ibv_wr_opcode op)
 {
@@ -40,9 +45,33 @@ static void push(struct srn_qp *qp, struct srn_cq *cq, const struct ibv_wc *wc, 
 	}
 }
 
+void srn_qp_why(struct srn_qp *qp, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(qp->err_why, sizeof(qp->err_why), fmt, ap);
+	va_end(ap);
+}
+
+/* The explanation of an error completion (not of a flush: those follow
+ * the one error that caused them). */
+static const char *take_why(struct srn_qp *qp, enum ibv_wc_status status)
+{
+	if (status == IBV_WC_SUCCESS || status == IBV_WC_WR_FLUSH_ERR)
+		return NULL;
+	if (!qp->err_why[0])
+		snprintf(qp->err_why, sizeof(qp->err_why), "no further detail recorded");
+	return qp->err_why;
+}
+
 void srn_complete_send(struct srn_qp *qp, enum ibv_wc_status status)
 {
 	struct srn_swqe *w = &qp->sq[qp->sq_tail & (qp->sq_size - 1)];
+	const char *why = take_why(qp, status);
+	if (why) {
+		srn_diag_explain_send(qp->diag, qp, w, status, "%s", why);
+		qp->err_why[0] = 0;
+	}
 	qp->sq_tail++;
 	if (status == IBV_WC_SUCCESS && !qp->sq_sig_all && !(w->send_flags & IBV_SEND_SIGNALED))
 		return;
@@ -66,6 +95,11 @@ void srn_complete_recv(struct srn_qp *qp, enum ibv_wc_status status, uint32_t by
 		       enum ibv_wc_opcode op)
 {
 	qp->recv_cur_valid = false;
+	/* The reason stays recorded: the NAK this error also causes (RC)
+	 * explains itself with it and then clears it. */
+	const char *why = take_why(qp, status);
+	if (why)
+		srn_diag_explain_recv(qp->diag, qp, qp->recv_cur.wr_id, status, "%s", why);
 	struct ibv_wc wc = {
 		.wr_id = qp->recv_cur.wr_id,
 		.status = status,
@@ -128,6 +162,10 @@ void srn_qp_fail(struct srn_qp *qp, int event)
 	qp->state = IBV_QPS_ERR;
 	qp->ibqp_ex.qp_base.state = IBV_QPS_ERR;
 	qp->attr.qp_state = IBV_QPS_ERR;
+	uint32_t outstanding = (qp->sq_head - qp->sq_tail) + srn_rq_count(&qp->rq) +
+			       qp->recv_cur_valid;
+	srn_diag_log(qp->diag, SRN_LOG_WARN, "QP to ERR: %u outstanding work requests flushed",
+		     outstanding);
 	srn_qp_flush(qp);
 	if (event >= 0)
 		srn_qp_event(qp, (enum ibv_event_type)event);

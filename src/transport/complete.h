@@ -34,6 +34,8 @@ void srn_complete_recv_ud(struct srn_qp *qp, uint32_t byte_len, bool with_imm, u
 void srn_qp_fail(struct srn_qp *qp, int event);
 /* Flush everything outstanding with IBV_WC_WR_FLUSH_ERR (QP in ERR). */
 void srn_qp_flush(struct srn_qp *qp);
+/* Record why the next error completion of this QP happens. */
+void srn_qp_why(struct srn_qp *qp, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Raise an asynchronous event for the QP on its context. */
 void srn_qp_event(struct srn_qp *qp, enum ibv_event_type type);
 

@@ -18,6 +18,8 @@
 #include "core/mr.h"
 #include "core/nic.h"
 #include "core/qp.h"
+#include "diag/shm.h"
+#include "diag/snap.h"
 #include "transport/complete.h"
 #include "transport/retry.h"
 #include "transport/rx.h"
@@ -70,6 +72,11 @@ static void implied_nak(struct srn_qp *qp)
 
 static void fail_at(struct srn_qp *qp, uint32_t psn, enum ibv_wc_status st)
 {
+	if (!qp->err_why[0]) {
+		char syn[48];
+		srn_diag_syndrome_str(qp->ack_from_peer, syn, sizeof(syn));
+		srn_qp_why(qp, "the responder answered PSN 0x%06x with %s", psn, syn);
+	}
 	ack_before(qp, psn);
 	srn_count(qp->nic->cnt, SRN_CNT_SEND_ERR, 1);
 	if (qp->sq_tail != qp->sq_head) {
@@ -132,12 +139,17 @@ static void on_ack(struct srn_qp *qp, const struct srn_pkt *p)
 			return;
 		}
 		if (qp->rnr_left == 0) {
+			srn_qp_why(qp, "RNR NAK for PSN 0x%06x with rnr_retry %u spent: the peer had no "
+				   "receive posted (its RNR timer %u us)", p->psn, qp->attr.rnr_retry,
+				   srn_rnr_timer_usec(syn & 0x1f));
 			srn_count(nic->cnt, SRN_CNT_RNR_RETRY_EXCEEDED, 1);
 			fail_at(qp, p->psn, IBV_WC_RNR_RETRY_EXC_ERR);
 			return;
 		}
 		if (qp->rnr_left != 7)   /* 7 = retry forever (IBTA, verbs) */
 			qp->rnr_left--;
+		srn_diag_log(qp->diag, SRN_LOG_INFO, "RNR NAK for PSN 0x%06x: waiting %u us",
+			     p->psn, srn_rnr_timer_usec(syn & 0x1f));
 		srn_timer_rnr(qp, p->psn, syn & 0x1f);
 		return;
 	default:
@@ -182,6 +194,7 @@ static void on_response(struct srn_qp *qp, const struct srn_pkt *p)
 	bool is_read = f & SRN_OPF_READ_RESP;
 	if (is_read != (w->opcode == IBV_WR_RDMA_READ) ||
 	    (!is_read && !srn_wr_is_rd_atomic(w->opcode))) {
+		srn_qp_why(qp, "%s answered a request of another kind", srn_opcode_name(p->opcode));
 		fail_at(qp, p->psn, IBV_WC_BAD_RESP_ERR);
 		return;
 	}
@@ -193,6 +206,7 @@ static void on_response(struct srn_qp *qp, const struct srn_pkt *p)
 	}
 	if ((p->info->hdr_mask & SRN_HDR_AETH) &&
 	    srn_aeth_type(p->aeth_syndrome) != SRN_AETH_TYPE_ACK) {
+		srn_qp_why(qp, "READ response carrying a NAK syndrome 0x%02x", p->aeth_syndrome);
 		fail_at(qp, p->psn, IBV_WC_BAD_RESP_ERR);   /* NAKs come as ACKNOWLEDGE */
 		return;
 	}
@@ -212,10 +226,14 @@ static void on_response(struct srn_qp *qp, const struct srn_pkt *p)
 	uint32_t want = w->length - off < qp->mtu ? w->length - off : qp->mtu;
 	/* The response must carry exactly the bytes this PSN stands for. */
 	if (off > w->length || p->paylen != want || last != (p->psn == w->last_psn)) {
+		srn_qp_why(qp, "READ response PSN 0x%06x carries %u bytes, %u expected", p->psn,
+			   p->paylen, want);
 		fail_at(qp, p->psn, IBV_WC_BAD_RESP_ERR);
 		return;
 	}
 	if (scatter(qp, w, off, p->payload, p->paylen)) {
+		srn_qp_why(qp, "READ response could not be placed: a local buffer's lkey no longer "
+			   "resolves with local write");
 		fail_at(qp, p->psn, IBV_WC_LOC_PROT_ERR);
 		return;
 	}
@@ -245,6 +263,10 @@ void srn_comp_packet(struct srn_qp *qp, const struct srn_pkt *p)
 		return;
 	}
 	srn_count(nic->cnt, SRN_CNT_ACKS_RCVD, 1);
+	if (p->info->hdr_mask & SRN_HDR_AETH) {
+		qp->ack_from_peer = p->aeth_syndrome;
+		srn_diag_qp_peer_said(qp->diag, p->aeth_syndrome, p->psn, srn_now_ns());
+	}
 	if (p->opcode == SRN_OP_RC_ACKNOWLEDGE)
 		on_ack(qp, p);
 	else

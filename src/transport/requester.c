@@ -19,6 +19,7 @@
  * packet, and the WQEs after it are resent with the PSNs they had.
  */
 #include <errno.h>
+#include <string.h>
 
 #include "core/ah.h"
 #include "core/limits.h"
@@ -26,6 +27,8 @@
 #include "core/mw.h"
 #include "core/nic.h"
 #include "core/qp.h"
+#include "diag/shm.h"
+#include "diag/snap.h"
 #include "transport/complete.h"
 #include "transport/retry.h"
 #include "transport/timers.h"
@@ -71,8 +74,11 @@ static int gather(struct srn_qp *qp, const struct srn_swqe *w, uint32_t idx, uin
 		const char *why;
 		void *p = srn_mr_resolve(qp->nic, qp->pd, qp->qpn, sge[i].lkey, sge[i].addr + off, take, 0,
 					 &why);
-		if (!p)
+		if (!p) {
+			srn_qp_why(qp, "local key 0x%x addr 0x%llx len %u: %s", sge[i].lkey,
+				   (unsigned long long)(sge[i].addr + off), take, why);
 			return -EACCES;
+		}
 		iov[*niov].iov_base = p;
 		iov[*niov].iov_len = take;
 		(*niov)++;
@@ -226,10 +232,21 @@ static enum ibv_wc_status run_local(struct srn_qp *qp, struct srn_swqe *w)
 	if (w->local_done)
 		return IBV_WC_SUCCESS;  /* resent past by go-back-N: ran already */
 	w->local_done = true;
-	if (w->opcode == IBV_WR_BIND_MW)
-		return srn_mw_bind(qp, w->mw, w->rkey, &w->bind) ? IBV_WC_MW_BIND_ERR
-								  : IBV_WC_SUCCESS;
-	return srn_mw_invalidate(qp, w->imm_be) ? IBV_WC_LOC_QP_OP_ERR : IBV_WC_SUCCESS;
+	if (w->opcode == IBV_WR_BIND_MW) {
+		int r = srn_mw_bind(qp, w->mw, w->rkey, &w->bind);
+		if (!r)
+			return IBV_WC_SUCCESS;
+		srn_qp_why(qp, "bind of window rkey 0x%x to [0x%llx, +%llu) refused: %s", w->rkey,
+			   (unsigned long long)w->bind.addr, (unsigned long long)w->bind.length,
+			   r == -EPERM ? "window and QP in different PDs"
+				       : "bad key, range, rights, region without MW_BIND, or type 2 still bound");
+		return IBV_WC_MW_BIND_ERR;
+	}
+	if (!srn_mw_invalidate(qp, w->imm_be))
+		return IBV_WC_SUCCESS;
+	srn_qp_why(qp, "local invalidate of rkey 0x%x refused: not a type 2 window of this PD",
+		   w->imm_be);
+	return IBV_WC_LOC_QP_OP_ERR;
 }
 
 void srn_req_push(struct srn_qp *qp)
@@ -278,6 +295,8 @@ void srn_req_push(struct srn_qp *qp)
 			srn_count(qp->nic->cnt, SRN_CNT_SEND_ERR, 1);
 			qp->sq_cur++;
 			qp->sq_cur_started = false;
+			if (ret != -EACCES)
+				srn_qp_why(qp, "cannot build the packet: %s", strerror(-ret));
 			srn_complete_send(qp, ret == -EACCES ? IBV_WC_LOC_PROT_ERR
 							     : IBV_WC_LOC_QP_OP_ERR);
 			srn_qp_fail(qp, SRN_NO_EVENT);
@@ -322,6 +341,11 @@ void srn_req_retry(struct srn_qp *qp, uint32_t psn, enum ibv_wc_status status)
 	/* IBTA: retry_cnt counts retries after a timeout or sequence NAK;
 	 * unlike rxe, 7 is not infinite (docs/DESIGN.md). */
 	if (qp->retry_left == 0) {
+		char last[96];
+		srn_diag_last_peer_str(qp->diag, last, sizeof(last));
+		srn_qp_why(qp, "%u retries spent (retry_cnt %u, local ACK timeout %.1f ms) resending "
+			   "from PSN 0x%06x; last from peer: %s", qp->attr.retry_cnt, qp->attr.retry_cnt,
+			   qp->attr.timeout ? (4096ull << qp->attr.timeout) / 1e6 : 0.0, psn, last);
 		srn_count(qp->nic->cnt, SRN_CNT_RETRY_EXCEEDED, 1);
 		srn_count(qp->nic->cnt, SRN_CNT_SEND_ERR, 1);
 		if (qp->sq_tail != qp->sq_head) {
@@ -336,5 +360,7 @@ void srn_req_retry(struct srn_qp *qp, uint32_t psn, enum ibv_wc_status status)
 		return;
 	}
 	qp->retry_left--;
+	srn_diag_log(qp->diag, SRN_LOG_INFO, "go-back-N from PSN 0x%06x (%u packets), %u retries left",
+		     psn, srn_psn_diff(qp->req_psn, psn), qp->retry_left);
 	srn_req_rewind(qp, psn);
 }

@@ -18,6 +18,8 @@
  * executed again (IBTA 9.7.5.1.4, rxe duplicate_request).
  */
 #include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 #include <netinet/in.h>
 
@@ -26,6 +28,7 @@
 #include "core/nic.h"
 #include "core/qp.h"
 #include "core/srq.h"
+#include "diag/shm.h"
 #include "transport/complete.h"
 #include "transport/rx.h"
 #include "transport/tx.h"
@@ -96,6 +99,23 @@ static bool length_ok(const struct srn_qp *qp, const struct srn_pkt *p)
 	return p->paylen <= qp->mtu;
 }
 
+/* Record why a request is refused (the explanation of the NAK and of any
+ * error completion it causes here) and pass the verdict on. */
+__attribute__((format(printf, 3, 4)))
+static enum exec_result refuse(struct srn_qp *qp, enum exec_result r, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(qp->err_why, sizeof(qp->err_why), fmt, ap);
+	va_end(ap);
+	return r;
+}
+
+#define SEQ_ERR(qp, p) refuse(qp, EXEC_NAK_INVALID, "%s out of sequence (%s a message)", \
+			      srn_opcode_name((p)->opcode), (qp)->resp_in_msg ? "inside" : "outside")
+#define LEN_ERR(qp, p) refuse(qp, EXEC_NAK_INVALID, "%s carries %u bytes; path MTU %u", \
+			      srn_opcode_name((p)->opcode), (p)->paylen, (qp)->mtu)
+
 static enum exec_result exec_send(struct srn_qp *qp, const struct srn_pkt *p)
 {
 	uint16_t f = p->info->flags;
@@ -103,9 +123,9 @@ static enum exec_result exec_send(struct srn_qp *qp, const struct srn_pkt *p)
 	bool last = f & (SRN_OPF_LAST | SRN_OPF_ONLY);
 
 	if (first == qp->resp_in_msg)   /* FIRST inside a message, or MIDDLE/LAST outside one */
-		return EXEC_NAK_INVALID;
+		return SEQ_ERR(qp, p);
 	if (!length_ok(qp, p))
-		return EXEC_NAK_INVALID;
+		return LEN_ERR(qp, p);
 	if (first) {
 		if (!recv_take(qp))
 			return EXEC_RNR;
@@ -114,6 +134,13 @@ static enum exec_result exec_send(struct srn_qp *qp, const struct srn_pkt *p)
 	}
 	int ret = place_recv(qp, p->payload, qp->resp_off, p->paylen);
 	if (ret) {
+		if (ret == -EMSGSIZE)
+			refuse(qp, EXEC_NAK_INVALID, "SEND of at least %u bytes does not fit the "
+			       "receive buffers (%u bytes) of wr_id 0x%llx", qp->resp_off + p->paylen,
+			       qp->recv_cur.length, (unsigned long long)qp->recv_cur.wr_id);
+		else
+			refuse(qp, EXEC_NAK_OP, "a receive buffer's lkey does not resolve for "
+			       "local write (deregistered?)");
 		enum ibv_wc_status st = ret == -EMSGSIZE ? IBV_WC_LOC_LEN_ERR : IBV_WC_LOC_PROT_ERR;
 		if (ret == -EMSGSIZE)
 			srn_count(qp->nic->cnt, SRN_CNT_LOC_LEN_ERR, 1);
@@ -127,6 +154,8 @@ static enum exec_result exec_send(struct srn_qp *qp, const struct srn_pkt *p)
 		/* Send with Invalidate: the named window dies before the
 		 * completion says so (IBTA 10.6.7.2.5). */
 		if (srn_mw_invalidate(qp, p->ieth_rkey)) {
+			refuse(qp, EXEC_NAK_INVALID, "Send with Invalidate names rkey 0x%x, not a "
+			       "type 2 window of this PD", p->ieth_rkey);
 			srn_complete_recv(qp, IBV_WC_REM_INV_REQ_ERR, 0, 0, 0, false, IBV_WC_RECV);
 			return EXEC_NAK_INVALID;
 		}
@@ -150,35 +179,40 @@ static enum exec_result exec_write(struct srn_qp *qp, const struct srn_pkt *p)
 	const char *why;
 
 	if (first == qp->resp_in_msg)
-		return EXEC_NAK_INVALID;
+		return SEQ_ERR(qp, p);
 	if (!length_ok(qp, p))
-		return EXEC_NAK_INVALID;
+		return LEN_ERR(qp, p);
 	if (first) {
 		if (!(qp->attr.qp_access_flags & IBV_ACCESS_REMOTE_WRITE))
-			return EXEC_NAK_ACCESS;
+			return refuse(qp, EXEC_NAK_ACCESS, "RDMA WRITE to a QP without "
+				      "IBV_ACCESS_REMOTE_WRITE in its qp_access_flags");
 		/* A zero-length WRITE checks no key (IBTA 9.4.2.1). */
 		if (p->reth_len &&
 		    !srn_mr_resolve(qp->nic, qp->pd, qp->qpn, p->reth_rkey, p->reth_va, p->reth_len,
 				    IBV_ACCESS_REMOTE_WRITE, &why))
-			return EXEC_NAK_ACCESS;
+			return refuse(qp, EXEC_NAK_ACCESS, "RDMA WRITE rkey 0x%x va 0x%llx len %u: %s",
+				      p->reth_rkey, (unsigned long long)p->reth_va, p->reth_len, why);
 		qp->resp_write_va = p->reth_va;
 		qp->resp_write_rkey = p->reth_rkey;
 		qp->resp_write_len = p->reth_len;
 		qp->resp_off = 0;
 		qp->resp_in_write = true;
 	} else if (!qp->resp_in_write) {
-		return EXEC_NAK_INVALID;
+		return SEQ_ERR(qp, p);
 	}
 	if (last && (f & SRN_OPF_IMM) && !recv_take(qp))
 		return EXEC_RNR;
 	if (p->paylen > qp->resp_write_len - qp->resp_off)
-		return EXEC_NAK_INVALID;
+		return refuse(qp, EXEC_NAK_INVALID, "RDMA WRITE carries more than the %u bytes its "
+			      "RETH announced", qp->resp_write_len);
 	if (p->paylen) {
 		void *dst = srn_mr_resolve(qp->nic, qp->pd, qp->qpn, qp->resp_write_rkey,
 					   qp->resp_write_va + qp->resp_off, p->paylen,
 					   IBV_ACCESS_REMOTE_WRITE, &why);
 		if (!dst)   /* deregistered mid-message */
-			return EXEC_NAK_ACCESS;
+			return refuse(qp, EXEC_NAK_ACCESS, "RDMA WRITE rkey 0x%x va 0x%llx: %s "
+				      "(changed during the message)", qp->resp_write_rkey,
+				      (unsigned long long)(qp->resp_write_va + qp->resp_off), why);
 		memcpy(dst, p->payload, p->paylen);
 	}
 	qp->resp_off += p->paylen;
@@ -186,7 +220,8 @@ static enum exec_result exec_write(struct srn_qp *qp, const struct srn_pkt *p)
 	if (last) {
 		if (qp->resp_off != qp->resp_write_len) {
 			qp->resp_in_msg = false;
-			return EXEC_NAK_INVALID;
+			return refuse(qp, EXEC_NAK_INVALID, "RDMA WRITE carried %u bytes, its RETH "
+				      "announced %u", qp->resp_off, qp->resp_write_len);
 		}
 		if (f & SRN_OPF_IMM)
 			srn_complete_recv(qp, IBV_WC_SUCCESS, qp->resp_write_len, IBV_WC_WITH_IMM, p->imm_be,
@@ -211,14 +246,18 @@ static uint32_t read_npkts(const struct srn_qp *qp, uint32_t len)
 static enum exec_result exec_read(struct srn_qp *qp, const struct srn_pkt *p)
 {
 	const char *why;
-	if (qp->resp_in_msg || qp->attr.max_dest_rd_atomic == 0)
-		return EXEC_NAK_INVALID;
+	if (qp->resp_in_msg)
+		return SEQ_ERR(qp, p);
+	if (qp->attr.max_dest_rd_atomic == 0)
+		return refuse(qp, EXEC_NAK_INVALID, "RDMA READ to a QP with max_dest_rd_atomic 0");
 	if (!(qp->attr.qp_access_flags & IBV_ACCESS_REMOTE_READ))
-		return EXEC_NAK_ACCESS;
+		return refuse(qp, EXEC_NAK_ACCESS, "RDMA READ from a QP without "
+			      "IBV_ACCESS_REMOTE_READ in its qp_access_flags");
 	if (p->reth_len &&
 	    !srn_mr_resolve(qp->nic, qp->pd, qp->qpn, p->reth_rkey, p->reth_va, p->reth_len,
 			    IBV_ACCESS_REMOTE_READ, &why))
-		return EXEC_NAK_ACCESS;
+		return refuse(qp, EXEC_NAK_ACCESS, "RDMA READ rkey 0x%x va 0x%llx len %u: %s",
+			      p->reth_rkey, (unsigned long long)p->reth_va, p->reth_len, why);
 	struct srn_resp_res *r = res_alloc(qp);
 	r->first_psn = r->next_psn = p->psn;
 	r->last_psn = srn_psn_add(p->psn, read_npkts(qp, p->reth_len) - 1);
@@ -234,16 +273,21 @@ static enum exec_result exec_read(struct srn_qp *qp, const struct srn_pkt *p)
 static enum exec_result exec_atomic(struct srn_qp *qp, const struct srn_pkt *p)
 {
 	const char *why;
-	if (qp->resp_in_msg || qp->attr.max_dest_rd_atomic == 0)
-		return EXEC_NAK_INVALID;
+	if (qp->resp_in_msg)
+		return SEQ_ERR(qp, p);
+	if (qp->attr.max_dest_rd_atomic == 0)
+		return refuse(qp, EXEC_NAK_INVALID, "atomic to a QP with max_dest_rd_atomic 0");
 	if (p->atm_va & 7)              /* atomics need 8-byte alignment */
-		return EXEC_NAK_INVALID;
+		return refuse(qp, EXEC_NAK_INVALID, "atomic at va 0x%llx: not 8-byte aligned",
+			      (unsigned long long)p->atm_va);
 	if (!(qp->attr.qp_access_flags & IBV_ACCESS_REMOTE_ATOMIC))
-		return EXEC_NAK_ACCESS;
+		return refuse(qp, EXEC_NAK_ACCESS, "atomic to a QP without "
+			      "IBV_ACCESS_REMOTE_ATOMIC in its qp_access_flags");
 	uint64_t *t = srn_mr_resolve(qp->nic, qp->pd, qp->qpn, p->atm_rkey, p->atm_va, 8,
 				     IBV_ACCESS_REMOTE_ATOMIC, &why);
 	if (!t)
-		return EXEC_NAK_ACCESS;
+		return refuse(qp, EXEC_NAK_ACCESS, "atomic rkey 0x%x va 0x%llx: %s", p->atm_rkey,
+			      (unsigned long long)p->atm_va, why);
 	/* Atomic against the target process's own CPU accesses too, hence
 	 * the builtins rather than a plain read-modify-write.  Values are in
 	 * host order in memory (as rxe and mlx5 on x86 treat them). */
@@ -274,7 +318,8 @@ static enum exec_result execute(struct srn_qp *qp, const struct srn_pkt *p)
 		return exec_read(qp, p);
 	if (qp->type == IBV_QPT_RC && (f & SRN_OPF_ATOMIC))
 		return exec_atomic(qp, p);
-	return EXEC_NAK_INVALID;        /* FLUSH, ATOMIC_WRITE: not supported */
+	return refuse(qp, EXEC_NAK_INVALID, "%s is not supported",   /* FLUSH, ATOMIC_WRITE */
+		      srn_opcode_name(p->opcode));
 }
 
 static int send_atomic_ack(struct srn_qp *qp, const struct srn_resp_res *r)
@@ -376,6 +421,17 @@ static void duplicate_rd_atomic(struct srn_qp *qp, const struct srn_pkt *p)
 	 * times out and asks again. */
 }
 
+/* A class-C NAK: the request is refused and this QP goes to ERR; say why
+ * here, where the reason is known (the requester only learns the code). */
+static void nak(struct srn_qp *qp, const struct srn_pkt *p, uint8_t syndrome, const char *what)
+{
+	srn_ack_schedule(qp, syndrome, p->psn);
+	srn_diag_log(qp->diag, SRN_LOG_ERROR, "NAK %s for %s PSN 0x%06x: %s", what,
+		     srn_opcode_name(p->opcode), p->psn,
+		     qp->err_why[0] ? qp->err_why : "no further detail recorded");
+	qp->err_why[0] = 0;
+}
+
 static void rc_request(struct srn_qp *qp, const struct srn_pkt *p)
 {
 	struct srn_nic *nic = qp->nic;
@@ -387,6 +443,8 @@ static void rc_request(struct srn_qp *qp, const struct srn_pkt *p)
 			qp->resp_nak_sent = true;
 			srn_ack_schedule(qp, SRN_AETH_NAK_PSN_SEQ, qp->resp_epsn);
 			srn_count(nic->cnt, SRN_CNT_SEQ_NAK_SENT, 1);
+			srn_diag_log(qp->diag, SRN_LOG_INFO, "PSN 0x%06x arrived, 0x%06x expected: "
+				     "NAK sequence error", p->psn, qp->resp_epsn);
 		}
 		return;
 	}
@@ -411,15 +469,15 @@ static void rc_request(struct srn_qp *qp, const struct srn_pkt *p)
 		srn_ack_schedule(qp, SRN_AETH_RNR_NAK | (qp->attr.min_rnr_timer & 0x1f), p->psn);
 		return;
 	case EXEC_NAK_INVALID:
-		srn_ack_schedule(qp, SRN_AETH_NAK_INVALID, p->psn);
+		nak(qp, p, SRN_AETH_NAK_INVALID, "invalid request");
 		srn_qp_fail(qp, IBV_EVENT_QP_REQ_ERR);
 		return;
 	case EXEC_NAK_ACCESS:
-		srn_ack_schedule(qp, SRN_AETH_NAK_REM_ACCESS, p->psn);
+		nak(qp, p, SRN_AETH_NAK_REM_ACCESS, "remote access error");
 		srn_qp_fail(qp, IBV_EVENT_QP_ACCESS_ERR);
 		return;
 	case EXEC_NAK_OP:
-		srn_ack_schedule(qp, SRN_AETH_NAK_REM_OP, p->psn);
+		nak(qp, p, SRN_AETH_NAK_REM_OP, "remote operational error");
 		srn_qp_fail(qp, IBV_EVENT_QP_FATAL);
 		return;
 	}
@@ -455,6 +513,7 @@ static void uc_request(struct srn_qp *qp, const struct srn_pkt *p)
 		return;     /* tail of a message whose start was lost */
 	if (execute(qp, p) != EXEC_OK)
 		qp->resp_in_msg = false;   /* UC errors are silent drops */
+	qp->err_why[0] = 0;
 }
 
 /* The 40 bytes a UD receive buffer starts with (IBV_WC_GRH): for RoCEv2
@@ -514,8 +573,12 @@ static void ud_request(struct srn_qp *qp, const struct srn_pkt *p, const struct 
 		ret = place_recv(qp, p->payload, SRN_GRH_LEN, p->paylen);
 	if (ret) {
 		srn_count(nic->cnt, SRN_CNT_LOC_LEN_ERR, ret == -EMSGSIZE);
+		srn_qp_why(qp, ret == -EMSGSIZE ? "datagram of %u bytes (+40 GRH) does not fit the "
+			   "receive buffers" : "receive buffer lkey does not resolve (%u bytes)",
+			   p->paylen);
 		srn_complete_recv(qp, ret == -EMSGSIZE ? IBV_WC_LOC_LEN_ERR : IBV_WC_LOC_PROT_ERR, 0,
 				  0, 0, false, IBV_WC_RECV);
+		qp->err_why[0] = 0;
 		return;
 	}
 	srn_count(nic->cnt, SRN_CNT_RDMA_RECVS, 1);
