@@ -15,7 +15,7 @@
  *   bw:  the parent streams messages as fast as the sink takes them,
  *        sendmmsg/recvmmsg batches of -b datagrams; the sink returns a
  *        cumulative count (an "ack") when it has taken a quarter window or
- *        drained its socket, and the sender keeps at most a window of
+ *        the stream pauses, and the sender keeps at most a window of
  *        datagrams in flight so the receive buffer never overflows.  The
  *        result counts only bytes the sink received.
  *
@@ -53,6 +53,7 @@
 #define ROUND_TIMEOUT_NS 50000000ull   /* a lost lat round is resent after 50 ms */
 #define STALL_NS        200000000ull   /* bw: no ack for 200 ms = the rest was lost */
 #define MAX_LOST_ROUNDS 100u
+#define SINK_IDLE_POLLS 64u            /* empty polls before a partial ack */
 #define SOCK_BUF        (16 << 20)
 
 enum mode { MODE_LAT, MODE_BW };
@@ -322,7 +323,7 @@ static int bw_sink(int fd, const struct opts *o, unsigned ack_every, uint64_t de
 	struct iovec iov[MAX_BATCH];
 	struct ack a = { 0, 0 };
 	uint64_t unacked = 0;
-	unsigned spins = 0;
+	unsigned spins = 0, idle = 0;
 
 	for (unsigned i = 0; i < o->batch; i++) {
 		iov[i] = (struct iovec){ bufs[i], sizeof(bufs[i]) };
@@ -338,16 +339,20 @@ static int bw_sink(int fd, const struct opts *o, unsigned ack_every, uint64_t de
 				a.bytes += msgs[i].msg_len;
 			a.dgrams += (uint64_t)n;
 			unacked += (uint64_t)n;
+			idle = 0;
 			if (unacked < ack_every)
 				continue;
 		} else if (errno != EAGAIN && errno != EINTR) {
 			break;
-		} else if (unacked == 0) {
+		} else {
 			if (++spins % 1024 == 0 && now_ns() > deadline)
 				break;
-			continue;
+			/* An ack per drained socket would cost the sender a
+			 * receive per batch: wait until the stream pauses. */
+			if (unacked == 0 || ++idle < SINK_IDLE_POLLS)
+				continue;
 		}
-		/* A quarter window taken, or the socket is drained: tell the sender. */
+		/* A quarter window taken, or the stream paused: tell the sender. */
 		if (send(fd, &a, sizeof(a), MSG_DONTWAIT) == (ssize_t)sizeof(a))
 			unacked = 0;
 	}

@@ -21,6 +21,7 @@
 #include "diag/shm.h"
 #include "diag/snap.h"
 #include "transport/complete.h"
+#include "transport/qp_count.h"
 #include "transport/retry.h"
 #include "transport/rx.h"
 #include "transport/timers.h"
@@ -124,7 +125,7 @@ static void on_ack(struct srn_qp *qp, const struct srn_pkt *p)
 	 * acknowledged PSN is stale (it was overtaken on the wire by the ACK
 	 * for a later attempt) and must not send us back. */
 	if (srn_aeth_type(syn) != SRN_AETH_TYPE_ACK && srn_psn_cmp(p->psn, qp->req_una) < 0) {
-		srn_count(nic->cnt, SRN_CNT_DUPLICATE_REQUEST, 1);
+		srn_qp_count(qp, SRN_CNT_DUPLICATE_REQUEST, SRN_QPC_DUPLICATE_REQUEST, 1);
 		return;
 	}
 	switch (srn_aeth_type(syn)) {
@@ -133,7 +134,7 @@ static void on_ack(struct srn_qp *qp, const struct srn_pkt *p)
 			implied_nak(qp);
 		return;
 	case SRN_AETH_TYPE_RNR:
-		srn_count(nic->cnt, SRN_CNT_RCVD_RNR_ERR, 1);
+		srn_qp_count(qp, SRN_CNT_RCVD_RNR_ERR, SRN_QPC_RCVD_RNR_ERR, 1);
 		if (!ack_before(qp, p->psn)) {
 			implied_nak(qp);
 			return;
@@ -157,7 +158,7 @@ static void on_ack(struct srn_qp *qp, const struct srn_pkt *p)
 	}
 	switch (syn) {
 	case SRN_AETH_NAK_PSN_SEQ:
-		srn_count(nic->cnt, SRN_CNT_RCVD_SEQ_ERR, 1);
+		srn_qp_count(qp, SRN_CNT_RCVD_SEQ_ERR, SRN_QPC_RCVD_SEQ_ERR, 1);
 		if (!ack_before(qp, p->psn)) {
 			implied_nak(qp);
 			return;
@@ -167,12 +168,15 @@ static void on_ack(struct srn_qp *qp, const struct srn_pkt *p)
 		srn_req_retry(qp, p->psn, IBV_WC_RETRY_EXC_ERR);
 		return;
 	case SRN_AETH_NAK_REM_ACCESS:
+		srn_diag_qp_count(qp->diag, SRN_QPC_REMOTE_NAKS, 1);
 		fail_at(qp, p->psn, IBV_WC_REM_ACCESS_ERR);
 		return;
 	case SRN_AETH_NAK_REM_OP:
+		srn_diag_qp_count(qp->diag, SRN_QPC_REMOTE_NAKS, 1);
 		fail_at(qp, p->psn, IBV_WC_REM_OP_ERR);
 		return;
 	default:
+		srn_diag_qp_count(qp->diag, SRN_QPC_REMOTE_NAKS, 1);
 		fail_at(qp, p->psn, IBV_WC_REM_INV_REQ_ERR);
 		return;
 	}
@@ -259,7 +263,7 @@ void srn_comp_packet(struct srn_qp *qp, const struct srn_pkt *p)
 		return;
 	}
 	if (!psn_in_flight(qp, p->psn)) {
-		srn_count(nic->cnt, SRN_CNT_DUPLICATE_REQUEST, 1);
+		srn_qp_count(qp, SRN_CNT_DUPLICATE_REQUEST, SRN_QPC_DUPLICATE_REQUEST, 1);
 		return;
 	}
 	srn_count(nic->cnt, SRN_CNT_ACKS_RCVD, 1);

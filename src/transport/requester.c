@@ -30,6 +30,7 @@
 #include "diag/shm.h"
 #include "diag/snap.h"
 #include "transport/complete.h"
+#include "transport/qp_count.h"
 #include "transport/retry.h"
 #include "transport/timers.h"
 #include "transport/tx.h"
@@ -323,7 +324,7 @@ void srn_req_rewind(struct srn_qp *qp, uint32_t psn)
 	 * the packet it was for). */
 	if (srn_psn_cmp(psn, qp->req_una) < 0)
 		psn = qp->req_una;
-	srn_count(qp->nic->cnt, SRN_CNT_RETRANSMITS, 1);
+	srn_qp_count(qp, SRN_CNT_RETRANSMITS, SRN_QPC_RETRANSMITS, 1);
 	qp->sq_cur = qp->sq_tail;
 	qp->sq_cur_started = true;      /* the tail WQE keeps its PSN range */
 	qp->req_psn = psn;

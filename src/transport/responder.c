@@ -30,6 +30,7 @@
 #include "core/srq.h"
 #include "diag/shm.h"
 #include "transport/complete.h"
+#include "transport/qp_count.h"
 #include "transport/rx.h"
 #include "transport/tx.h"
 #include "wire/roce_hdr.h"
@@ -434,15 +435,14 @@ static void nak(struct srn_qp *qp, const struct srn_pkt *p, uint8_t syndrome, co
 
 static void rc_request(struct srn_qp *qp, const struct srn_pkt *p)
 {
-	struct srn_nic *nic = qp->nic;
 	int c = srn_psn_cmp(p->psn, qp->resp_epsn);
 
 	if (c > 0) {
-		srn_count(nic->cnt, SRN_CNT_OUT_OF_SEQUENCE, 1);
+		srn_qp_count(qp, SRN_CNT_OUT_OF_SEQUENCE, SRN_QPC_OUT_OF_SEQUENCE, 1);
 		if (!qp->resp_nak_sent) {
 			qp->resp_nak_sent = true;
 			srn_ack_schedule(qp, SRN_AETH_NAK_PSN_SEQ, qp->resp_epsn);
-			srn_count(nic->cnt, SRN_CNT_SEQ_NAK_SENT, 1);
+			srn_qp_count(qp, SRN_CNT_SEQ_NAK_SENT, SRN_QPC_SEQ_NAK_SENT, 1);
 			srn_diag_log(qp->diag, SRN_LOG_INFO, "PSN 0x%06x arrived, 0x%06x expected: "
 				     "NAK sequence error", p->psn, qp->resp_epsn);
 		}
@@ -451,7 +451,7 @@ static void rc_request(struct srn_qp *qp, const struct srn_pkt *p)
 	if (c < 0) {
 		/* Duplicate: acknowledge up to the newest PSN executed so the
 		 * requester stops resending; never execute again. */
-		srn_count(nic->cnt, SRN_CNT_DUPLICATE_REQUEST, 1);
+		srn_qp_count(qp, SRN_CNT_DUPLICATE_REQUEST, SRN_QPC_DUPLICATE_REQUEST, 1);
 		if (p->info->flags & (SRN_OPF_READ_REQ | SRN_OPF_ATOMIC))
 			duplicate_rd_atomic(qp, p);
 		else
@@ -464,7 +464,7 @@ static void rc_request(struct srn_qp *qp, const struct srn_pkt *p)
 	case EXEC_OK:
 		break;
 	case EXEC_RNR:
-		srn_count(nic->cnt, SRN_CNT_SEND_RNR_ERR, 1);
+		srn_qp_count(qp, SRN_CNT_SEND_RNR_ERR, SRN_QPC_SEND_RNR_ERR, 1);
 		qp->resp_nak_sent = true;   /* stay silent about what follows */
 		srn_ack_schedule(qp, SRN_AETH_RNR_NAK | (qp->attr.min_rnr_timer & 0x1f), p->psn);
 		return;
@@ -505,7 +505,7 @@ static void uc_request(struct srn_qp *qp, const struct srn_pkt *p)
 	uint16_t f = p->info->flags;
 	if (p->psn != qp->resp_epsn) {
 		/* A gap: the message in progress is lost as a whole. */
-		srn_count(qp->nic->cnt, SRN_CNT_OUT_OF_SEQUENCE, 1);
+		srn_qp_count(qp, SRN_CNT_OUT_OF_SEQUENCE, SRN_QPC_OUT_OF_SEQUENCE, 1);
 		qp->resp_in_msg = false;
 	}
 	qp->resp_epsn = srn_psn_add(p->psn, 1);

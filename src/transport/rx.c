@@ -13,6 +13,7 @@
 #include "core/mcast.h"
 #include "core/nic.h"
 #include "core/qp.h"
+#include "diag/shm.h"
 #include "wire/icrc.h"
 #include "wire/roce_hdr.h"
 
@@ -175,6 +176,8 @@ void srn_rx_packet(struct srn_nic *nic, const uint8_t *data, uint32_t len,
 		srn_count(nic->cnt, SRN_CNT_QP_STATE_DROP, 1);
 		return;
 	}
+	srn_diag_qp_count(qp->diag, SRN_QPC_RCVD_PKTS, 1);
+	srn_diag_qp_count(qp->diag, SRN_QPC_RCVD_BYTES, len);
 	if (is_req)
 		srn_resp_packet(qp, &p, src);
 	else

@@ -10,6 +10,7 @@
 #include "core/nic.h"
 #include "core/qp.h"
 #include "transport/complete.h"
+#include "transport/qp_count.h"
 #include "transport/retry.h"
 #include "wire/roce_hdr.h"
 
@@ -83,7 +84,7 @@ static void expire(struct srn_qp *qp, uint64_t now)
 	}
 	if (qp->ack_deadline && now >= qp->ack_deadline) {
 		qp->ack_deadline = 0;
-		srn_count(qp->nic->cnt, SRN_CNT_LOCAL_ACK_TIMEOUT, 1);
+		srn_qp_count(qp, SRN_CNT_LOCAL_ACK_TIMEOUT, SRN_QPC_LOCAL_ACK_TIMEOUT, 1);
 		srn_req_retry(qp, qp->req_una, IBV_WC_RETRY_EXC_ERR);
 	}
 }

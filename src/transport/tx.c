@@ -14,6 +14,7 @@
 #include "core/limits.h"
 #include "core/nic.h"
 #include "core/qp.h"
+#include "diag/shm.h"
 #include "transport/rx.h"
 #include "transport/txq.h"
 #include "wire/icrc.h"
@@ -34,7 +35,13 @@ int srn_xmit_to(struct srn_qp *qp, const struct sockaddr *dst, socklen_t dstlen,
 	int hl = srn_pkt_build_hdr(hdr, p);
 	if (hl < 0)
 		return hl;
-	return srn_txq_add(qp->nic, dst, dstlen, meta, hdr, hl, pay, npay, p->paylen);
+	int ret = srn_txq_add(qp->nic, dst, dstlen, meta, hdr, hl, pay, npay, p->paylen);
+	if (!ret) {
+		srn_diag_qp_count(qp->diag, SRN_QPC_SENT_PKTS, 1);
+		srn_diag_qp_count(qp->diag, SRN_QPC_SENT_BYTES,
+				  (uint64_t)hl + p->paylen + srn_pad_of(p->paylen) + SRN_ICRC_LEN);
+	}
+	return ret;
 }
 
 void srn_ack_schedule(struct srn_qp *qp, uint8_t syndrome, uint32_t psn)
