@@ -34,6 +34,7 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <netinet/in.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -54,6 +55,10 @@
 #define STALL_NS        200000000ull   /* bw: no ack for 200 ms = the rest was lost */
 #define MAX_LOST_ROUNDS 100u
 #define SINK_IDLE_POLLS 64u            /* empty polls before a partial ack */
+/* bw: a streaming end that polls this often in vain yields the CPU, so on
+ * a busy 2-core machine the two ends do not burn each other's time slice
+ * (lat mode never yields: it is the busy-poll floor). */
+#define YIELD_POLLS     16u
 #define SOCK_BUF        (16 << 20)
 
 enum mode { MODE_LAT, MODE_BW };
@@ -347,6 +352,8 @@ static int bw_sink(int fd, const struct opts *o, unsigned ack_every, uint64_t de
 		} else {
 			if (++spins % 1024 == 0 && now_ns() > deadline)
 				break;
+			if (spins % YIELD_POLLS == 0)
+				sched_yield();
 			/* An ack per drained socket would cost the sender a
 			 * receive per batch: wait until the stream pauses. */
 			if (unacked == 0 || ++idle < SINK_IDLE_POLLS)
@@ -379,6 +386,7 @@ static int bw_client(int fd, const struct opts *o, const struct shape *s, unsign
 	uint64_t sent = 0, written_off = 0, msgs_out = 0, last_progress, t_end;
 	uint64_t t0 = now_ns(), stop_at = o->iters ? UINT64_MAX : t0 + (uint64_t)(o->duration_s * 1e9);
 	uint32_t idx = 0;           /* datagram index within the current message */
+	unsigned blocked = 0;       /* polls with the window full */
 	bool done = false;
 
 	memset(buf, 0x5a, sizeof(buf));
@@ -420,6 +428,8 @@ static int bw_client(int fd, const struct opts *o, const struct shape *s, unsign
 					msgs_out++;
 			}
 		}
+		if (!k && ++blocked % YIELD_POLLS == 0)
+			sched_yield();
 		if (k) {
 			int n = sendmmsg(fd, msgs, k, MSG_DONTWAIT);
 
