@@ -99,6 +99,7 @@ void srn_nic_destroy(struct srn_nic *nic)
 		return;
 	srn_progress_stop(nic);
 	srn_mcast_fini(nic);
+	srn_nic_mirror_faults(nic);
 	stats_at_exit(nic);
 	srn_diag_close(nic->diag);
 	srn_rx_batch_free(&nic->rx);

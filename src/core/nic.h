@@ -109,6 +109,8 @@ int srn_progress_poll(struct srn_nic *nic);
  * the progress thread take over at once. */
 void srn_progress_app_sleeps(struct srn_nic *nic);
 void srn_progress_app_active(struct srn_nic *nic);
+/* Copy the fault injector's tallies into the device counters. */
+void srn_nic_mirror_faults(struct srn_nic *nic);
 
 uint64_t srn_now_ns(void);
 

@@ -176,6 +176,20 @@ void srn_progress_app_active(struct srn_nic *nic)
 	atomic_store_explicit(&nic->last_app_ns, srn_now_ns(), memory_order_relaxed);
 }
 
+/* The injector's own tallies, as device counters (one store each). */
+void srn_nic_mirror_faults(struct srn_nic *nic)
+{
+	const struct srn_fault_stats *f = srn_udp_fault_stats(&nic->udp);
+	if (!f)
+		return;
+	const uint64_t v[] = { f->tx_dropped, f->tx_duplicated, f->tx_reordered, f->tx_delayed,
+			       f->tx_corrupted, f->rx_dropped, f->rx_duplicated, f->rx_reordered,
+			       f->rx_delayed, f->rx_corrupted };
+	for (unsigned i = 0; i < sizeof(v) / sizeof(v[0]); i++)
+		atomic_store_explicit(&nic->cnt->v[SRN_CNT_FAULT_TX_DROPPED + i], v[i],
+				      memory_order_relaxed);
+}
+
 int srn_progress_poll(struct srn_nic *nic)
 {
 	int total = 0;
@@ -212,6 +226,7 @@ int srn_progress_poll(struct srn_nic *nic)
 	srn_ack_flush(nic);
 	srn_tx_resume(nic);
 	srn_txq_flush(nic);
+	srn_nic_mirror_faults(nic);
 	srn_diag_tick(nic->diag, srn_now_ns());
 	return total;
 }

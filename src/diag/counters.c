@@ -60,6 +60,16 @@ const char *const srn_counter_names[SRN_CNT__MAX] = {
 	[SRN_CNT_NP_CNP_SENT] = "np_cnp_sent",
 	[SRN_CNT_RP_CNP_HANDLED] = "rp_cnp_handled",
 	[SRN_CNT_NP_ECN_MARKED] = "np_ecn_marked_roce_packets",
+	[SRN_CNT_FAULT_TX_DROPPED] = "fault_tx_dropped",
+	[SRN_CNT_FAULT_TX_DUPLICATED] = "fault_tx_duplicated",
+	[SRN_CNT_FAULT_TX_REORDERED] = "fault_tx_reordered",
+	[SRN_CNT_FAULT_TX_DELAYED] = "fault_tx_delayed",
+	[SRN_CNT_FAULT_TX_CORRUPTED] = "fault_tx_corrupted",
+	[SRN_CNT_FAULT_RX_DROPPED] = "fault_rx_dropped",
+	[SRN_CNT_FAULT_RX_DUPLICATED] = "fault_rx_duplicated",
+	[SRN_CNT_FAULT_RX_REORDERED] = "fault_rx_reordered",
+	[SRN_CNT_FAULT_RX_DELAYED] = "fault_rx_delayed",
+	[SRN_CNT_FAULT_RX_CORRUPTED] = "fault_rx_corrupted",
 };
 
 _Static_assert(sizeof(srn_counter_names) / sizeof(srn_counter_names[0]) == SRN_CNT__MAX,

@@ -66,6 +66,18 @@ enum srn_counter {
 	SRN_CNT_COMPLETER_RETRY_ERR,     /* completer_retry_err (rxe): retries started by the completer */
 	/* Always 0: softrnic has no link to lose and does no ECN/DCQCN; kept
 	 * so tools written for mlx5 find the names they look for. */
+	/* What the fault injector (SOFTRNIC_FAULTS) did, mirrored from the
+	 * link layer once per progress round. */
+	SRN_CNT_FAULT_TX_DROPPED,
+	SRN_CNT_FAULT_TX_DUPLICATED,
+	SRN_CNT_FAULT_TX_REORDERED,
+	SRN_CNT_FAULT_TX_DELAYED,
+	SRN_CNT_FAULT_TX_CORRUPTED,
+	SRN_CNT_FAULT_RX_DROPPED,
+	SRN_CNT_FAULT_RX_DUPLICATED,
+	SRN_CNT_FAULT_RX_REORDERED,
+	SRN_CNT_FAULT_RX_DELAYED,
+	SRN_CNT_FAULT_RX_CORRUPTED,
 	SRN_CNT_LINK_DOWNED,             /* link_downed */
 	SRN_CNT_NP_CNP_SENT,             /* np_cnp_sent */
 	SRN_CNT_RP_CNP_HANDLED,          /* rp_cnp_handled */
