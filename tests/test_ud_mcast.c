@@ -37,6 +37,16 @@ static double now_s(void)
 	return (double)t.tv_sec + t.tv_nsec / 1e9;
 }
 
+static void ep_close(struct ep *e)
+{
+	CHECK(ibv_destroy_qp(e->qp) == 0);
+	CHECK(ibv_dereg_mr(e->mr) == 0);
+	CHECK(ibv_destroy_cq(e->cq) == 0);
+	CHECK(ibv_dealloc_pd(e->pd) == 0);
+	CHECK(ibv_close_device(e->ctx) == 0);
+	free(e->buf);
+}
+
 static void ep_open(struct ep *e, size_t bufsz)
 {
 	int n;
@@ -120,6 +130,7 @@ static void receiver(union ibv_gid grp, int ready_fd, int go_fd, int result_fd)
 	int late = receive(&e, NLATE, 0.3, seen);
 	int res[2] = { got, late };
 	CHECK(write(result_fd, res, sizeof(res)) == sizeof(res));
+	ep_close(&e);
 	exit(0);
 }
 
@@ -201,6 +212,7 @@ int main(void)
 			bad_rc = 1;
 	}
 	CHECK(ibv_destroy_ah(ah) == 0);
+	ep_close(&s);
 	CHECK(bad_rc == 0);
 	printf("ok\n");
 	return 0;
