@@ -178,7 +178,7 @@ struct ibv_context *srn_tc_open(union ibv_gid *gid)
 struct srn_tc_qp_opts srn_tc_default_opts(void)
 {
 	return (struct srn_tc_qp_opts){
-		.mtu = IBV_MTU_4096, .timeout = 12, .retry_cnt = 7, .rnr_retry = 7,
+		.mtu = IBV_MTU_4096, .timeout = 14, .retry_cnt = 7, .rnr_retry = 7,
 		.min_rnr_timer = 1, .rd_atomic = 16,
 		.access = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
 			  IBV_ACCESS_REMOTE_ATOMIC,

@@ -76,7 +76,7 @@ void srn_tc_barrier(int fd, uint32_t tag, int timeout_ms);
 /* Open the first device and return its GID index 0 in *gid. */
 struct ibv_context *srn_tc_open(union ibv_gid *gid);
 
-/* Default options: MTU 4096, timeout 12, retry_cnt 7, rnr_retry 7,
+/* Default options: MTU 4096, timeout 14 (67 ms), retry_cnt 7, rnr_retry 7,
  * min_rnr_timer 1, rd_atomic 16, remote write/read/atomic. */
 struct srn_tc_qp_opts srn_tc_default_opts(void);
 

@@ -47,8 +47,15 @@ static bool ack_before(struct srn_qp *qp, uint32_t upto)
 {
 	while (qp->sq_tail != qp->sq_cur) {
 		const struct srn_swqe *w = tail_wqe(qp);
-		if (srn_psn_cmp(w->last_psn, upto) >= 0)
+		if (srn_psn_cmp(w->last_psn, upto) >= 0) {
+			/* A READ/atomic's PSNs are acknowledged only by its own
+			 * responses, one by one (on_response): an acknowledgement
+			 * of what came before it must not carry req_una into it,
+			 * or a lost response would be skipped. */
+			if (srn_wr_is_rd_atomic(w->opcode) && srn_psn_cmp(upto, w->first_psn) > 0)
+				upto = w->first_psn;
 			break;
+		}
 		if (srn_wr_is_rd_atomic(w->opcode))
 			return false;
 		complete_tail(qp, IBV_WC_SUCCESS);
@@ -194,6 +201,8 @@ static void on_response(struct srn_qp *qp, const struct srn_pkt *p)
 	}
 	if (qp->sq_tail == qp->sq_cur)
 		return;                         /* nothing outstanding owns it */
+	if (srn_psn_cmp(p->psn, qp->req_una) < 0)
+		return;                         /* a duplicate of one already taken */
 	struct srn_swqe *w = tail_wqe(qp);
 	bool is_read = f & SRN_OPF_READ_RESP;
 	if (is_read != (w->opcode == IBV_WR_RDMA_READ) ||
