@@ -136,7 +136,7 @@ void srn_qp_flush(struct srn_qp *qp)
 {
 	while (qp->sq_tail != qp->sq_head)
 		srn_complete_send(qp, IBV_WC_WR_FLUSH_ERR);
-	qp->sq_cur = qp->sq_head;
+	qp->sq_cur = qp->sq_sent_end = qp->sq_head;
 	qp->sq_cur_started = false;
 	/* The receive a message was landing in is this QP's even when it
 	 * came from an SRQ; the SRQ's other WQEs stay for other QPs. */

@@ -45,7 +45,9 @@ static void complete_tail(struct srn_qp *qp, enum ibv_wc_status st)
  * before it is still waiting for its response. */
 static bool ack_before(struct srn_qp *qp, uint32_t upto)
 {
-	while (qp->sq_tail != qp->sq_cur) {
+	/* Every WQE ever started may be acknowledged, also those past sq_cur
+	 * that go-back-N is about to resend. */
+	while ((int32_t)(qp->sq_sent_end - qp->sq_tail) > 0) {
 		const struct srn_swqe *w = tail_wqe(qp);
 		if (srn_psn_cmp(w->last_psn, upto) >= 0) {
 			/* A READ/atomic's PSNs are acknowledged only by its own
@@ -58,11 +60,23 @@ static bool ack_before(struct srn_qp *qp, uint32_t upto)
 		}
 		if (srn_wr_is_rd_atomic(w->opcode))
 			return false;
+		if (qp->sq_tail == qp->sq_cur) {
+			/* Acknowledged while queued for resending: skip it. */
+			qp->sq_cur++;
+			qp->sq_cur_started = false;
+		}
 		complete_tail(qp, IBV_WC_SUCCESS);
 	}
 	if (srn_psn_cmp(upto, qp->req_una) > 0) {
 		qp->req_una = upto;
 		srn_timer_progress(qp);
+	}
+	/* Going back resent from behind what the peer has now acknowledged:
+	 * carry on from the acknowledged point instead. */
+	if (srn_psn_cmp(qp->req_psn, qp->req_una) < 0) {
+		qp->req_psn = qp->req_una;
+		if (qp->sq_cur != qp->sq_head && qp->sq_cur != qp->sq_sent_end)
+			qp->sq_cur_started = true;     /* resume inside it at req_psn */
 	}
 	return true;
 }
@@ -257,11 +271,13 @@ static void on_response(struct srn_qp *qp, const struct srn_pkt *p)
 }
 
 /* A PSN the requester actually sent and has not yet seen acknowledged:
- * req_una - 1 <= psn < req_psn.  Anything else is stale or bogus. */
+ * req_una - 1 <= psn < req_psn_max.  Anything else is stale or bogus.
+ * (req_psn_max, not req_psn: after going back, ACKs for what the peer
+ * received before are still news.) */
 static bool psn_in_flight(const struct srn_qp *qp, uint32_t psn)
 {
 	return srn_psn_cmp(psn, srn_psn_add(qp->req_una, SRN_PSN_MASK)) >= 0 &&
-	       srn_psn_cmp(psn, qp->req_psn) < 0;
+	       srn_psn_cmp(psn, qp->req_psn_max) < 0;
 }
 
 void srn_comp_packet(struct srn_qp *qp, const struct srn_pkt *p)

@@ -132,6 +132,8 @@ static int send_one(struct srn_qp *qp)
 		w->first_psn = qp->req_psn;
 		w->last_psn = srn_psn_add(qp->req_psn, npkts - 1);
 		qp->sq_cur_started = true;
+		if (qp->sq_cur == qp->sq_sent_end)
+			qp->sq_sent_end++;
 	}
 	uint32_t pktidx = srn_psn_diff(qp->req_psn, w->first_psn);
 	uint32_t off = pktidx * qp->mtu;
@@ -197,6 +199,8 @@ static int send_one(struct srn_qp *qp)
 		srn_count(qp->nic->cnt, SRN_CNT_RDMA_SENDS, 1);
 	/* A READ request stands for all its response PSNs. */
 	qp->req_psn = rd ? srn_psn_add(w->last_psn, 1) : srn_psn_add(qp->req_psn, 1);
+	if (srn_psn_cmp(qp->req_psn, qp->req_psn_max) > 0)
+		qp->req_psn_max = qp->req_psn;
 	qp->sq_cur_off = off + len;
 	if (qp->type == IBV_QPT_RC)
 		srn_timer_sent(qp);
@@ -230,6 +234,8 @@ static enum ibv_wc_status run_local(struct srn_qp *qp, struct srn_swqe *w)
 {
 	w->first_psn = qp->req_psn;
 	w->last_psn = srn_psn_add(qp->req_psn, SRN_PSN_MASK);
+	if (qp->sq_cur == qp->sq_sent_end)
+		qp->sq_sent_end++;
 	if (w->local_done)
 		return IBV_WC_SUCCESS;  /* resent past by go-back-N: ran already */
 	w->local_done = true;

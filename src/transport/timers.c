@@ -50,7 +50,7 @@ void srn_timer_progress(struct srn_qp *qp)
 	qp->retry_left = qp->attr.retry_cnt;
 	qp->rnr_left = qp->attr.rnr_retry;
 	qp->rewound = false;
-	if (qp->req_una == qp->req_psn || qp->attr.timeout == 0) {
+	if (qp->req_una == qp->req_psn_max || qp->attr.timeout == 0) {
 		qp->ack_deadline = 0;     /* nothing outstanding */
 		return;
 	}
