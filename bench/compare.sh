@@ -104,7 +104,7 @@ next_port() { port=$((port + 1)); }
 # -- host facts, before we load the machine ----------------------------------
 cpu_idle_pct() {   # share of idle CPU time over 1 s, from /proc/stat
 	local a b
-	a=($(head -1 /proc/stat)); sleep 1; b=($(head -1 /proc/stat))
+	read -ra a </proc/stat; sleep 1; read -ra b </proc/stat
 	python3 -c '
 import sys
 a = [int(x) for x in sys.argv[1].split()]; b = [int(x) for x in sys.argv[2].split()]
@@ -247,8 +247,7 @@ sr_rate() {   # 8-byte RC Writes per second, millions
 # -- a server and a client, both bounded -------------------------------------
 # wait_listen PORT: until something listens on 127.0.0.1:PORT (at most 5 s).
 wait_listen() {
-	local i
-	for i in $(seq 50); do
+	for _ in $(seq 50); do
 		ss -Hltn "sport = :$1" 2>/dev/null | grep -q . && return 0
 		sleep 0.1
 	done
@@ -323,16 +322,16 @@ fi_all() {
 		n=$(lat_iters "$s")
 		next_port
 		# bytes #sent #ack total time MB/sec usec/xfer Mxfers/sec
-		if FI_TCP_IFACE=lo FI_SOCKETS_IFACE=lo pair fi 40 \
+		if FI_TCP_IFACE=lo FI_SOCKETS_IFACE=lo pair libfabric 40 \
 			"fi_pingpong -p $FI_PROV -e msg -I $n -S $s -B $port" \
 			"fi_pingpong -p $FI_PROV -e msg -I $n -S $s -P $port 127.0.0.1" &&
-			line=$(grep -E '^[0-9]+[kmg]? ' "$tmp/fi.out" | tail -1) &&
+			line=$(grep -E '^[0-9]+[kmg]? ' "$tmp/libfabric.out" | tail -1) &&
 			num "$(awk '{print $7}' <<<"$line")"; then
 			record libfabric lat "$s" "$rep" "$(awk '{print $7}' <<<"$line")"
 			record libfabric bw "$s" "$rep" "$(awk '{print $6 / 1000}' <<<"$line")"
 			[ "$s" = 8 ] && record libfabric rate 8 "$rep" "$(awk '{print $8}' <<<"$line")"
 		else
-			note "libfabric $s B run $rep failed: $(head -c 200 "$tmp/fi.err")"
+			note "libfabric $s B run $rep failed: $(head -c 200 "$tmp/libfabric.err")"
 		fi
 	done
 }
@@ -514,6 +513,16 @@ target("8 B Writes/s on one QP >= 1.5 M", v, None if v is None else v >= 1.5,
 v = cell("idle", 0)
 target("idle process (connected QP) < 1 % of a core", v, None if v is None else v < 1,
        "-" if v is None else "%.2f %%" % v)
+noisy = []
+for r in table:
+    for peer, vals in r["runs"].items():
+        if len(vals) >= 2 and min(vals) > 0 and max(vals) > 2 * min(vals):
+            noisy.append("%s %s %s: %s" % (peer, LABEL[r["metric"]], human(r["size"]),
+                                           ", ".join(fmt(v) for v in vals)))
+if noisy:
+    out.append("")
+    out.append("noisy cells (the runs differ by more than 2x; the table shows their median):")
+    out.extend("  " + n for n in noisy)
 if notes:
     out.append("")
     out.append("notes:")
@@ -532,10 +541,10 @@ if csv_out:
 if json_out:
     with open(json_out, "w") as f:
         json.dump({"tool": "bench/compare.sh", "host": meta, "rows": table,
-                   "targets": targets, "notes": notes}, f, indent=1)
+                   "targets": targets, "noisy": noisy, "notes": notes}, f, indent=1)
         f.write("\n")
 EOF
 rc=$?
 [ "$rc" -eq 0 ] || { echo "compare.sh: building the table failed" >&2; exit 1; }
-grep -q '^softrnic	' "$RAW" || { echo "compare.sh: no softrnic measurement succeeded" >&2; exit 1; }
+grep -Eq '^softrnic	(lat|bw|rate)	' "$RAW" || { echo "compare.sh: no softrnic perf run succeeded" >&2; exit 1; }
 exit 0

@@ -87,7 +87,7 @@ static void reset(struct srn_qp *qp)
 	qp->sq_cur_started = false;
 	qp->rq.head = qp->rq.tail = 0;
 	qp->recv_cur_valid = false;
-	qp->req_psn = qp->req_una = qp->req_psn_max = 0;
+	qp->req_psn = qp->req_una = qp->req_psn_max = qp->req_next_psn = 0;
 	qp->sq_sent_end = 0;
 	qp->req_pkts_since_ackreq = 0;
 	qp->resp_epsn = qp->resp_msn = 0;
@@ -212,7 +212,7 @@ int srn_qp_apply(struct srn_qp *qp, const struct ibv_qp_attr *attr, int mask)
 		qp->attr.min_rnr_timer = attr->min_rnr_timer;
 	if (mask & IBV_QP_SQ_PSN) {
 		qp->attr.sq_psn = attr->sq_psn & SRN_PSN_MASK;
-		qp->req_psn = qp->req_una = qp->req_psn_max = qp->attr.sq_psn;
+		qp->req_psn = qp->req_una = qp->req_psn_max = qp->req_next_psn = qp->attr.sq_psn;
 	}
 	if (mask & IBV_QP_MAX_DEST_RD_ATOMIC)
 		qp->attr.max_dest_rd_atomic = attr->max_dest_rd_atomic;

@@ -112,6 +112,7 @@ struct srn_qp {
 	uint32_t sq_cur_off;           /* bytes of sq[sq_cur] already sent */
 	bool sq_cur_started;           /* sq[sq_cur] has its PSNs assigned */
 	uint32_t req_psn;              /* next PSN to send */
+	uint32_t req_next_psn;         /* PSN the next posted WQE will start at */
 	uint32_t req_psn_max;          /* one past the highest PSN ever sent (go-back-N
 					* may put req_psn behind it) */
 	uint32_t sq_sent_end;          /* one past the newest WQE ever started: WQEs

@@ -33,11 +33,32 @@ static struct srn_swqe *tail_wqe(struct srn_qp *qp)
 	return &qp->sq[qp->sq_tail & (qp->sq_size - 1)];
 }
 
+/* After completions: the requester never stands on (or resends) a WQE
+ * that is already complete, nor behind what is acknowledged.  Go-back-N
+ * may have put sq_cur/req_psn there just before the acknowledgement came. */
+static void catch_up(struct srn_qp *qp)
+{
+	bool moved = false;
+	if ((int32_t)(qp->sq_tail - qp->sq_cur) > 0) {
+		qp->sq_cur = qp->sq_tail;
+		moved = true;
+	}
+	if (moved || srn_psn_cmp(qp->req_psn, qp->req_una) < 0) {
+		/* Resume at the oldest unacknowledged PSN.  A WQE sent before
+		 * keeps the PSNs it had (the peer may hold part of it): never
+		 * let it be numbered afresh. */
+		qp->req_psn = qp->req_una;
+		qp->sq_cur_started = qp->sq_cur != qp->sq_head &&
+				     (int32_t)(qp->sq_sent_end - qp->sq_cur) > 0;
+	}
+}
+
 static void complete_tail(struct srn_qp *qp, enum ibv_wc_status st)
 {
 	if (srn_wr_is_rd_atomic(tail_wqe(qp)->opcode) && qp->rd_atomic_inflight)
 		qp->rd_atomic_inflight--;
 	srn_complete_send(qp, st);
+	catch_up(qp);
 }
 
 /* Acknowledge everything before `upto`: complete the SEND/WRITE WQEs that
@@ -58,12 +79,15 @@ static bool ack_before(struct srn_qp *qp, uint32_t upto)
 				upto = w->first_psn;
 			break;
 		}
-		if (srn_wr_is_rd_atomic(w->opcode))
+		if (srn_wr_is_rd_atomic(w->opcode)) {
+			/* Its response was lost (implied NAK); what came before
+			 * it is acknowledged all the same. */
+			if (srn_psn_cmp(w->first_psn, qp->req_una) > 0) {
+				qp->req_una = w->first_psn;
+				srn_timer_progress(qp);
+			}
+			catch_up(qp);
 			return false;
-		if (qp->sq_tail == qp->sq_cur) {
-			/* Acknowledged while queued for resending: skip it. */
-			qp->sq_cur++;
-			qp->sq_cur_started = false;
 		}
 		complete_tail(qp, IBV_WC_SUCCESS);
 	}
@@ -71,13 +95,7 @@ static bool ack_before(struct srn_qp *qp, uint32_t upto)
 		qp->req_una = upto;
 		srn_timer_progress(qp);
 	}
-	/* Going back resent from behind what the peer has now acknowledged:
-	 * carry on from the acknowledged point instead. */
-	if (srn_psn_cmp(qp->req_psn, qp->req_una) < 0) {
-		qp->req_psn = qp->req_una;
-		if (qp->sq_cur != qp->sq_head && qp->sq_cur != qp->sq_sent_end)
-			qp->sq_cur_started = true;     /* resume inside it at req_psn */
-	}
+	catch_up(qp);
 	return true;
 }
 
@@ -213,8 +231,10 @@ static void on_response(struct srn_qp *qp, const struct srn_pkt *p)
 		implied_nak(qp);
 		return;
 	}
-	if (qp->sq_tail == qp->sq_cur)
-		return;                         /* nothing outstanding owns it */
+	/* Nothing ever sent owns it.  (Not "sq_tail == sq_cur": going back
+	 * puts sq_cur on the tail while its request is still answered.) */
+	if ((int32_t)(qp->sq_sent_end - qp->sq_tail) <= 0)
+		return;
 	if (srn_psn_cmp(p->psn, qp->req_una) < 0)
 		return;                         /* a duplicate of one already taken */
 	struct srn_swqe *w = tail_wqe(qp);
@@ -242,6 +262,7 @@ static void on_response(struct srn_qp *qp, const struct srn_pkt *p)
 		int r = scatter(qp, w, 0, (const uint8_t *)&orig, w->length < 8 ? w->length : 8);
 		qp->req_una = srn_psn_add(p->psn, 1);
 		srn_timer_progress(qp);
+		catch_up(qp);
 		complete_tail(qp, r ? IBV_WC_LOC_PROT_ERR : IBV_WC_SUCCESS);
 		if (r)
 			srn_qp_fail(qp, SRN_NO_EVENT);
@@ -268,6 +289,8 @@ static void on_response(struct srn_qp *qp, const struct srn_pkt *p)
 	srn_timer_progress(qp);
 	if (last)
 		complete_tail(qp, IBV_WC_SUCCESS);
+	else
+		catch_up(qp);
 }
 
 /* A PSN the requester actually sent and has not yet seen acknowledged:

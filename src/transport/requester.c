@@ -115,9 +115,19 @@ static int opcode_for(struct srn_qp *qp, const struct srn_swqe *w, enum srn_seg 
 
 static uint32_t npkts_of(const struct srn_qp *qp, const struct srn_swqe *w)
 {
+	if (srn_wr_is_local(w->opcode))
+		return 0;
 	if (w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP || w->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD)
 		return 1;
 	return w->length ? (w->length + qp->mtu - 1) / qp->mtu : 1;
+}
+
+void srn_req_number(struct srn_qp *qp, struct srn_swqe *w)
+{
+	uint32_t n = npkts_of(qp, w);
+	w->first_psn = qp->req_next_psn;
+	w->last_psn = srn_psn_add(qp->req_next_psn, n + SRN_PSN_MASK);   /* first + n - 1 */
+	qp->req_next_psn = srn_psn_add(qp->req_next_psn, n);
 }
 
 /* Send the next packet of sq[sq_cur].  Returns 1 if the WQE is now fully
@@ -129,11 +139,18 @@ static int send_one(struct srn_qp *qp)
 	uint32_t npkts = npkts_of(qp, w);
 
 	if (!qp->sq_cur_started) {
-		w->first_psn = qp->req_psn;
-		w->last_psn = srn_psn_add(qp->req_psn, npkts - 1);
+		/* PSNs were given at post time (srn_req_number): a WQE
+		 * always goes out with the same ones, however often it is
+		 * resent. */
+		qp->req_psn = w->first_psn;
 		qp->sq_cur_started = true;
-		if (qp->sq_cur == qp->sq_sent_end)
+		if (qp->sq_cur == qp->sq_sent_end) {
 			qp->sq_sent_end++;
+			/* Outstanding READs/atomics are counted from their first
+			 * transmission to their completion, resends included. */
+			if (srn_wr_is_rd_atomic(w->opcode))
+				qp->rd_atomic_inflight++;
+		}
 	}
 	uint32_t pktidx = srn_psn_diff(qp->req_psn, w->first_psn);
 	uint32_t off = pktidx * qp->mtu;
@@ -232,8 +249,6 @@ static bool may_start(const struct srn_qp *qp, const struct srn_swqe *w)
  * Returns 0 or the error status it must complete with. */
 static enum ibv_wc_status run_local(struct srn_qp *qp, struct srn_swqe *w)
 {
-	w->first_psn = qp->req_psn;
-	w->last_psn = srn_psn_add(qp->req_psn, SRN_PSN_MASK);
 	if (qp->sq_cur == qp->sq_sent_end)
 		qp->sq_sent_end++;
 	if (w->local_done)
@@ -268,7 +283,9 @@ void srn_req_push(struct srn_qp *qp)
 		if (qp->type == IBV_QPT_RC &&
 		    srn_psn_diff(qp->req_psn, qp->req_una) >= SRN_SEND_WINDOW)
 			return;
-		if (!qp->sq_cur_started && !may_start(qp, w))
+		/* FENCE and max_rd_atomic hold back new work only: a WQE
+		 * being resent was admitted when it first went out. */
+		if (qp->sq_cur == qp->sq_sent_end && !may_start(qp, w))
 			return;
 		if (srn_wr_is_local(w->opcode)) {
 			enum ibv_wc_status st = run_local(qp, w);
@@ -310,8 +327,6 @@ void srn_req_push(struct srn_qp *qp)
 			return;
 		}
 		if (ret == 1) {
-			if (srn_wr_is_rd_atomic(w->opcode))
-				qp->rd_atomic_inflight++;
 			qp->sq_cur++;
 			qp->sq_cur_started = false;
 			/* UC has no acknowledgements: done once sent. */
@@ -324,12 +339,16 @@ void srn_req_push(struct srn_qp *qp)
 
 void srn_req_rewind(struct srn_qp *qp, uint32_t psn)
 {
-	if (qp->sq_tail == qp->sq_cur && !qp->sq_cur_started)
+	if ((int32_t)(qp->sq_sent_end - qp->sq_tail) <= 0)
 		return;                 /* nothing was sent that needs resending */
 	/* Never behind what is acknowledged (an RNR wait may have outlived
-	 * the packet it was for). */
+	 * the packet it was for), nor before the first PSN of the WQE it
+	 * restarts: PSNs belong to WQEs (srn_req_number). */
 	if (srn_psn_cmp(psn, qp->req_una) < 0)
 		psn = qp->req_una;
+	const struct srn_swqe *t = &qp->sq[qp->sq_tail & (qp->sq_size - 1)];
+	if (srn_psn_cmp(psn, t->first_psn) < 0)
+		psn = t->first_psn;
 	srn_qp_count(qp, SRN_CNT_RETRANSMITS, SRN_QPC_RETRANSMITS, 1);
 	qp->sq_cur = qp->sq_tail;
 	qp->sq_cur_started = true;      /* the tail WQE keeps its PSN range */
@@ -337,7 +356,6 @@ void srn_req_rewind(struct srn_qp *qp, uint32_t psn)
 	qp->rewound = true;
 	qp->rewound_psn = psn;
 	qp->req_pkts_since_ackreq = 0;
-	qp->rd_atomic_inflight = 0;     /* recounted as they are resent */
 	qp->rnr_wait = false;
 	qp->ack_deadline = 0;
 	srn_req_push(qp);

@@ -244,10 +244,12 @@ static uint32_t read_npkts(const struct srn_qp *qp, uint32_t len)
 	return len ? (len + qp->mtu - 1) / qp->mtu : 1;
 }
 
-static enum exec_result exec_read(struct srn_qp *qp, const struct srn_pkt *p)
+static enum exec_result exec_read(struct srn_qp *qp, const struct srn_pkt *p, bool dup)
 {
 	const char *why;
-	if (qp->resp_in_msg)
+	/* A new READ cannot start inside a message; a resent one answers a
+	 * request that came before that message, so the rule is not its. */
+	if (qp->resp_in_msg && !dup)
 		return SEQ_ERR(qp, p);
 	if (qp->attr.max_dest_rd_atomic == 0)
 		return refuse(qp, EXEC_NAK_INVALID, "RDMA READ to a QP with max_dest_rd_atomic 0");
@@ -316,7 +318,7 @@ static enum exec_result execute(struct srn_qp *qp, const struct srn_pkt *p)
 	if (f & SRN_OPF_WRITE)
 		return exec_write(qp, p);
 	if (qp->type == IBV_QPT_RC && (f & SRN_OPF_READ_REQ))
-		return exec_read(qp, p);
+		return exec_read(qp, p, false);
 	if (qp->type == IBV_QPT_RC && (f & SRN_OPF_ATOMIC))
 		return exec_atomic(qp, p);
 	return refuse(qp, EXEC_NAK_INVALID, "%s is not supported",   /* FLUSH, ATOMIC_WRITE */
@@ -392,6 +394,21 @@ bool srn_resp_push(struct srn_qp *qp)
 	return true;
 }
 
+/* Room for re-executing a duplicate READ: make res_head point at a slot
+ * that holds no atomic's saved result (those must survive until the
+ * requester has its answer).  False if every slot holds one. */
+static bool dup_read_slot(struct srn_qp *qp)
+{
+	for (uint32_t i = 0; i < qp->res_size; i++) {
+		uint32_t k = (qp->res_head + i) & (qp->res_size - 1);
+		if (!qp->res[k].valid || !qp->res[k].is_atomic) {
+			qp->res_head += i;
+			return true;
+		}
+	}
+	return false;
+}
+
 /* A duplicate READ or atomic (PSN before ePSN). */
 static void duplicate_rd_atomic(struct srn_qp *qp, const struct srn_pkt *p)
 {
@@ -406,10 +423,11 @@ static void duplicate_rd_atomic(struct srn_qp *qp, const struct srn_pkt *p)
 			return;
 		}
 		if (!r->is_atomic && (p->info->flags & SRN_OPF_READ_REQ) && p->reth_rkey == r->rkey) {
-			/* The re-request must lie inside the original. */
+			/* The re-request must lie inside the original; if it
+			 * does not, it is answered as asked below. */
 			uint32_t off = srn_psn_diff(p->psn, r->first_psn) * qp->mtu;
 			if (p->reth_va != r->va + off || p->reth_len != r->len - off)
-				return;
+				break;
 			srn_count(qp->nic->cnt, SRN_CNT_DUP_READ, 1);
 			r->next_psn = p->psn;
 			r->pending = true;
@@ -418,8 +436,16 @@ static void duplicate_rd_atomic(struct srn_qp *qp, const struct srn_pkt *p)
 			return;
 		}
 	}
-	/* No resource (overwritten, or never executed): drop; the requester
-	 * times out and asks again. */
+	/* No resource left for it (overwritten by newer ones).  A READ has no
+	 * side effect, so it is executed again as asked (IBTA: a responder
+	 * must be able to re-execute duplicate READs); an atomic without its
+	 * saved result cannot be answered and is dropped. */
+	if ((p->info->flags & SRN_OPF_READ_REQ) && dup_read_slot(qp) &&
+	    exec_read(qp, p, true) == EXEC_OK) {
+		srn_count(qp->nic->cnt, SRN_CNT_DUP_READ, 1);
+		srn_resp_push(qp);
+	}
+	qp->err_why[0] = 0;
 }
 
 /* A class-C NAK: the request is refused and this QP goes to ERR; say why

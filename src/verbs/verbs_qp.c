@@ -15,6 +15,7 @@
 #include "core/qp_rules.h"
 #include "core/srq.h"
 #include "transport/complete.h"
+#include "transport/retry.h"
 #include "transport/tx.h"
 #include "transport/txq.h"
 #include "verbs/verbs.h"
@@ -294,6 +295,7 @@ int srn_qp_post_one(struct srn_qp *qp, const struct ibv_send_wr *wr)
 		memcpy(qp->sq_sge + (size_t)idx * qp->cap.max_send_sge, wr->sg_list,
 		       (size_t)wr->num_sge * sizeof(struct ibv_sge));
 	}
+	srn_req_number(qp, w);
 	qp->sq_head++;
 	return 0;
 }
