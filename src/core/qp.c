@@ -135,11 +135,13 @@ static int set_peer(struct srn_qp *qp, const struct ibv_ah_attr *ah)
 	return 0;
 }
 
-/* Responder resources: max_dest_rd_atomic of them, rounded up to a power
- * of two (as rxe does), at least one so the ring arithmetic holds. */
+/* Responder resources: at least max_dest_rd_atomic of them (the peer's
+ * outstanding READs/atomics), doubled and rounded up to a power of two so
+ * that re-executed duplicate READs (responder.c) do not push out an
+ * atomic's saved result while its requester may still ask again. */
 static int size_resources(struct srn_qp *qp, uint8_t n)
 {
-	uint32_t size = pow2_at_least(n ? n : 1);
+	uint32_t size = pow2_at_least(2u * (n ? n : 1));
 	if (size == qp->res_size)
 		return 0;
 	struct srn_resp_res *r = calloc(size, sizeof(*r));
