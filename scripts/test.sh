@@ -14,8 +14,10 @@
 # exports SRN_ASAN_PRELOAD (the path of libasan.so) and script tests put it
 # in LD_PRELOAD for such binaries.
 #
-# Environment: JOBS (default 2), SRN_SKIP_ASAN=1 to run only the first
-# pass, SRN_CTEST_BUDGET seconds allowed per ctest pass (default 300),
+# A third, smaller pass builds build-tsan/ with ThreadSanitizer (see below).
+#
+# Environment: JOBS (default 2), SRN_SKIP_ASAN=1 / SRN_SKIP_TSAN=1 to skip
+# those passes, SRN_CTEST_BUDGET seconds allowed per ctest pass (default 300),
 # BUILD_DIR / ASAN_BUILD_DIR to build elsewhere than build/ and
 # build-asan/, CC as usual.
 set -euo pipefail
