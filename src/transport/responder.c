@@ -8,7 +8,8 @@
  * receive posted earns an RNR NAK and is not consumed.  Errors in the
  * request itself (class C: opcode sequence, length, access) earn a NAK and
  * move this QP to ERR.  UC executes what arrives in order and silently
- * drops a message with a gap; it never answers.
+ * drops a message with a gap and what arrives behind the expected PSN (a
+ * duplicate or a straggler); it never answers.
  *
  * READ and atomic requests take a responder resource (qp->res ring of
  * max_dest_rd_atomic entries).  READ responses are read from memory as
@@ -529,7 +530,15 @@ static void rc_request(struct srn_qp *qp, const struct srn_pkt *p)
 static void uc_request(struct srn_qp *qp, const struct srn_pkt *p)
 {
 	uint16_t f = p->info->flags;
-	if (p->psn != qp->resp_epsn) {
+	int c = srn_psn_cmp(p->psn, qp->resp_epsn);
+	if (c < 0) {
+		/* Behind the expected PSN: a duplicate or a straggler overtaken
+		 * on the wire.  Its message was delivered or given up; taking
+		 * it now would deliver a message twice or out of order. */
+		srn_qp_count(qp, SRN_CNT_DUPLICATE_REQUEST, SRN_QPC_DUPLICATE_REQUEST, 1);
+		return;
+	}
+	if (c > 0) {
 		/* A gap: the message in progress is lost as a whole. */
 		srn_qp_count(qp, SRN_CNT_OUT_OF_SEQUENCE, SRN_QPC_OUT_OF_SEQUENCE, 1);
 		qp->resp_in_msg = false;
