@@ -83,6 +83,29 @@ void srn_mr_remove(struct srn_nic *nic, struct srn_mr *mr)
 		nic->mrs[slot] = NULL;
 }
 
+int srn_sge_copy_in(struct srn_nic *nic, struct srn_pd *pd, uint32_t qpn,
+		    const struct ibv_sge *sge, uint32_t nsge, uint32_t off,
+		    const uint8_t *src, uint32_t len)
+{
+	for (uint32_t i = 0; i < nsge && len; i++) {
+		if (off >= sge[i].length) {
+			off -= sge[i].length;
+			continue;
+		}
+		uint32_t take = sge[i].length - off < len ? sge[i].length - off : len;
+		const char *why;
+		void *dst = srn_mr_resolve(nic, pd, qpn, sge[i].lkey, sge[i].addr + off, take,
+					   IBV_ACCESS_LOCAL_WRITE, &why);
+		if (!dst)
+			return -EACCES;
+		memcpy(dst, src, take);
+		src += take;
+		len -= take;
+		off = 0;
+	}
+	return len ? -EMSGSIZE : 0;
+}
+
 struct srn_mr *srn_key_lookup(struct srn_nic *nic, uint32_t key)
 {
 	uint32_t slot = key >> 8;

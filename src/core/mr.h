@@ -58,6 +58,13 @@ void srn_mr_remove(struct srn_nic *nic, struct srn_mr *mr);
  * reason.  Must hold nic->lock. */
 void *srn_mr_resolve(struct srn_nic *nic, struct srn_pd *pd, uint32_t qpn, uint32_t key,
 		     uint64_t va, uint64_t len, unsigned need, const char **why);
+/* Copy len bytes to offset off of a scatter list, each piece resolved
+ * through its lkey with local write.  0, -EMSGSIZE (does not fit) or
+ * -EACCES (an lkey does not resolve; bytes before it may have landed).
+ * Must hold nic->lock. */
+int srn_sge_copy_in(struct srn_nic *nic, struct srn_pd *pd, uint32_t qpn,
+		    const struct ibv_sge *sge, uint32_t nsge, uint32_t off,
+		    const uint8_t *src, uint32_t len);
 /* The key table entry of key (region or window), or NULL. */
 struct srn_mr *srn_key_lookup(struct srn_nic *nic, uint32_t key);
 

@@ -135,24 +135,9 @@ static int scatter(struct srn_qp *qp, const struct srn_swqe *w, uint32_t off,
 		   const uint8_t *src, uint32_t len)
 {
 	uint32_t idx = qp->sq_tail & (qp->sq_size - 1);
-	const struct ibv_sge *sge = qp->sq_sge + (size_t)idx * qp->cap.max_send_sge;
-	for (uint32_t i = 0; i < w->num_sge && len; i++) {
-		if (off >= sge[i].length) {
-			off -= sge[i].length;
-			continue;
-		}
-		uint32_t take = sge[i].length - off < len ? sge[i].length - off : len;
-		const char *why;
-		void *dst = srn_mr_resolve(qp->nic, qp->pd, qp->qpn, sge[i].lkey, sge[i].addr + off, take,
-					   IBV_ACCESS_LOCAL_WRITE, &why);
-		if (!dst)
-			return -EACCES;
-		memcpy(dst, src, take);
-		src += take;
-		len -= take;
-		off = 0;
-	}
-	return len ? -EMSGSIZE : 0;
+	return srn_sge_copy_in(qp->nic, qp->pd, qp->qpn,
+			       qp->sq_sge + (size_t)idx * qp->cap.max_send_sge, w->num_sge, off, src,
+			       len);
 }
 
 static void on_ack(struct srn_qp *qp, const struct srn_pkt *p)

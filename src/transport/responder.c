@@ -66,27 +66,10 @@ static bool recv_take(struct srn_qp *qp)
 static int place_recv(struct srn_qp *qp, const uint8_t *src, uint32_t off, uint32_t len)
 {
 	const struct srn_rwqe *w = &qp->recv_cur;
-	const struct ibv_sge *sge = qp->recv_cur_sge;
-
 	if (off > w->length || len > w->length - off)
 		return -EMSGSIZE;
-	for (uint32_t i = 0; i < w->num_sge && len; i++) {
-		if (off >= sge[i].length) {
-			off -= sge[i].length;
-			continue;
-		}
-		uint32_t take = sge[i].length - off < len ? sge[i].length - off : len;
-		const char *why;
-		void *dst = srn_mr_resolve(qp->nic, qp->pd, qp->qpn, sge[i].lkey, sge[i].addr + off, take,
-					   IBV_ACCESS_LOCAL_WRITE, &why);
-		if (!dst)
-			return -EACCES;
-		memcpy(dst, src, take);
-		src += take;
-		len -= take;
-		off = 0;
-	}
-	return 0;
+	return srn_sge_copy_in(qp->nic, qp->pd, qp->qpn, qp->recv_cur_sge, w->num_sge, off, src,
+			       len);
 }
 
 /* Path-MTU payload rules of the responder (rxe check_length): FIRST and
