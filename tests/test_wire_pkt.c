@@ -77,6 +77,10 @@ static int expected_opcode(unsigned op)
 	for (size_t i = 0; i < sizeof(rc_ops); i++)
 		if (op == rc_ops[i])
 			return 1;
+	/* XRC (0xa0..): RC's opcodes moved up by 0xa0, minus FLUSH and
+	 * ATOMIC_WRITE. */
+	if (op >= 0xa0 && op <= 0xb7)
+		return op != 0xb5 && expected_opcode(op - 0xa0);
 	return (op >= 0x20 && op <= 0x2b) || op == 0x64 || op == 0x65 ||
 	       op == 0x81;
 }
@@ -132,7 +136,12 @@ static void test_table(void)
 			continue;
 		}
 		CHECK(!strncmp(in->name, op < 0x20 ? "RC_" : op < 0x40 ? "UC_" :
-			       "UD_", 3), "%s prefix", in->name);
+			       op < 0xa0 ? "UD_" : "XRC", 3), "%s prefix", in->name);
+		/* XRC requests carry an XRCETH right after the BTH. */
+		CHECK(!(in->hdr_mask & SRN_HDR_XRCETH) ==
+		      !(op >= 0xa0 && (in->flags & SRN_OPF_REQ)), "%s: XRCETH", in->name);
+		if (in->hdr_mask & SRN_HDR_XRCETH)
+			CHECK(in->off_xrceth == SRN_BTH_LEN, "%s: XRCETH offset", in->name);
 		seg = in->flags & (SRN_OPF_FIRST | SRN_OPF_MIDDLE |
 				   SRN_OPF_LAST | SRN_OPF_ONLY);
 		kind = in->flags & (SRN_OPF_SEND | SRN_OPF_WRITE |
@@ -149,10 +158,10 @@ static void test_table(void)
 		      "%s: INV flag vs IETH", in->name);
 		CHECK(!(in->flags & (SRN_OPF_READ_RESP | SRN_OPF_ACK)) ==
 		      !(in->flags & SRN_OPF_RESP), "%s: responses", in->name);
-		CHECK(!(in->hdr_mask & SRN_HDR_DETH) == (op < 0x60),
+		CHECK(!(in->hdr_mask & SRN_HDR_DETH) == (op < 0x60 || op >= 0xa0),
 		      "%s: DETH iff UD", in->name);
 	}
-	CHECK(count == 25 + 12 + 2 + 1, "%d opcodes", count);
+	CHECK(count == 25 + 12 + 2 + 1 + 23, "%d opcodes", count);
 
 	for (size_t i = 0; i < sizeof(doc) / sizeof(doc[0]); i++) {
 		const struct srn_opcode_info *in = srn_opcode_info(doc[i].op);

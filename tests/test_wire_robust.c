@@ -151,6 +151,8 @@ static void normalise(uint8_t *h, const struct srn_opcode_info *in)
 	}
 	if (in->hdr_mask & SRN_HDR_CNP_RSVD)
 		memset(h + SRN_BTH_LEN, 0, SRN_CNP_RSVD_LEN);
+	if (in->hdr_mask & SRN_HDR_XRCETH)
+		h[in->off_xrceth] = 0;		/* XRCETH reserved byte */
 }
 
 /* Returns parse's result after checking what it claims. */

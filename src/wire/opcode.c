@@ -3,14 +3,14 @@
  *
  * Values: IBTA opcode list as in Linux include/rdma/ib_pack.h; header sets
  * and their order: docs/roce-wire.md §3.3 (read from rxe_opcode.c, not
- * copied).  Only RC, UC, UD and the RoCEv2 CNP have entries; RD (0x40..),
- * XRC (0xa0..), reserved and vendor opcodes return NULL so the parser drops
- * them.
+ * copied).  RC, UC, UD, XRC and the RoCEv2 CNP have entries; RD (0x40..),
+ * reserved and vendor opcodes return NULL so the parser drops them.  XRC
+ * is RC with an XRCETH on every request (IBTA 9.3.6; responses have none).
  *
  * Offsets are not typed in by hand: every extension header has one fixed
  * place in a single canonical order,
  *
- *	BTH, DETH, FETH, RETH, AETH, AtomicETH, AtomicAckETH, ImmDt, IETH,
+ *	BTH, XRCETH, DETH, FETH, RETH, AETH, AtomicETH, AtomicAckETH, ImmDt, IETH,
  *	CNP reserved bytes
  *
  * which matches every opcode in the IBTA table (UD: DETH before ImmDt;
@@ -24,7 +24,8 @@
 #include "wire/opcode.h"
 
 #define HLEN(m, bit, len)	(((m) & (bit)) ? (len) : 0)
-#define END_DETH(m)	(SRN_BTH_LEN + HLEN(m, SRN_HDR_DETH, SRN_DETH_LEN))
+#define END_XRCETH(m)	(SRN_BTH_LEN + HLEN(m, SRN_HDR_XRCETH, SRN_XRCETH_LEN))
+#define END_DETH(m)	(END_XRCETH(m) + HLEN(m, SRN_HDR_DETH, SRN_DETH_LEN))
 #define END_FETH(m)	(END_DETH(m) + HLEN(m, SRN_HDR_FETH, SRN_FETH_LEN))
 #define END_RETH(m)	(END_FETH(m) + HLEN(m, SRN_HDR_RETH, SRN_RETH_LEN))
 #define END_AETH(m)	(END_RETH(m) + HLEN(m, SRN_HDR_AETH, SRN_AETH_LEN))
@@ -43,7 +44,8 @@
 		.hdr_mask = (m),					\
 		.flags = (f),						\
 		.hdr_len = END_ALL(m),					\
-		.off_deth = OFF(m, SRN_HDR_DETH, SRN_BTH_LEN),		\
+		.off_xrceth = OFF(m, SRN_HDR_XRCETH, SRN_BTH_LEN),	\
+		.off_deth = OFF(m, SRN_HDR_DETH, END_XRCETH(m)),	\
 		.off_feth = OFF(m, SRN_HDR_FETH, END_DETH(m)),		\
 		.off_reth = OFF(m, SRN_HDR_RETH, END_FETH(m)),		\
 		.off_aeth = OFF(m, SRN_HDR_AETH, END_RETH(m)),		\
@@ -57,33 +59,35 @@
 #define REQ	SRN_OPF_REQ
 #define RESP	SRN_OPF_RESP
 
-/* The RC and UC SEND/WRITE opcodes share header sets and kinds. */
-#define SEND_WRITE_OPS(base, pfx)					\
-	OP(base + 0x00, pfx "SEND_FIRST", P,				\
+/* The RC, UC and XRC SEND/WRITE opcodes share header sets and kinds; X
+ * is SRN_HDR_XRCETH for XRC, else 0. */
+#define SEND_WRITE_OPS(base, pfx) SEND_WRITE_OPS_X(base, pfx, 0)
+#define SEND_WRITE_OPS_X(base, pfx, X)					\
+	OP(base + 0x00, pfx "SEND_FIRST", X | P,				\
 	   SRN_OPF_FIRST | SRN_OPF_SEND | REQ),				\
-	OP(base + 0x01, pfx "SEND_MIDDLE", P,				\
+	OP(base + 0x01, pfx "SEND_MIDDLE", X | P,				\
 	   SRN_OPF_MIDDLE | SRN_OPF_SEND | REQ),			\
-	OP(base + 0x02, pfx "SEND_LAST", P,				\
+	OP(base + 0x02, pfx "SEND_LAST", X | P,				\
 	   SRN_OPF_LAST | SRN_OPF_SEND | REQ),				\
-	OP(base + 0x03, pfx "SEND_LAST_WITH_IMMEDIATE", SRN_HDR_IMMDT | P, \
+	OP(base + 0x03, pfx "SEND_LAST_WITH_IMMEDIATE", X | SRN_HDR_IMMDT | P, \
 	   SRN_OPF_LAST | SRN_OPF_SEND | SRN_OPF_IMM | REQ),		\
-	OP(base + 0x04, pfx "SEND_ONLY", P,				\
+	OP(base + 0x04, pfx "SEND_ONLY", X | P,				\
 	   SRN_OPF_ONLY | SRN_OPF_SEND | REQ),				\
-	OP(base + 0x05, pfx "SEND_ONLY_WITH_IMMEDIATE", SRN_HDR_IMMDT | P, \
+	OP(base + 0x05, pfx "SEND_ONLY_WITH_IMMEDIATE", X | SRN_HDR_IMMDT | P, \
 	   SRN_OPF_ONLY | SRN_OPF_SEND | SRN_OPF_IMM | REQ),		\
-	OP(base + 0x06, pfx "RDMA_WRITE_FIRST", SRN_HDR_RETH | P,	\
+	OP(base + 0x06, pfx "RDMA_WRITE_FIRST", X | SRN_HDR_RETH | P,	\
 	   SRN_OPF_FIRST | SRN_OPF_WRITE | REQ),			\
-	OP(base + 0x07, pfx "RDMA_WRITE_MIDDLE", P,			\
+	OP(base + 0x07, pfx "RDMA_WRITE_MIDDLE", X | P,			\
 	   SRN_OPF_MIDDLE | SRN_OPF_WRITE | REQ),			\
-	OP(base + 0x08, pfx "RDMA_WRITE_LAST", P,			\
+	OP(base + 0x08, pfx "RDMA_WRITE_LAST", X | P,			\
 	   SRN_OPF_LAST | SRN_OPF_WRITE | REQ),				\
 	OP(base + 0x09, pfx "RDMA_WRITE_LAST_WITH_IMMEDIATE",		\
-	   SRN_HDR_IMMDT | P,						\
+	   X | SRN_HDR_IMMDT | P,					\
 	   SRN_OPF_LAST | SRN_OPF_WRITE | SRN_OPF_IMM | REQ),		\
-	OP(base + 0x0a, pfx "RDMA_WRITE_ONLY", SRN_HDR_RETH | P,	\
+	OP(base + 0x0a, pfx "RDMA_WRITE_ONLY", X | SRN_HDR_RETH | P,	\
 	   SRN_OPF_ONLY | SRN_OPF_WRITE | REQ),				\
 	OP(base + 0x0b, pfx "RDMA_WRITE_ONLY_WITH_IMMEDIATE",		\
-	   SRN_HDR_RETH | SRN_HDR_IMMDT | P,				\
+	   X | SRN_HDR_RETH | SRN_HDR_IMMDT | P,			\
 	   SRN_OPF_ONLY | SRN_OPF_WRITE | SRN_OPF_IMM | REQ)
 
 static const struct srn_opcode_info srn_opcodes[256] = {
@@ -120,6 +124,33 @@ static const struct srn_opcode_info srn_opcodes[256] = {
 
 	SEND_WRITE_OPS(SRN_TRANSPORT_UC, "UC_"),
 
+	/* XRC: RC's requests with an XRCETH, RC's responses. */
+	SEND_WRITE_OPS_X(SRN_TRANSPORT_XRC, "XRC_", SRN_HDR_XRCETH),
+	OP(SRN_TRANSPORT_XRC + 0x0c, "XRC_RDMA_READ_REQUEST", SRN_HDR_XRCETH | SRN_HDR_RETH,
+	   SRN_OPF_ONLY | SRN_OPF_READ_REQ | REQ),
+	OP(SRN_TRANSPORT_XRC + 0x0d, "XRC_RDMA_READ_RESPONSE_FIRST", SRN_HDR_AETH | P,
+	   SRN_OPF_FIRST | SRN_OPF_READ_RESP | RESP),
+	OP(SRN_TRANSPORT_XRC + 0x0e, "XRC_RDMA_READ_RESPONSE_MIDDLE", P,
+	   SRN_OPF_MIDDLE | SRN_OPF_READ_RESP | RESP),
+	OP(SRN_TRANSPORT_XRC + 0x0f, "XRC_RDMA_READ_RESPONSE_LAST", SRN_HDR_AETH | P,
+	   SRN_OPF_LAST | SRN_OPF_READ_RESP | RESP),
+	OP(SRN_TRANSPORT_XRC + 0x10, "XRC_RDMA_READ_RESPONSE_ONLY", SRN_HDR_AETH | P,
+	   SRN_OPF_ONLY | SRN_OPF_READ_RESP | RESP),
+	OP(SRN_TRANSPORT_XRC + 0x11, "XRC_ACKNOWLEDGE", SRN_HDR_AETH,
+	   SRN_OPF_ONLY | SRN_OPF_ACK | RESP),
+	OP(SRN_TRANSPORT_XRC + 0x12, "XRC_ATOMIC_ACKNOWLEDGE", SRN_HDR_AETH | SRN_HDR_ATMACK,
+	   SRN_OPF_ONLY | SRN_OPF_ACK | RESP),
+	OP(SRN_TRANSPORT_XRC + 0x13, "XRC_COMPARE_SWAP", SRN_HDR_XRCETH | SRN_HDR_ATMETH,
+	   SRN_OPF_ONLY | SRN_OPF_ATOMIC | REQ),
+	OP(SRN_TRANSPORT_XRC + 0x14, "XRC_FETCH_ADD", SRN_HDR_XRCETH | SRN_HDR_ATMETH,
+	   SRN_OPF_ONLY | SRN_OPF_ATOMIC | REQ),
+	OP(SRN_TRANSPORT_XRC + 0x16, "XRC_SEND_LAST_WITH_INVALIDATE",
+	   SRN_HDR_XRCETH | SRN_HDR_IETH | P,
+	   SRN_OPF_LAST | SRN_OPF_SEND | SRN_OPF_INV | REQ),
+	OP(SRN_TRANSPORT_XRC + 0x17, "XRC_SEND_ONLY_WITH_INVALIDATE",
+	   SRN_HDR_XRCETH | SRN_HDR_IETH | P,
+	   SRN_OPF_ONLY | SRN_OPF_SEND | SRN_OPF_INV | REQ),
+
 	OP(SRN_OP_UD_SEND_ONLY, "UD_SEND_ONLY", SRN_HDR_DETH | P,
 	   SRN_OPF_ONLY | SRN_OPF_SEND | REQ),
 	OP(SRN_OP_UD_SEND_ONLY_WITH_IMMEDIATE, "UD_SEND_ONLY_WITH_IMMEDIATE",
@@ -131,8 +162,8 @@ static const struct srn_opcode_info srn_opcodes[256] = {
 	OP(SRN_OP_CNP, "CNP", SRN_HDR_CNP_RSVD, 0),
 };
 
-_Static_assert(END_ALL(SRN_HDR_ATMETH) == SRN_MAX_HDR_LEN,
-	       "AtomicETH is the longest header set");
+_Static_assert(END_ALL(SRN_HDR_XRCETH | SRN_HDR_ATMETH) == SRN_MAX_HDR_LEN,
+	       "XRCETH + AtomicETH is the longest header set");
 
 const struct srn_opcode_info *srn_opcode_info(uint8_t opcode)
 {
@@ -175,16 +206,16 @@ int srn_opcode_send(uint8_t transport, enum srn_seg seg, bool imm, bool inv)
 	if (transport == SRN_TRANSPORT_UD && seg != SRN_SEG_ONLY)
 		return -EINVAL;	/* UD messages are one packet */
 	if (transport != SRN_TRANSPORT_RC && transport != SRN_TRANSPORT_UC &&
-	    transport != SRN_TRANSPORT_UD)
+	    transport != SRN_TRANSPORT_UD && transport != SRN_TRANSPORT_XRC)
 		return -EINVAL;
 	if (inv) {
-		/* Only RC has SEND_*_WITH_INVALIDATE. */
-		if (transport != SRN_TRANSPORT_RC)
+		/* Only RC (and XRC) have SEND_*_WITH_INVALIDATE. */
+		if (transport != SRN_TRANSPORT_RC && transport != SRN_TRANSPORT_XRC)
 			return -EINVAL;
 		if (seg == SRN_SEG_ONLY)
-			return SRN_OP_RC_SEND_ONLY_WITH_INVALIDATE;
+			return transport | (SRN_OP_RC_SEND_ONLY_WITH_INVALIDATE & SRN_OPCODE_OP_MASK);
 		if (seg == SRN_SEG_LAST)
-			return SRN_OP_RC_SEND_LAST_WITH_INVALIDATE;
+			return transport | (SRN_OP_RC_SEND_LAST_WITH_INVALIDATE & SRN_OPCODE_OP_MASK);
 	}
 	return checked(transport | send_ops[seg][imm]);
 }
@@ -193,7 +224,8 @@ int srn_opcode_write(uint8_t transport, enum srn_seg seg, bool imm)
 {
 	if ((unsigned)seg > SRN_SEG_LAST)
 		return -EINVAL;
-	if (transport != SRN_TRANSPORT_RC && transport != SRN_TRANSPORT_UC)
+	if (transport != SRN_TRANSPORT_RC && transport != SRN_TRANSPORT_UC &&
+	    transport != SRN_TRANSPORT_XRC)
 		return -EINVAL;
 	return checked(transport | write_ops[seg][imm]);
 }

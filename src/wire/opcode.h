@@ -32,6 +32,7 @@ enum {
 	SRN_TRANSPORT_RD = 0x40,
 	SRN_TRANSPORT_UD = 0x60,
 	SRN_TRANSPORT_CC = 0x80,	/* CNP */
+	SRN_TRANSPORT_XRC = 0xa0,
 	SRN_TRANSPORT_MASK = 0xe0,
 	SRN_OPCODE_OP_MASK = 0x1f,
 };
@@ -117,6 +118,7 @@ enum {
 	SRN_HDR_FETH	= 1 << 7,
 	SRN_HDR_PAYLOAD	= 1 << 8,	/* a payload (possibly empty) may follow */
 	SRN_HDR_CNP_RSVD = 1 << 9,	/* the CNP's 16 reserved bytes */
+	SRN_HDR_XRCETH	= 1 << 10,	/* XRC requests */
 };
 
 /* Opcode property bits (srn_opcode_info.flags). */
@@ -149,6 +151,7 @@ struct srn_opcode_info {
 	uint8_t hdr_len;	/* BTH + all extension headers */
 	uint8_t off_reth, off_aeth, off_immdt, off_ieth, off_deth;
 	uint8_t off_atmeth, off_atmack, off_feth;	/* from BTH start */
+	uint8_t off_xrceth;
 };
 
 /* NULL when the opcode is unknown or reserved. */
@@ -228,6 +231,8 @@ struct srn_pkt {
 	uint32_t icrc;		/* parse: ICRC from the wire (LSB first) */
 
 	uint32_t feth;		/* FETH, host order (placement, selectivity) */
+
+	uint32_t xrc_srqn;	/* XRCETH, 24 bits */
 };
 
 /*

@@ -101,6 +101,9 @@ int srn_pkt_parse(const uint8_t *buf, size_t len, struct srn_pkt *p)
 	if (info->hdr_mask & SRN_HDR_IETH)
 		p->ieth_rkey =
 			be32toh(HDR(const struct srn_ieth, buf, info->off_ieth)->rkey);
+	if (info->hdr_mask & SRN_HDR_XRCETH)
+		p->xrc_srqn = be32toh(HDR(const struct srn_xrceth, buf, info->off_xrceth)->srqn) &
+			      SRN_QPN_MASK;
 	if (info->hdr_mask & SRN_HDR_DETH) {
 		const struct srn_deth *h =
 			HDR(const struct srn_deth, buf, info->off_deth);
@@ -170,6 +173,9 @@ int srn_pkt_build_hdr(uint8_t *out, const struct srn_pkt *p)
 	if (info->hdr_mask & SRN_HDR_IETH)
 		HDR(struct srn_ieth, out, info->off_ieth)->rkey =
 			htobe32(p->ieth_rkey);
+	if (info->hdr_mask & SRN_HDR_XRCETH)
+		HDR(struct srn_xrceth, out, info->off_xrceth)->srqn =
+			htobe32(p->xrc_srqn & SRN_QPN_MASK);
 	if (info->hdr_mask & SRN_HDR_DETH) {
 		struct srn_deth *h = HDR(struct srn_deth, out, info->off_deth);
 

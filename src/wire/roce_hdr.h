@@ -35,6 +35,7 @@ typedef uint64_t srn_be64;
 #define SRN_IMMDT_LEN	4
 #define SRN_IETH_LEN	4
 #define SRN_DETH_LEN	8
+#define SRN_XRCETH_LEN	4
 #define SRN_RDETH_LEN	4
 #define SRN_FETH_LEN	4
 #define SRN_ATMETH_LEN	28
@@ -44,7 +45,7 @@ typedef uint64_t srn_be64;
 #define SRN_GRH_LEN	40	/* RoCEv1 only */
 
 /* Longest BTH + extension headers of any opcode (AtomicETH: 12 + 28). */
-#define SRN_MAX_HDR_LEN	40
+#define SRN_MAX_HDR_LEN	44
 
 #define SRN_PSN_MASK	0xffffffu	/* 24 bits */
 #define SRN_QPN_MASK	0xffffffu
@@ -133,6 +134,13 @@ struct srn_deth {
 } __attribute__((packed));
 _Static_assert(sizeof(struct srn_deth) == SRN_DETH_LEN, "DETH size");
 _Static_assert(offsetof(struct srn_deth, sqpn) == 4, "DETH sqpn");
+
+/* XRC requests: the SRQ at the target that takes the message (IBTA
+ * 9.3.6, XRC Extended Transport Header), right after the BTH. */
+struct srn_xrceth {
+	srn_be32 srqn;		/* reserved (8) | XRC SRQ number (24) */
+} __attribute__((packed));
+_Static_assert(sizeof(struct srn_xrceth) == SRN_XRCETH_LEN, "XRCETH size");
 
 /* RD only; RoCE does not use it.  Listed so the layout is on record. */
 struct srn_rdeth {
