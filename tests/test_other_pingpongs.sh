@@ -1,5 +1,6 @@
 #!/bin/bash
-# Debian's unmodified ibv_uc_pingpong, ibv_ud_pingpong and ibv_srq_pingpong
+# Debian's unmodified ibv_uc_pingpong, ibv_ud_pingpong, ibv_srq_pingpong and
+# ibv_xsrq_pingpong (XRC)
 # through `softrnic run`: on one host (zero configuration), and across two
 # network namespaces when root (topology in tests/lib/netns.sh).
 set -u
@@ -20,6 +21,8 @@ ibv_ud_pingpong -s 4000
 ibv_ud_pingpong -e -s 64
 ibv_srq_pingpong
 ibv_srq_pingpong -q 4 -s 8192 -e
+ibv_xsrq_pingpong
+ibv_xsrq_pingpong -s 10000 -m 1024 -n 20 -e
 LIST
 
 if [ "$(id -u)" = 0 ]; then
@@ -31,5 +34,6 @@ if [ "$(id -u)" = 0 ]; then
     srn_pingpong ibv_uc_pingpong "$A" "$B" "$ADDR_A" -g 0 || fail=1
     srn_pingpong ibv_ud_pingpong "$A" "$B" "$ADDR_A" -g 0 -s 1024 || fail=1
     srn_pingpong ibv_srq_pingpong "$A" "$B" "$ADDR_A" -g 0 || fail=1
+    srn_pingpong ibv_xsrq_pingpong "$A" "$B" "$ADDR_A" -g 0 -m 1024 || fail=1
 fi
 exit $fail

@@ -30,6 +30,8 @@
 struct srn_device;
 struct srn_qp;
 struct srn_mr;
+struct srn_xrcd;
+struct srn_srq;
 struct srn_txq;
 struct srn_gro_batch;
 
@@ -74,6 +76,11 @@ struct srn_nic {
 
 	struct srn_counters *cnt;      /* in the diagnostic segment (diag/shm.h) */
 	struct srn_diag *diag;
+
+	/* XRC: domains opened and SRQs by number. */
+	struct srn_xrcd *xrcds;
+	struct srn_srq *srq_by_num[SRN_MAX_SRQ];
+	uint32_t srqn_next;
 
 	/* UD multicast groups joined (core/mcast.c). */
 	struct srn_mcast_group *mcast[SRN_MAX_MCAST_GRP];

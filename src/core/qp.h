@@ -33,6 +33,7 @@ struct srn_context;
 struct srn_cq;
 struct srn_pd;
 struct srn_srq;
+struct srn_xrcd;
 
 struct srn_swqe {
 	uint64_t wr_id;
@@ -46,6 +47,7 @@ struct srn_swqe {
 	uint32_t rkey;
 	uint64_t compare_add, swap;
 	uint32_t remote_qpn, remote_qkey;  /* UD */
+	uint32_t xrc_srqn;                 /* XRC: the target SRQ */
 	struct srn_ah *ah;                 /* UD */
 	struct srn_mr *mw;                 /* BIND_MW */
 	struct ibv_mw_bind_info bind;      /* BIND_MW */
@@ -88,7 +90,8 @@ struct srn_qp {
 	struct srn_context *ctx;
 	struct srn_pd *pd;
 	struct srn_cq *scq, *rcq;
-	struct srn_srq *srq;
+	struct srn_srq *srq;               /* XRC receive QPs: the SRQ of the message in progress */
+	struct srn_xrcd *xrcd;             /* XRC receive QPs */
 	enum ibv_qp_type type;
 	uint32_t qpn;
 	bool sq_sig_all;
@@ -174,6 +177,29 @@ struct srn_qp {
 	char err_why[160];
 	uint8_t ack_from_peer;         /* AETH syndrome of the last ACK/NAK received */
 };
+
+/* RC and XRC: acknowledged, retransmitted, with READ and atomics. */
+static inline bool srn_qp_reliable(const struct srn_qp *qp)
+{
+	return qp->type == IBV_QPT_RC || qp->type == IBV_QPT_XRC_SEND ||
+	       qp->type == IBV_QPT_XRC_RECV;
+}
+
+/* The opcode group its packets use (bits 7..5 of the BTH opcode). */
+static inline uint8_t srn_qp_transport(const struct srn_qp *qp)
+{
+	switch (qp->type) {
+	case IBV_QPT_UC:
+		return 0x20;
+	case IBV_QPT_UD:
+		return 0x60;
+	case IBV_QPT_XRC_SEND:
+	case IBV_QPT_XRC_RECV:
+		return 0xa0;
+	default:
+		return 0x00;
+	}
+}
 
 static inline struct srn_qp *srn_qp(struct ibv_qp *q)
 {

@@ -291,7 +291,7 @@ static bool psn_in_flight(const struct srn_qp *qp, uint32_t psn)
 void srn_comp_packet(struct srn_qp *qp, const struct srn_pkt *p)
 {
 	struct srn_nic *nic = qp->nic;
-	if (qp->type != IBV_QPT_RC) {
+	if (!srn_qp_reliable(qp)) {
 		srn_count(nic->cnt, SRN_CNT_MALFORMED, 1);
 		return;
 	}
@@ -304,7 +304,7 @@ void srn_comp_packet(struct srn_qp *qp, const struct srn_pkt *p)
 		qp->ack_from_peer = p->aeth_syndrome;
 		srn_diag_qp_peer_said(qp->diag, p->aeth_syndrome, p->psn, srn_now_ns());
 	}
-	if (p->opcode == SRN_OP_RC_ACKNOWLEDGE)
+	if ((p->opcode & SRN_OPCODE_OP_MASK) == SRN_OP_RC_ACKNOWLEDGE)
 		on_ack(qp, p);
 	else
 		on_response(qp, p);

@@ -38,14 +38,7 @@
 
 static uint8_t transport_of(const struct srn_qp *qp)
 {
-	switch (qp->type) {
-	case IBV_QPT_UC:
-		return SRN_TRANSPORT_UC;
-	case IBV_QPT_UD:
-		return SRN_TRANSPORT_UD;
-	default:
-		return SRN_TRANSPORT_RC;
-	}
+	return srn_qp_transport(qp);
 }
 
 /* Payload bytes [off, off+len) of the WQE in slot idx as iovecs pointing
@@ -103,11 +96,11 @@ static int opcode_for(struct srn_qp *qp, const struct srn_swqe *w, enum srn_seg 
 	case IBV_WR_RDMA_WRITE_WITH_IMM:
 		return srn_opcode_write(transport_of(qp), seg, true);
 	case IBV_WR_RDMA_READ:
-		return SRN_OP_RC_RDMA_READ_REQUEST;
+		return transport_of(qp) | (SRN_OP_RC_RDMA_READ_REQUEST & SRN_OPCODE_OP_MASK);
 	case IBV_WR_ATOMIC_CMP_AND_SWP:
-		return SRN_OP_RC_COMPARE_SWAP;
+		return transport_of(qp) | (SRN_OP_RC_COMPARE_SWAP & SRN_OPCODE_OP_MASK);
 	case IBV_WR_ATOMIC_FETCH_AND_ADD:
-		return SRN_OP_RC_FETCH_ADD;
+		return transport_of(qp) | (SRN_OP_RC_FETCH_ADD & SRN_OPCODE_OP_MASK);
 	default:
 		return -EOPNOTSUPP;
 	}
@@ -178,6 +171,7 @@ static int send_one(struct srn_qp *qp)
 		.reth_va = w->remote_addr + (rd ? off : 0),
 		.reth_rkey = w->rkey,
 		.reth_len = rd ? left : w->length,
+		.xrc_srqn = w->xrc_srqn,
 		.atm_va = w->remote_addr,
 		.atm_rkey = w->rkey,
 	};
@@ -188,7 +182,7 @@ static int send_one(struct srn_qp *qp)
 		p.atm_swap_add = w->compare_add;
 	}
 	qp->req_pkts_since_ackreq++;
-	p.ackreq = qp->type == IBV_QPT_RC &&
+	p.ackreq = srn_qp_reliable(qp) &&
 		   (last || qp->req_pkts_since_ackreq >= SRN_ACKREQ_EVERY);
 
 	struct iovec iov[SRN_MAX_SGE];
@@ -219,7 +213,7 @@ static int send_one(struct srn_qp *qp)
 	if (srn_psn_cmp(qp->req_psn, qp->req_psn_max) > 0)
 		qp->req_psn_max = qp->req_psn;
 	qp->sq_cur_off = off + len;
-	if (qp->type == IBV_QPT_RC)
+	if (srn_qp_reliable(qp))
 		srn_timer_sent(qp);
 	return last;
 }
@@ -280,7 +274,7 @@ void srn_req_push(struct srn_qp *qp)
 		/* RTS sends; SQD finishes the message in progress only. */
 		if (qp->state != IBV_QPS_RTS && !(qp->state == IBV_QPS_SQD && qp->sq_cur_started))
 			return;
-		if (qp->type == IBV_QPT_RC &&
+		if (srn_qp_reliable(qp) &&
 		    srn_psn_diff(qp->req_psn, qp->req_una) >= SRN_SEND_WINDOW)
 			return;
 		/* FENCE and max_rd_atomic hold back new work only: a WQE
@@ -330,7 +324,7 @@ void srn_req_push(struct srn_qp *qp)
 			qp->sq_cur++;
 			qp->sq_cur_started = false;
 			/* UC has no acknowledgements: done once sent. */
-			if (qp->type != IBV_QPT_RC)
+			if (!srn_qp_reliable(qp))
 				while (qp->sq_tail != qp->sq_cur)
 					srn_complete_send(qp, IBV_WC_SUCCESS);
 		}

@@ -279,7 +279,7 @@ static enum exec_result exec_atomic(struct srn_qp *qp, const struct srn_pkt *p)
 	 * the builtins rather than a plain read-modify-write.  Values are in
 	 * host order in memory (as rxe and mlx5 on x86 treat them). */
 	uint64_t orig;
-	if (p->opcode == SRN_OP_RC_COMPARE_SWAP) {
+	if ((p->opcode & SRN_OPCODE_OP_MASK) == SRN_OP_RC_COMPARE_SWAP) {
 		orig = p->atm_compare;
 		__atomic_compare_exchange_n(t, &orig, p->atm_swap_add, false, __ATOMIC_SEQ_CST,
 					    __ATOMIC_SEQ_CST);
@@ -301,9 +301,9 @@ static enum exec_result execute(struct srn_qp *qp, const struct srn_pkt *p)
 		return exec_send(qp, p);
 	if (f & SRN_OPF_WRITE)
 		return exec_write(qp, p);
-	if (qp->type == IBV_QPT_RC && (f & SRN_OPF_READ_REQ))
+	if (srn_qp_reliable(qp) && (f & SRN_OPF_READ_REQ))
 		return exec_read(qp, p, false);
-	if (qp->type == IBV_QPT_RC && (f & SRN_OPF_ATOMIC))
+	if (srn_qp_reliable(qp) && (f & SRN_OPF_ATOMIC))
 		return exec_atomic(qp, p);
 	return refuse(qp, EXEC_NAK_INVALID, "%s is not supported",   /* FLUSH, ATOMIC_WRITE */
 		      srn_opcode_name(p->opcode));
@@ -312,7 +312,7 @@ static enum exec_result execute(struct srn_qp *qp, const struct srn_pkt *p)
 static int send_atomic_ack(struct srn_qp *qp, const struct srn_resp_res *r)
 {
 	struct srn_pkt a = {
-		.opcode = SRN_OP_RC_ATOMIC_ACKNOWLEDGE,
+		.opcode = (uint8_t)(srn_qp_transport(qp) | SRN_OP_RC_ATOMIC_ACKNOWLEDGE),
 		.dqpn = qp->attr.dest_qp_num,
 		.psn = r->first_psn,
 		.aeth_syndrome = SRN_AETH_ACK_UNLIMITED,
@@ -332,7 +332,8 @@ static int send_read(struct srn_qp *qp, struct srn_resp_res *r)
 		uint32_t off = idx * qp->mtu;
 		uint32_t len = r->len - off < qp->mtu ? r->len - off : qp->mtu;
 		struct srn_pkt p = {
-			.opcode = (uint8_t)srn_opcode_read_resp(srn_seg_of(idx, n)),
+			.opcode = (uint8_t)(srn_qp_transport(qp) |
+					    srn_opcode_read_resp(srn_seg_of(idx, n))),
 			.dqpn = qp->attr.dest_qp_num,
 			.psn = r->next_psn,
 			.paylen = len,
@@ -604,6 +605,30 @@ static void ud_request(struct srn_qp *qp, const struct srn_pkt *p, const struct 
 			     p->se, p->deth_sqpn);
 }
 
+/* An XRC receive QP takes each message into the SRQ its XRCETH names,
+ * which must be an XRC SRQ of the QP's domain; that SRQ's PD checks keys
+ * and its CQ gets the completion.  A bad number is the sender's error:
+ * NAK invalid request (a duplicate just goes through rc_request). */
+static bool xrc_target(struct srn_qp *qp, const struct srn_pkt *p)
+{
+	if (qp->resp_in_msg && qp->srq && p->xrc_srqn == qp->srq->srqn)
+		return true;
+	struct srn_srq *srq = srn_srq_lookup(qp->nic, p->xrc_srqn);
+	if (!srq || srq->xrcd != qp->xrcd) {
+		if (srn_psn_cmp(p->psn, qp->resp_epsn) != 0)
+			return true;    /* out of sequence or duplicate: rc_request decides */
+		refuse(qp, EXEC_NAK_INVALID, "XRC SRQ number %u is not an XRC SRQ of this "
+		       "QP's domain", p->xrc_srqn);
+		nak(qp, p, SRN_AETH_NAK_INVALID, "invalid request");
+		srn_qp_fail(qp, IBV_EVENT_QP_REQ_ERR);
+		return false;
+	}
+	qp->srq = srq;
+	qp->pd = srq->pd;
+	qp->rcq = srq->cq;
+	return true;
+}
+
 void srn_resp_packet(struct srn_qp *qp, const struct srn_pkt *p, const struct sockaddr *src)
 {
 	if (qp->type == IBV_QPT_UD) {
@@ -614,7 +639,9 @@ void srn_resp_packet(struct srn_qp *qp, const struct srn_pkt *p, const struct so
 		qp->resp_comm_est = true;
 		srn_qp_event(qp, IBV_EVENT_COMM_EST);
 	}
-	if (qp->type == IBV_QPT_RC)
+	if (qp->type == IBV_QPT_XRC_RECV && !xrc_target(qp, p))
+		return;
+	if (srn_qp_reliable(qp))
 		rc_request(qp, p);
 	else if (qp->type == IBV_QPT_UC)
 		uc_request(qp, p);

@@ -94,14 +94,7 @@ static bool from_peer(const struct srn_qp *qp, const struct sockaddr *src)
 
 static uint8_t transport_of_qp(const struct srn_qp *qp)
 {
-	switch (qp->type) {
-	case IBV_QPT_UC:
-		return SRN_TRANSPORT_UC;
-	case IBV_QPT_UD:
-		return SRN_TRANSPORT_UD;
-	default:
-		return SRN_TRANSPORT_RC;
-	}
+	return srn_qp_transport(qp);
 }
 
 /* Parse and check the ICRC: false (counted) if the packet is dropped. */

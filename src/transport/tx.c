@@ -64,7 +64,7 @@ void srn_ack_flush(struct srn_nic *nic)
 		struct srn_qp *qp = nic->ack_list;
 		nic->ack_list = qp->ack_next;
 		struct srn_pkt p = {
-			.opcode = SRN_OP_RC_ACKNOWLEDGE,
+			.opcode = (uint8_t)(srn_qp_transport(qp) | SRN_OP_RC_ACKNOWLEDGE),
 			.dqpn = qp->attr.dest_qp_num,
 			.psn = qp->ack_psn,
 			.aeth_syndrome = qp->ack_syndrome,

@@ -31,7 +31,9 @@ int srn_verbs_query_device_ex(struct ibv_context *c, const struct ibv_query_devi
 struct srn_qp;
 /* verbs_qp.c: create a QP (0 or -errno); queue one send work request
  * after every check ibv_post_send makes (must hold nic->lock). */
-int srn_qp_create(struct ibv_pd *pd, struct ibv_qp_init_attr *init, struct srn_qp **out);
+struct srn_xrcd;
+int srn_qp_create(struct ibv_context *c, struct ibv_pd *pd, struct ibv_qp_init_attr *init,
+		  struct srn_xrcd *xrcd, struct srn_qp **out);
 int srn_qp_post_one(struct srn_qp *qp, const struct ibv_send_wr *wr);
 /* verbs_ex.c */
 struct ibv_cq_ex *srn_verbs_create_cq_ex(struct ibv_context *c, struct ibv_cq_init_attr_ex *attr);
@@ -39,6 +41,11 @@ struct ibv_qp *srn_verbs_create_qp_ex(struct ibv_context *c, struct ibv_qp_init_
 struct ibv_cq *srn_cq_create(struct ibv_context *context, int cqe, void *cq_context,
 			     struct ibv_comp_channel *channel, int comp_vector);
 
+/* verbs_xrc.c */
+struct ibv_xrcd *srn_verbs_open_xrcd(struct ibv_context *c, struct ibv_xrcd_init_attr *a);
+int srn_verbs_close_xrcd(struct ibv_xrcd *x);
+struct ibv_srq *srn_verbs_create_srq_ex(struct ibv_context *c, struct ibv_srq_init_attr_ex *a);
+int srn_verbs_get_srq_num(struct ibv_srq *srq, uint32_t *num);
 /* verbs_mw.c */
 struct ibv_mw *srn_verbs_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type);
 int srn_verbs_dealloc_mw(struct ibv_mw *mw);

@@ -353,8 +353,12 @@ static int wr_complete(struct ibv_qp_ex *q)
 
 struct ibv_qp *srn_verbs_create_qp_ex(struct ibv_context *c, struct ibv_qp_init_attr_ex *a)
 {
-	uint32_t known = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
-	if (!(a->comp_mask & IBV_QP_INIT_ATTR_PD) || !a->pd)
+	uint32_t known = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS |
+			 IBV_QP_INIT_ATTR_XRCD;
+	struct ibv_pd *pd = (a->comp_mask & IBV_QP_INIT_ATTR_PD) ? a->pd : NULL;
+	struct srn_xrcd *xrcd = (a->comp_mask & IBV_QP_INIT_ATTR_XRCD) ? (struct srn_xrcd *)a->xrcd
+									 : NULL;
+	if (!pd && a->qp_type != IBV_QPT_XRC_RECV)
 		return srn_null_errno(-EINVAL);
 	if (a->comp_mask & ~known)
 		return srn_null_errno(-EOPNOTSUPP);
@@ -371,7 +375,7 @@ struct ibv_qp *srn_verbs_create_qp_ex(struct ibv_context *c, struct ibv_qp_init_
 		.sq_sig_all = a->sq_sig_all,
 	};
 	struct srn_qp *qp;
-	int ret = srn_qp_create(a->pd, &init, &qp);
+	int ret = srn_qp_create(c, pd, &init, xrcd, &qp);
 	if (ret)
 		return srn_null_errno(ret);
 	a->cap = init.cap;

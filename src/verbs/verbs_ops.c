@@ -46,6 +46,10 @@ void srn_verbs_set_ops(struct srn_context *ctx)
 	v->create_cq_ex = srn_verbs_create_cq_ex;
 	v->query_rt_values = srn_verbs_query_rt_values;
 	v->create_qp_ex = srn_verbs_create_qp_ex;
+	v->open_xrcd = srn_verbs_open_xrcd;
+	v->close_xrcd = srn_verbs_close_xrcd;
+	v->create_srq_ex = srn_verbs_create_srq_ex;
+	v->get_srq_num = srn_verbs_get_srq_num;
 	v->sz = sizeof(*v);
 	v->context.abi_compat = __VERBS_ABI_IS_EXTENDED;
 }

@@ -38,22 +38,41 @@ static struct srn_qp_limits limits_of(struct srn_nic *nic)
 SRN_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *ibpd, struct ibv_qp_init_attr *init)
 {
 	struct srn_qp *qp;
-	int ret = srn_qp_create(ibpd, init, &qp);
+	/* An XRC receive QP needs a domain: only ibv_create_qp_ex has one.
+	 * (The header's ibv_create_qp_ex lands here for a PD-only attr.) */
+	if (init->qp_type == IBV_QPT_XRC_RECV)
+		return srn_null_errno(-EINVAL);
+	int ret = srn_qp_create(ibpd->context, ibpd, init, NULL, &qp);
 	return ret ? srn_null_errno(ret) : &qp->ibqp_ex.qp_base;
 }
 
-int srn_qp_create(struct ibv_pd *ibpd, struct ibv_qp_init_attr *init, struct srn_qp **out)
+int srn_qp_create(struct ibv_context *c, struct ibv_pd *ibpd, struct ibv_qp_init_attr *init,
+		  struct srn_xrcd *xrcd, struct srn_qp **out)
 {
-	struct srn_pd *pd = srn_pd(ibpd);
-	struct srn_nic *nic = pd->nic;
+	struct srn_pd *pd = ibpd ? srn_pd(ibpd) : NULL;
+	struct srn_nic *nic = srn_ctx(c)->nic;
 	struct srn_qp_limits lim = limits_of(nic);
 
-	if (!init->send_cq || !init->recv_cq)
-		return -EINVAL;
+	/* Which queues a type has: XRC send QPs send only, XRC receive QPs
+	 * only receive, into the SRQs of their domain. */
 	switch (init->qp_type) {
 	case IBV_QPT_RC:
 	case IBV_QPT_UC:
 	case IBV_QPT_UD:
+		if (!pd || !init->send_cq || !init->recv_cq)
+			return -EINVAL;
+		break;
+	case IBV_QPT_XRC_SEND:
+		if (!pd || !init->send_cq || init->srq)
+			return -EINVAL;
+		init->cap.max_recv_wr = init->cap.max_recv_sge = 0;
+		break;
+	case IBV_QPT_XRC_RECV:
+		if (!xrcd)
+			return -EINVAL;
+		init->cap = (struct ibv_qp_cap){ 0 };
+		init->send_cq = init->recv_cq = NULL;
+		init->srq = NULL;
 		break;
 	default:
 		return -EOPNOTSUPP;
@@ -67,10 +86,11 @@ int srn_qp_create(struct ibv_pd *ibpd, struct ibv_qp_init_attr *init, struct srn
 	if (!qp)
 		return -ENOMEM;
 	qp->nic = nic;
-	qp->ctx = srn_ctx(ibpd->context);
+	qp->ctx = srn_ctx(c);
 	qp->pd = pd;
-	qp->scq = srn_cq(init->send_cq);
-	qp->rcq = srn_cq(init->recv_cq);
+	qp->xrcd = xrcd;
+	qp->scq = init->send_cq ? srn_cq(init->send_cq) : NULL;
+	qp->rcq = init->recv_cq ? srn_cq(init->recv_cq) : NULL;
 	qp->type = init->qp_type;
 	qp->srq = init->srq ? srn_srq(init->srq) : NULL;
 	qp->sq_sig_all = init->sq_sig_all;
@@ -95,18 +115,23 @@ int srn_qp_create(struct ibv_pd *ibpd, struct ibv_qp_init_attr *init, struct srn
 	pthread_mutex_lock(&nic->lock);
 	ret = srn_nic_qp_add(nic, qp, &qp->qpn);
 	if (!ret) {
-		qp->scq->nqps++;
-		qp->rcq->nqps++;
-		pd->refs++;
+		if (qp->scq)
+			qp->scq->nqps++;
+		if (qp->rcq)
+			qp->rcq->nqps++;
+		if (pd)
+			pd->refs++;
 		if (qp->srq)
 			qp->srq->nqps++;
+		if (xrcd)
+			xrcd->users++;
 	}
 	pthread_mutex_unlock(&nic->lock);
 	if (ret)
 		goto fail;
 
 	struct ibv_qp *q = &qp->ibqp_ex.qp_base;
-	q->context = ibpd->context;
+	q->context = c;
 	q->qp_context = init->qp_context;
 	q->pd = ibpd;
 	q->send_cq = init->send_cq;
@@ -187,11 +212,16 @@ SRN_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 	srn_mcast_qp_gone(nic, qp);
 	srn_nic_qp_del(nic, qp->qpn);
 	srn_diag_obj_del(qp->diag);
-	qp->scq->nqps--;
-	qp->rcq->nqps--;
-	qp->pd->refs--;
-	if (qp->srq)
+	if (qp->scq)
+		qp->scq->nqps--;
+	if (qp->rcq && qp->type != IBV_QPT_XRC_RECV)
+		qp->rcq->nqps--;
+	if (qp->pd && qp->type != IBV_QPT_XRC_RECV)
+		qp->pd->refs--;
+	if (qp->srq && qp->type != IBV_QPT_XRC_RECV)
 		qp->srq->nqps--;
+	if (qp->xrcd)
+		qp->xrcd->users--;
 	pthread_mutex_unlock(&nic->lock);
 	pthread_mutex_destroy(&ibqp->mutex);
 	pthread_cond_destroy(&ibqp->cond);
@@ -214,9 +244,9 @@ static int check_send_opcode(const struct srn_qp *qp, enum ibv_wr_opcode op)
 	case IBV_WR_RDMA_READ:
 	case IBV_WR_ATOMIC_CMP_AND_SWP:
 	case IBV_WR_ATOMIC_FETCH_AND_ADD:
-		return qp->type == IBV_QPT_RC ? 0 : -EINVAL;
+		return qp->type == IBV_QPT_RC || qp->type == IBV_QPT_XRC_SEND ? 0 : -EINVAL;
 	case IBV_WR_SEND_WITH_INV:
-		return qp->type == IBV_QPT_RC ? 0 : -EINVAL;
+		return qp->type == IBV_QPT_RC || qp->type == IBV_QPT_XRC_SEND ? 0 : -EINVAL;
 	case IBV_WR_LOCAL_INV:
 	case IBV_WR_BIND_MW:
 		return qp->type == IBV_QPT_UD ? -EINVAL : 0;
@@ -264,6 +294,8 @@ int srn_qp_post_one(struct srn_qp *qp, const struct ibv_send_wr *wr)
 	w->length = (uint32_t)total;
 	w->num_sge = (uint32_t)wr->num_sge;
 	w->is_inline = inl;
+	if (qp->type == IBV_QPT_XRC_SEND)
+		w->xrc_srqn = wr->qp_type.xrc.remote_srqn;
 	if (qp->type == IBV_QPT_UD) {
 		w->ah = srn_ah(wr->wr.ud.ah);
 		w->remote_qpn = wr->wr.ud.remote_qpn & SRN_PSN_MASK;
@@ -305,6 +337,10 @@ int srn_verbs_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_
 	struct srn_qp *qp = srn_qp(ibqp);
 	int ret = 0;
 
+	if (qp->type == IBV_QPT_XRC_RECV) {
+		*bad = wr;
+		return EINVAL;          /* no send queue */
+	}
 	pthread_mutex_lock(&qp->nic->lock);
 	/* IBTA: posting to the send queue before RTS is an immediate error;
 	 * in ERR work is accepted and flushed (as mlx5 and rxe do). */
@@ -336,7 +372,8 @@ int srn_verbs_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_
 	int ret = 0;
 
 	pthread_mutex_lock(&qp->nic->lock);
-	if (qp->state == IBV_QPS_RESET || qp->srq) {
+	if (qp->state == IBV_QPS_RESET || qp->srq || qp->type == IBV_QPT_XRC_SEND ||
+	    qp->type == IBV_QPT_XRC_RECV) {
 		*bad = wr;
 		ret = EINVAL;
 		goto out;

@@ -3,6 +3,7 @@
  */
 #include <stdlib.h>
 
+#include "core/cq.h"
 #include "core/device.h"
 #include "core/limits.h"
 #include "core/mr.h"
@@ -91,6 +92,13 @@ SRN_EXPORT int ibv_destroy_srq(struct ibv_srq *ibsrq)
 	pthread_mutex_unlock(&srq->nic->lock);
 	if (busy)
 		return EBUSY;
+	if (srq->xrcd) {
+		pthread_mutex_lock(&srq->nic->lock);
+		srq->nic->srq_by_num[srq->srqn] = NULL;
+		srq->xrcd->users--;
+		srq->cq->nqps--;
+		pthread_mutex_unlock(&srq->nic->lock);
+	}
 	srq->pd->refs--;
 	srn_rq_fini(&srq->rq);
 	pthread_mutex_destroy(&ibsrq->mutex);
