@@ -269,6 +269,11 @@ static void wr_set_ud_addr(struct ibv_qp_ex *q, struct ibv_ah *ah, uint32_t qpn,
 	wr->wr.ud.remote_qkey = qkey;
 }
 
+static void wr_set_xrc_srqn(struct ibv_qp_ex *q, uint32_t srqn)
+{
+	stage_of(qpx(q))->wr.qp_type.xrc.remote_srqn = srqn;
+}
+
 static void wr_set_sge_list(struct ibv_qp_ex *q, size_t n, const struct ibv_sge *sg)
 {
 	struct srn_wr_stage *st = stage_of(qpx(q));
@@ -398,6 +403,7 @@ struct ibv_qp *srn_verbs_create_qp_ex(struct ibv_context *c, struct ibv_qp_init_
 		x->wr_atomic_cmp_swp = wr_cmp_swp;
 		x->wr_atomic_fetch_add = wr_fetch_add;
 		x->wr_set_ud_addr = wr_set_ud_addr;
+		x->wr_set_xrc_srqn = wr_set_xrc_srqn;
 		x->wr_set_sge = wr_set_sge;
 		x->wr_set_sge_list = wr_set_sge_list;
 		x->wr_set_inline_data = wr_set_inline_data;
