@@ -9,6 +9,7 @@
  * atomics.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -570,6 +571,70 @@ static void test_mw(void)
 	free(wbuf);
 }
 
+/* SRQ: two QPs share one receive queue; srq_limit raises
+ * IBV_EVENT_SRQ_LIMIT_REACHED once when the posted count drops below it;
+ * a QP attached to the SRQ that goes to ERR raises LAST_WQE_REACHED. */
+static void test_srq_events(void)
+{
+	struct ibv_srq_init_attr sa = { .attr = { .max_wr = 16, .max_sge = 1, .srq_limit = 0 } };
+	struct ibv_srq *srq = ibv_create_srq(pd, &sa);
+	CHECK(srq);
+	struct ibv_qp_init_attr ia = { .send_cq = cq_b, .recv_cq = cq_b, .srq = srq,
+		.qp_type = IBV_QPT_RC, .cap = { .max_send_wr = 4, .max_send_sge = 1 } };
+	struct ibv_qp *r1 = ibv_create_qp(pd, &ia), *r2 = ibv_create_qp(pd, &ia);
+	struct ibv_qp *s1 = make_qp(cq_a, 1), *s2 = make_qp(cq_a, 1);
+	CHECK(r1 && r2);
+	connect_qp(s1, r1->qp_num, 0, IBV_MTU_1024);
+	connect_qp(r1, s1->qp_num, 0, IBV_MTU_1024);
+	connect_qp(s2, r2->qp_num, 0, IBV_MTU_1024);
+	connect_qp(r2, s2->qp_num, 0, IBV_MTU_1024);
+	for (int i = 0; i < 8; i++) {
+		struct ibv_sge sg = { (uintptr_t)buf_b + i * 256, 256, mr_b->lkey };
+		struct ibv_recv_wr wr = { .wr_id = 500 + i, .sg_list = &sg, .num_sge = 1 }, *bad;
+		CHECK(ibv_post_srq_recv(srq, &wr, &bad) == 0);
+	}
+	struct ibv_srq_attr lim = { .srq_limit = 5 };
+	CHECK(ibv_modify_srq(srq, &lim, IBV_SRQ_LIMIT) == 0);
+	/* four sends, alternating QPs: the SRQ goes 8 -> 4, below 5 */
+	for (int i = 0; i < 4; i++) {
+		struct ibv_sge sg = { (uintptr_t)buf_a, 10, mr_a->lkey };
+		struct ibv_send_wr wr = { .wr_id = i, .sg_list = &sg, .num_sge = 1, .opcode = IBV_WR_SEND }, *bad;
+		CHECK(ibv_post_send(i % 2 ? s2 : s1, &wr, &bad) == 0);
+		struct ibv_wc w = poll_one(cq_b);
+		CHECK(w.status == IBV_WC_SUCCESS && w.wr_id == 500u + i && w.byte_len == 10);
+		CHECK(w.qp_num == (i % 2 ? r2 : r1)->qp_num);
+		poll_one(cq_a);
+	}
+	int fl = fcntl(ctx->async_fd, F_GETFL);
+	CHECK(fcntl(ctx->async_fd, F_SETFL, fl | O_NONBLOCK) == 0);
+	struct ibv_async_event ev;
+	int limit_events = 0, last_wqe = 0;
+	while (ibv_get_async_event(ctx, &ev) == 0) {
+		if (ev.event_type == IBV_EVENT_SRQ_LIMIT_REACHED && ev.element.srq == srq)
+			limit_events++;
+		ibv_ack_async_event(&ev);
+	}
+	CHECK(limit_events == 1);
+	struct ibv_srq_attr q;
+	CHECK(ibv_query_srq(srq, &q) == 0 && q.srq_limit == 0);   /* one shot: disarmed */
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
+	CHECK(ibv_modify_qp(r1, &a, IBV_QP_STATE) == 0);
+	CHECK(ibv_destroy_srq(srq) == EBUSY);                    /* QPs still use it */
+	while (ibv_get_async_event(ctx, &ev) == 0) {
+		if (ev.event_type == IBV_EVENT_QP_LAST_WQE_REACHED)
+			last_wqe++;
+		ibv_ack_async_event(&ev);
+	}
+	CHECK(fcntl(ctx->async_fd, F_SETFL, fl) == 0);
+	CHECK(last_wqe == 1);
+	CHECK(ibv_destroy_qp(s1) == 0 && ibv_destroy_qp(s2) == 0);
+	CHECK(ibv_destroy_qp(r1) == 0 && ibv_destroy_qp(r2) == 0);
+	CHECK(ibv_destroy_srq(srq) == 0);
+	struct ibv_wc w;
+	while (ibv_poll_cq(cq_a, 1, &w) > 0) ;
+	while (ibv_poll_cq(cq_b, 1, &w) > 0) ;
+}
+
 int main(void)
 {
 	int n;
@@ -605,6 +670,7 @@ int main(void)
 	test_atomics();
 	test_rnr_and_retry();
 	test_mw();
+	test_srq_events();
 
 	CHECK(ibv_dealloc_pd(pd) == EBUSY);   /* MRs still registered */
 	CHECK(ibv_dereg_mr(mr_a) == 0 && ibv_dereg_mr(mr_b) == 0);

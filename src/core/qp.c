@@ -229,6 +229,10 @@ int srn_qp_apply(struct srn_qp *qp, const struct ibv_qp_attr *attr, int mask)
 		qp->state = next;
 		srn_qp_flush(qp);
 		unlink_lists(qp);
+		/* IBTA 11.6.3: a QP on an SRQ that enters Error will take no
+		 * more WQEs from it, whatever moved it there. */
+		if (qp->srq)
+			srn_qp_event(qp, IBV_EVENT_QP_LAST_WQE_REACHED);
 	}
 	if (next == IBV_QPS_SQD && cur == IBV_QPS_RTS) {
 		if (qp->attr.en_sqd_async_notify) {
