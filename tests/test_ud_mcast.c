@@ -4,13 +4,21 @@
  * device address.  Every message must reach every receiver intact; after
  * ibv_detach_mcast no more may arrive.  Also the argument checks of
  * attach/detach (RC QP, unicast GID: EINVAL).
+ *
+ * Across hosts: with SRN_MCAST_NS_SEND / SRN_MCAST_NS_RECV (network
+ * namespace names) and SRN_MCAST_ADDR_SEND / SRN_MCAST_ADDR_RECV0..2 the
+ * sender and each receiver enter their namespace and pin their device to
+ * that address before opening it (test_ud_mcast_netns.sh sets this up).
  */
+#define _GNU_SOURCE
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <time.h>
+#include <fcntl.h>
+#include <sched.h>
 #include <unistd.h>
 #include <infiniband/verbs.h>
 
@@ -35,6 +43,22 @@ static double now_s(void)
 	struct timespec t;
 	clock_gettime(CLOCK_MONOTONIC, &t);
 	return (double)t.tv_sec + t.tv_nsec / 1e9;
+}
+
+/* Optionally move this (single-threaded) process into a namespace and pin
+ * its device to an address, before the device is opened. */
+static void place(const char *ns_env, const char *addr_env)
+{
+	const char *ns = getenv(ns_env), *addr = getenv(addr_env);
+	if (!ns || !addr)
+		return;
+	char path[256], dev[256];
+	snprintf(path, sizeof(path), "/var/run/netns/%s", ns);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	CHECK(fd >= 0 && setns(fd, CLONE_NEWNET) == 0);
+	close(fd);
+	snprintf(dev, sizeof(dev), "name=softrnic0,addr=%s", addr);
+	CHECK(setenv("SOFTRNIC_DEVICES", dev, 1) == 0);
 }
 
 static void ep_close(struct ep *e)
@@ -112,8 +136,11 @@ static int receive(struct ep *e, int want, double secs, uint8_t *seen)
 	return got;
 }
 
-static void receiver(union ibv_gid grp, int ready_fd, int go_fd, int result_fd)
+static void receiver(int idx, union ibv_gid grp, int ready_fd, int go_fd, int result_fd)
 {
+	char addr_env[32];
+	snprintf(addr_env, sizeof(addr_env), "SRN_MCAST_ADDR_RECV%d", idx);
+	place("SRN_MCAST_NS_RECV", addr_env);
 	struct ep e;
 	ep_open(&e, 512 * (MSGLEN + 40));
 	post_recvs(&e, 512);
@@ -147,8 +174,9 @@ int main(void)
 		kids[i] = fork();
 		CHECK(kids[i] >= 0);
 		if (kids[i] == 0)
-			receiver(grp, ready[1], go[0], result[1]);
+			receiver(i, grp, ready[1], go[0], result[1]);
 	}
+	place("SRN_MCAST_NS_SEND", "SRN_MCAST_ADDR_SEND");
 	struct ep s;
 	ep_open(&s, 64 * MSGLEN);
 
