@@ -15,8 +15,12 @@ dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 port=$((20000 + RANDOM % 20000))
 export SOFTRNIC_STATS=1 SOFTRNIC_DIAG=0
+# Only the server's SEND packets (FIRST/MIDDLE/LAST of a 3000-byte message)
+# are damaged, never its ACKs: with lossy ACKs the last ACK of the run can
+# be lost after the server has exited, and the client then ends in
+# RETRY_EXC_ERR exactly as it would on a real lossy link.
 # shellcheck disable=SC2046
-env $(srn_pp_env) SOFTRNIC_FAULTS=tx.drop=5,tx.corrupt=3,seed=11 timeout -k 5 120 \
+env $(srn_pp_env) SOFTRNIC_FAULTS="tx.drop=5,tx.corrupt=3,opcode=0x00|0x01|0x02,seed=11" timeout -k 5 120 \
     "$SOFTRNIC" run -- ibv_rc_pingpong -g 0 -p $port -n 300 -s 3000 >"$dir/s" 2>&1 &
 spid=$!
 srn_pp_wait_listen "" $port || { echo "FAIL: server did not listen"; cat "$dir/s"; exit 1; }
@@ -39,9 +43,12 @@ echo "client: sent $c_sent rcvd $c_rcvd duplicated $c_dup bad_icrc $c_bad seq_na
 fail=0
 check() { if eval "$2"; then echo "ok: $1"; else echo "FAIL: $1 ($2)"; fail=1; fi; }
 check "faults happened" "[ $s_drop -gt 0 ] && [ $s_corr -gt 0 ] && [ $c_dup -gt 0 ]"
-check "client received = server sent - dropped" "[ $c_rcvd -eq $((s_sent - s_drop)) ]"
+# A peer may exit with a packet or two of the other's still unread (an ACK
+# answering a retransmission that crossed the final ACK): up to 2 in flight.
+inflight() { [ "$1" -le "$2" ] && [ "$1" -ge $(($2 - 2)) ]; }
+check "client received = server sent - dropped (- in flight at exit)" "inflight $c_rcvd $((s_sent - s_drop))"
 check "client bad ICRC = server corrupted" "[ $c_bad -eq $s_corr ]"
-check "server received = client sent + duplicated" "[ $s_rcvd -eq $((c_sent + c_dup)) ]"
+check "server received = client sent + duplicated (- in flight at exit)" "inflight $s_rcvd $((c_sent + c_dup))"
 check "losses recovered by retransmission" "[ $s_retx -gt 0 ]"
 check "sequence NAKs sent were received" "[ $s_pse -ge $c_nak ] && [ $s_pse -le $((c_nak + c_dup)) ]"
 exit $fail
