@@ -43,3 +43,9 @@ srn_rc_test(rc_passive_faults test_rc_passive sleep --faults "seed=5,drop=2,dup=
 srn_rc_test(rc_dereg test_rc_dereg)
 
 srn_script_test(rc_pingpong_faults test_rc_pingpong_faults.sh)
+
+# ACKs held for the application's next post leave when it never comes.
+add_executable(test_rc_held_ack test_rc_held_ack.c rc_test_conn.c)
+target_link_libraries(test_rc_held_ack PRIVATE softrnic)
+target_include_directories(test_rc_held_ack PRIVATE ${IBVERBS_INCLUDE})
+srn_script_test(rc_held_ack test_rc_held_ack.sh)

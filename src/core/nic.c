@@ -15,6 +15,7 @@
 #include "core/mcast.h"
 #include "core/qp.h"
 #include "link/gso.h"
+#include "transport/tx.h"
 #include "transport/txq.h"
 
 uint64_t srn_now_ns(void)
@@ -98,6 +99,11 @@ void srn_nic_destroy(struct srn_nic *nic)
 	if (!nic)
 		return;
 	srn_progress_stop(nic);
+	/* ACKs held for a post that never came still leave. */
+	pthread_mutex_lock(&nic->lock);
+	srn_ack_flush(nic);
+	srn_txq_flush(nic);
+	pthread_mutex_unlock(&nic->lock);
 	srn_mcast_fini(nic);
 	srn_nic_mirror_faults(nic);
 	stats_at_exit(nic);
@@ -116,8 +122,12 @@ void srn_nic_destroy(struct srn_nic *nic)
 
 void srn_nic_unlock(struct srn_nic *nic)
 {
-	if (nic->txq->n)
+	if (nic->txq->n) {
+		/* ACKs held by the last poll leave with these packets. */
+		if (nic->ack_list)
+			srn_ack_flush(nic);
 		srn_txq_flush(nic);
+	}
 	pthread_mutex_unlock(&nic->lock);
 }
 

@@ -69,6 +69,13 @@ struct srn_nic {
 	 * and QPs whose transmission stopped on a full socket buffer. */
 	struct srn_qp *ack_list;
 	struct srn_qp *tx_list;
+	/* Plain ACKs held past an application's poll so they leave with its
+	 * next post (progress.c); the progress thread sends them if it does
+	 * not come. */
+	_Atomic bool acks_deferred;
+	/* The progress thread sleeps until a packet or a kick (not a timer):
+	 * it would not notice held ACKs, so none may be held. */
+	_Atomic bool bg_deep_sleep;
 	/* QPs with an armed retransmission or RNR timer; next_deadline is
 	 * the earliest of them (0 = none), the progress thread's timeout. */
 	struct srn_qp *timer_list;
@@ -110,8 +117,10 @@ struct srn_qp *srn_nic_qp_lookup(struct srn_nic *nic, uint32_t qpn);
 int srn_progress_start(struct srn_nic *nic);
 void srn_progress_stop(struct srn_nic *nic);
 /* Receive and process what is waiting, then flush ACKs and deferred sends
- * and the transmit queue.  Must hold nic->lock.  Returns packets processed. */
-int srn_progress_poll(struct srn_nic *nic);
+ * and the transmit queue.  Must hold nic->lock.  Returns packets processed.
+ * from_app: an application thread is polling; plain ACKs may then wait
+ * for its next post or poll (progress.c). */
+int srn_progress_poll(struct srn_nic *nic, bool from_app);
 /* An application thread is about to block (e.g. in ibv_get_cq_event): let
  * the progress thread take over at once. */
 void srn_progress_app_sleeps(struct srn_nic *nic);

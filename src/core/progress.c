@@ -22,11 +22,13 @@
 #include <unistd.h>
 
 #include "core/mcast.h"
+#include "core/qp.h"
 #include "transport/rx.h"
 #include "transport/timers.h"
 #include "transport/tx.h"
 #include "transport/txq.h"
 #include "link/gso.h"
+#include "wire/roce_hdr.h"
 
 #define SRN_APP_IDLE_NS 200000ull      /* app counts as polling for this long */
 #define SRN_BG_RECHECK_NS 1000000ull   /* sleep at least this while it polls */
@@ -63,6 +65,19 @@ static void *progress_main(void *arg)
 				drain_kick(nic);
 			continue;
 		}
+		/* ACKs an application held for its next post, which did
+		 * not come (see srn_progress_poll).  Announcing the deep
+		 * sleep first and then looking (both sequentially consistent,
+		 * mirrored in srn_progress_poll) means either this thread
+		 * sees the held ACKs or the holder sees the announcement. */
+		atomic_store(&nic->bg_deep_sleep, true);
+		if (atomic_load(&nic->acks_deferred)) {
+			atomic_store(&nic->bg_deep_sleep, false);
+			pthread_mutex_lock(&nic->lock);
+			srn_progress_poll(nic, false);
+			srn_nic_unlock(nic);
+			continue;
+		}
 		/* Sleep until a packet, a kick, the next transport timer, or a
 		 * packet the fault injector holds comes due. */
 		uint64_t dl = atomic_load_explicit(&nic->next_deadline, memory_order_relaxed);
@@ -81,13 +96,14 @@ static void *progress_main(void *arg)
 			tsp = &ts;
 		}
 		int n = epoll_pwait2(nic->ep_all, ev, 4, tsp, NULL);
+		atomic_store(&nic->bg_deep_sleep, false);
 		if (n < 0 && errno != EINTR)
 			break;
 		if (n == 0 && !app_is_polling(nic, srn_now_ns(), &left)) {
 			pthread_mutex_lock(&nic->lock);
 			if (fdl)
 				srn_udp_fault_flush(&nic->udp, srn_now_ns());
-			srn_progress_poll(nic);     /* timers; delayed RX packets */
+			srn_progress_poll(nic, false);     /* timers; delayed RX packets */
 			srn_nic_unlock(nic);
 			continue;
 		}
@@ -106,7 +122,7 @@ static void *progress_main(void *arg)
 			continue;
 		pthread_mutex_lock(&nic->lock);
 		srn_count(nic->cnt, SRN_CNT_BG_WAKEUPS, 1);
-		srn_progress_poll(nic);
+		srn_progress_poll(nic, false);
 		srn_nic_unlock(nic);
 	}
 	return NULL;
@@ -190,19 +206,31 @@ void srn_nic_mirror_faults(struct srn_nic *nic)
 				      memory_order_relaxed);
 }
 
-int srn_progress_poll(struct srn_nic *nic)
+/* Only plain ACKs wait; a NAK or RNR NAK must reach the requester now. */
+static bool acks_all_plain(const struct srn_nic *nic)
+{
+	for (const struct srn_qp *qp = nic->ack_list; qp; qp = qp->ack_next)
+		if ((qp->ack_syndrome & SRN_AETH_TYPE_MASK) != SRN_AETH_TYPE_ACK)
+			return false;
+	return true;
+}
+
+int srn_progress_poll(struct srn_nic *nic, bool from_app)
 {
 	int total = 0;
+	/* ACKs owed from the previous call (or batch) go first. */
+	srn_ack_flush(nic);
 	for (int b = 0; b < SRN_RX_BATCHES_PER_POLL && nic->gro; b++) {
 		int n = srn_udp_recv_gro(&nic->udp, nic->gro);
 		if (n <= 0)
 			break;
+		if (b)
+			srn_ack_flush(nic);     /* the previous batch's */
 		for (int i = 0; i < n; i++)
 			srn_rx_packet(nic, nic->gro->pkt[i].data, nic->gro->pkt[i].len,
 				      (const struct sockaddr *)nic->gro->pkt[i].src,
 				      nic->gro->pkt[i].seg_index);
 		total += n;
-		srn_ack_flush(nic);
 	}
 	for (int b = 0; b < SRN_RX_BATCHES_PER_POLL && !nic->gro; b++) {
 		int trunc = 0;
@@ -211,20 +239,41 @@ int srn_progress_poll(struct srn_nic *nic)
 			srn_count(nic->cnt, SRN_CNT_RX_TRUNCATED, (uint64_t)trunc);
 		if (n <= 0)
 			break;
+		if (b)
+			srn_ack_flush(nic);     /* the previous batch's */
 		for (int i = 0; i < n; i++)
 			srn_rx_packet(nic, nic->rx.pkt[i].data, nic->rx.pkt[i].len,
 				      (const struct sockaddr *)&nic->rx.pkt[i].src, 0);
 		total += n;
-		srn_ack_flush(nic);
 		if (n < SRN_RX_BATCH)
 			break;
 	}
 	if (nic->nmcast)
 		total += srn_mcast_poll(nic);
-	srn_ack_flush(nic);
 	srn_timers_run(nic, srn_now_ns());
-	srn_ack_flush(nic);
 	srn_tx_resume(nic);
+	/* An application that polls usually answers what it received with a
+	 * post of its own (a ping-pong).  Holding its plain ACKs until that
+	 * post lets both leave in one sendmmsg, one system call instead of
+	 * two on the latency path.  They wait at most until this thread's
+	 * next verbs call that transmits or polls, or, if it goes quiet, until
+	 * the progress thread takes over (SRN_APP_IDLE_NS to
+	 * SRN_BG_RECHECK_NS later). */
+	bool hold = from_app && nic->ack_list && !nic->txq->n && acks_all_plain(nic);
+	if (hold) {
+		atomic_store(&nic->acks_deferred, true);
+		if (atomic_load(&nic->bg_deep_sleep)) {
+			/* It would not notice them: send these now, and wake
+			 * it so that it watches the polling application from
+			 * now on (the kick is paid once per polling spell). */
+			hold = false;
+			kick(nic);
+		}
+	}
+	if (hold)
+		srn_count(nic->cnt, SRN_CNT_ACKS_HELD, 1);
+	else
+		srn_ack_flush(nic);
 	srn_txq_flush(nic);
 	srn_nic_mirror_faults(nic);
 	srn_diag_tick(nic->diag, srn_now_ns());

@@ -46,6 +46,7 @@ const char *const srn_counter_names[SRN_CNT__MAX] = {
 	[SRN_CNT_UD_NO_RECV] = "ud_no_recv_drops",
 	[SRN_CNT_BG_WAKEUPS] = "progress_thread_wakeups",
 	[SRN_CNT_APP_PROGRESS] = "app_driven_progress",
+	[SRN_CNT_ACKS_HELD] = "acks_held_for_post",
 	[SRN_CNT_REQ_REMOTE_ACCESS_ERR] = "req_remote_access_errors",
 	[SRN_CNT_REQ_REMOTE_INVALID_REQ] = "req_remote_invalid_request",
 	[SRN_CNT_RESP_REMOTE_ACCESS_ERR] = "resp_remote_access_errors",

@@ -53,6 +53,7 @@ enum srn_counter {
 	SRN_CNT_UD_NO_RECV,         /* UD: no receive posted, dropped */
 	SRN_CNT_BG_WAKEUPS,         /* progress thread woke to do work */
 	SRN_CNT_APP_PROGRESS,       /* progress driven by an application call */
+	SRN_CNT_ACKS_HELD,          /* ACK rounds held for the application's next post */
 	/* Names mlx5 uses for error completions by cause (`rdma statistic`). */
 	SRN_CNT_REQ_REMOTE_ACCESS_ERR,   /* req_remote_access_errors: NAK remote access received */
 	SRN_CNT_REQ_REMOTE_INVALID_REQ,  /* req_remote_invalid_request: NAK invalid request received */

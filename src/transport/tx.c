@@ -80,6 +80,9 @@ void srn_ack_flush(struct srn_nic *nic)
 		srn_count(nic->cnt, SRN_CNT_ACKS_SENT, 1);
 	}
 	nic->ack_list = keep;
+	/* Any kept (socket full) are retried by the next flush, as before
+	 * holding existed: they are not held for a post. */
+	atomic_store(&nic->acks_deferred, false);
 }
 
 void srn_tx_defer(struct srn_qp *qp)

@@ -57,7 +57,7 @@ static int cq_ex_start(struct ibv_cq_ex *c, struct ibv_poll_cq_attr *attr)
 	pthread_mutex_lock(&cq->nic->lock);
 	bool got = cq_ex_fetch(cq);
 	if (!got) {
-		srn_progress_poll(cq->nic);
+		srn_progress_poll(cq->nic, true);
 		got = cq_ex_fetch(cq);
 	}
 	pthread_mutex_unlock(&cq->nic->lock);

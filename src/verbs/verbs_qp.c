@@ -12,11 +12,11 @@
 #include "core/mr.h"
 #include "core/nic.h"
 #include "core/qp.h"
+#include "transport/tx.h"
 #include "core/qp_rules.h"
 #include "core/srq.h"
 #include "transport/complete.h"
 #include "transport/retry.h"
-#include "transport/tx.h"
 #include "transport/txq.h"
 #include "verbs/verbs.h"
 #include "wire/roce_hdr.h"
@@ -164,6 +164,7 @@ SRN_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int 
 	int ret;
 
 	pthread_mutex_lock(&nic->lock);
+	srn_ack_flush(nic);             /* ACKs owed go before any state change */
 	ret = srn_qp_check_transition(qp->type, qp->state, attr, mask);
 	if (!ret)
 		ret = srn_qp_check_attr_values(qp->type, attr, mask, &lim);
@@ -207,6 +208,7 @@ SRN_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 	struct srn_qp *qp = srn_qp(ibqp);
 	struct srn_nic *nic = qp->nic;
 	pthread_mutex_lock(&nic->lock);
+	srn_ack_flush(nic);             /* an ACK it owes still leaves */
 	srn_txq_flush(nic);             /* queued packets point into this QP */
 	srn_qp_unlink(qp);
 	srn_mcast_qp_gone(nic, qp);
