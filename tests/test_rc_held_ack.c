@@ -27,6 +27,8 @@
 #define MSG 64
 #define ROUNDS 20                 /* quiet rounds: the receiver sleeps in read() */
 #define PER_ROUND 2               /* messages per round, the receiver polling */
+#define NMSG (ROUNDS * PER_ROUND + 1)
+#define SEND_SLOT NMSG
 #define POLL_S 10.0
 
 struct info {
@@ -40,7 +42,7 @@ struct side {
 	struct ibv_cq *cq;
 	struct ibv_qp *qp;
 	struct ibv_mr *mr;
-	uint8_t buf[MSG * 2];
+	uint8_t buf[MSG * (NMSG + 1)];   /* a slot per receive, then the send slot */
 };
 
 static void open_side(struct side *s, int fd)
@@ -78,7 +80,7 @@ static void close_side(struct side *s)
 
 static void post_recv(struct side *s, uint64_t id)
 {
-	struct ibv_sge sge = { (uintptr_t)s->buf, MSG, s->mr->lkey };
+	struct ibv_sge sge = { (uintptr_t)(s->buf + id * MSG), MSG, s->mr->lkey };
 	struct ibv_recv_wr wr = { .wr_id = id, .sg_list = &sge, .num_sge = 1 }, *bad;
 	CHECK(ibv_post_recv(s->qp, &wr, &bad) == 0);
 }
@@ -90,7 +92,8 @@ static void recv_round(struct side *s, uint32_t r)
 	struct ibv_wc wc = srn_tc_poll_one(s->cq, POLL_S);
 	CHECK(wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_RECV);
 	CHECK(wc.wr_id == r && wc.byte_len == MSG);
-	CHECK(s->buf[0] == (uint8_t)r && s->buf[MSG - 1] == (uint8_t)~r);
+	const uint8_t *p = s->buf + (size_t)r * MSG;
+	CHECK(p[0] == (uint8_t)r && p[MSG - 2] == (uint8_t)r && p[MSG - 1] == (uint8_t)~r);
 }
 
 static int receiver(int fd)
@@ -98,7 +101,7 @@ static int receiver(int fd)
 	struct side s = { 0 };
 	open_side(&s, fd);
 	uint32_t m = 0;
-	for (uint32_t r = 0; r <= ROUNDS * PER_ROUND; r++)
+	for (uint32_t r = 0; r < NMSG; r++)
 		post_recv(&s, r);
 	for (uint32_t r = 0; r < ROUNDS; r++) {
 		srn_tc_barrier(fd, 0x1000 + r, 30000);  /* the sender posts after this */
@@ -115,9 +118,10 @@ static int receiver(int fd)
 
 static void send_round(struct side *s, uint32_t r)
 {
-	memset(s->buf + MSG, (uint8_t)r, MSG - 1);
-	s->buf[MSG * 2 - 1] = (uint8_t)~r;
-	struct ibv_sge sge = { (uintptr_t)(s->buf + MSG), MSG, s->mr->lkey };
+	uint8_t *p = s->buf + (size_t)SEND_SLOT * MSG;
+	memset(p, (uint8_t)r, MSG - 1);
+	p[MSG - 1] = (uint8_t)~r;
+	struct ibv_sge sge = { (uintptr_t)p, MSG, s->mr->lkey };
 	struct ibv_send_wr wr = { .wr_id = 1000 + r, .sg_list = &sge, .num_sge = 1,
 				  .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED }, *bad;
 	CHECK(ibv_post_send(s->qp, &wr, &bad) == 0);

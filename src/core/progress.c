@@ -231,6 +231,10 @@ int srn_progress_poll(struct srn_nic *nic, bool from_app)
 				      (const struct sockaddr *)nic->gro->pkt[i].src,
 				      nic->gro->pkt[i].seg_index);
 		total += n;
+		/* A short batch drained the socket: asking again would be a
+		 * system call that finds nothing, on the latency path. */
+		if (nic->gro->datagrams < SRN_GRO_MSGS)
+			break;
 	}
 	for (int b = 0; b < SRN_RX_BATCHES_PER_POLL && !nic->gro; b++) {
 		int trunc = 0;

@@ -90,9 +90,11 @@ int srn_udp_recv_gro(struct srn_udp *u, struct srn_gro_batch *b)
 		};
 	}
 	b->count = 0;
+	b->datagrams = 0;
 	int n = recvmmsg(u->fd, b->msgs, SRN_GRO_MSGS, MSG_DONTWAIT, NULL);
 	if (n < 0)
 		return (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) ? 0 : -errno;
+	b->datagrams = n;
 	for (int i = 0; i < n; i++) {
 		uint8_t *p = b->iov[i].iov_base;
 		uint32_t len = b->msgs[i].msg_len;

@@ -34,6 +34,7 @@ int srn_udp_send_gso(struct srn_udp *u, const struct sockaddr *dst, socklen_t ds
 
 struct srn_gro_batch {
 	int count;
+	int datagrams;                 /* received by the last call (<= SRN_GRO_MSGS) */
 	struct {
 		uint8_t *data;
 		uint32_t len;
