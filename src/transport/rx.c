@@ -43,8 +43,10 @@ static void rx_meta(const struct srn_nic *nic, const struct sockaddr *src,
 }
 
 /* Which IPv4 ID did the sender's kernel put in?  0 for a single send; k
- * for segment k of a GSO send (transport/txq.c).  Try 0, the GRO index,
- * the successor of the last ID that matched, and only then solve. */
+ * for segment k of a GSO send (transport/txq.c).  Try the GRO index first
+ * (segments after the first of a bulk transfer: one CRC pass, not two),
+ * then 0, then the successor of the last ID that matched, and only then
+ * solve. */
 static bool icrc_ok(struct srn_nic *nic, const uint8_t *data, uint32_t len,
 		    const struct sockaddr *src, const struct sockaddr_storage *local, uint32_t wire,
 		    uint16_t id_hint)
@@ -52,16 +54,13 @@ static bool icrc_ok(struct srn_nic *nic, const uint8_t *data, uint32_t len,
 	struct srn_ip_meta m;
 	rx_meta(nic, src, local, &m);
 	struct iovec iov = { (void *)data, len - SRN_ICRC_LEN };
-	if (srn_icrc_calc(&m, &iov, 1) == wire) {
-		nic->rx_id_next = 1;
-		return true;
-	}
 	if (m.family != AF_INET)
-		return false;
-	uint16_t guesses[2] = { id_hint, nic->rx_id_next };
-	for (int g = 0; g < 2; g++) {
-		if (guesses[g] == 0 || (g == 1 && guesses[1] == guesses[0]))
-			continue;
+		return srn_icrc_calc(&m, &iov, 1) == wire;   /* IPv6 has no ID */
+	uint16_t guesses[3] = { id_hint, 0, nic->rx_id_next };
+	for (int g = 0; g < 3; g++) {
+		if ((g == 0 && guesses[0] == 0) || (g == 2 && (guesses[2] == 0 ||
+							       guesses[2] == guesses[0])))
+			continue;   /* 0 is tried once, as the second guess */
 		m.ipv4_id = guesses[g];
 		if (srn_icrc_calc(&m, &iov, 1) == wire) {
 			nic->rx_id_next = (uint16_t)(guesses[g] + 1);
