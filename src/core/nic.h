@@ -73,6 +73,7 @@ struct srn_nic {
 	 * next post (progress.c); the progress thread sends them if it does
 	 * not come. */
 	_Atomic bool acks_deferred;
+	uint64_t acks_held_ns;         /* when the held ACKs were held */
 	/* The progress thread sleeps until a packet or a kick (not a timer):
 	 * it would not notice held ACKs, so none may be held. */
 	_Atomic bool bg_deep_sleep;
@@ -124,7 +125,12 @@ int srn_progress_poll(struct srn_nic *nic, bool from_app);
 /* An application thread is about to block (e.g. in ibv_get_cq_event): let
  * the progress thread take over at once. */
 void srn_progress_app_sleeps(struct srn_nic *nic);
-void srn_progress_app_active(struct srn_nic *nic);
+/* Stamps and returns the time (srn_now_ns). */
+uint64_t srn_progress_app_active(struct srn_nic *nic);
+/* A poll that found its completions without receiving: held ACKs older
+ * than SRN_ACK_HOLD_MAX_NS leave now, so a CQ that keeps the application
+ * busy cannot hold them for long.  Must hold nic->lock. */
+void srn_progress_held_acks_due(struct srn_nic *nic, uint64_t now);
 /* Copy the fault injector's tallies into the device counters. */
 void srn_nic_mirror_faults(struct srn_nic *nic);
 

@@ -33,6 +33,7 @@
 #define SRN_APP_IDLE_NS 200000ull      /* app counts as polling for this long */
 #define SRN_BG_RECHECK_NS 1000000ull   /* sleep at least this while it polls */
 #define SRN_RX_BATCHES_PER_POLL 8      /* bound the work of one call */
+#define SRN_ACK_HOLD_MAX_NS 20000ull   /* an application still polling sends held ACKs by then */
 
 static void drain_kick(struct srn_nic *nic)
 {
@@ -187,9 +188,19 @@ void srn_progress_app_sleeps(struct srn_nic *nic)
 	kick(nic);
 }
 
-void srn_progress_app_active(struct srn_nic *nic)
+uint64_t srn_progress_app_active(struct srn_nic *nic)
 {
-	atomic_store_explicit(&nic->last_app_ns, srn_now_ns(), memory_order_relaxed);
+	uint64_t now = srn_now_ns();
+	atomic_store_explicit(&nic->last_app_ns, now, memory_order_relaxed);
+	return now;
+}
+
+void srn_progress_held_acks_due(struct srn_nic *nic, uint64_t now)
+{
+	if (nic->ack_list && now - nic->acks_held_ns >= SRN_ACK_HOLD_MAX_NS) {
+		srn_ack_flush(nic);
+		srn_txq_flush(nic);
+	}
 }
 
 /* The injector's own tallies, as device counters (one store each). */
@@ -274,9 +285,10 @@ int srn_progress_poll(struct srn_nic *nic, bool from_app)
 			kick(nic);
 		}
 	}
-	if (hold)
+	if (hold) {
+		nic->acks_held_ns = srn_now_ns();
 		srn_count(nic->cnt, SRN_CNT_ACKS_HELD, 1);
-	else
+	} else
 		srn_ack_flush(nic);
 	srn_txq_flush(nic);
 	srn_nic_mirror_faults(nic);

@@ -141,7 +141,7 @@ int srn_verbs_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 	struct srn_nic *nic = cq->nic;
 	if (n < 0)
 		return -EINVAL;
-	srn_progress_app_active(nic);
+	uint64_t now = srn_progress_app_active(nic);
 	pthread_mutex_lock(&nic->lock);
 	int got = srn_cq_pop(cq, n, wc);
 	if (got < n) {
@@ -150,6 +150,8 @@ int srn_verbs_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 		srn_count(nic->cnt, SRN_CNT_APP_PROGRESS, 1);
 		srn_progress_poll(nic, true);
 		got += srn_cq_pop(cq, n - got, wc + got);
+	} else {
+		srn_progress_held_acks_due(nic, now);
 	}
 	srn_nic_unlock(nic);
 	return got;

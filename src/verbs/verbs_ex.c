@@ -53,12 +53,14 @@ static int cq_ex_start(struct ibv_cq_ex *c, struct ibv_poll_cq_attr *attr)
 	struct srn_cq *cq = cq_of(c);
 	if (attr->comp_mask)
 		return EINVAL;
-	srn_progress_app_active(cq->nic);
+	uint64_t now = srn_progress_app_active(cq->nic);
 	pthread_mutex_lock(&cq->nic->lock);
 	bool got = cq_ex_fetch(cq);
 	if (!got) {
 		srn_progress_poll(cq->nic, true);
 		got = cq_ex_fetch(cq);
+	} else {
+		srn_progress_held_acks_due(cq->nic, now);
 	}
 	pthread_mutex_unlock(&cq->nic->lock);
 	return got ? 0 : ENOENT;       /* on ENOENT the caller skips end_poll */
