@@ -94,6 +94,22 @@ struct srn_device *srn_device_from_ibdev(struct ibv_device *d)
 	return NULL;
 }
 
+/* The program is exiting with devices open (many verbs programs never
+ * close them): ACKs held for a post that will now never come still leave,
+ * as they would from a NIC.  trylock: a thread the exit cut off may hold
+ * the lock. */
+__attribute__((destructor)) static void devices_at_exit(void)
+{
+	for (int i = 0; i < ndevices; i++) {
+		struct srn_device *d = devices[i];
+		if (pthread_mutex_trylock(&d->open_lock))
+			continue;
+		if (d->nic)
+			srn_nic_exit_flush(d->nic);
+		pthread_mutex_unlock(&d->open_lock);
+	}
+}
+
 int srn_device_nic_get(struct srn_device *dev, struct srn_nic **nic)
 {
 	int ret = 0;

@@ -41,6 +41,7 @@ int srn_nic_create(struct srn_device *dev, struct srn_nic **out, char *err, size
 	nic->cfg = dev->cfg;
 	pthread_mutex_init(&nic->lock, NULL);
 	nic->kick_fd = nic->ep_all = nic->ep_kick = -1;
+	nic->pid = getpid();
 
 	int ret = srn_udp_open(&nic->udp, &nic->cfg, err, errlen);
 	if (ret) {
@@ -118,6 +119,19 @@ void srn_nic_destroy(struct srn_nic *nic)
 	free(nic->mr_keybyte);
 	pthread_mutex_destroy(&nic->lock);
 	free(nic);
+}
+
+void srn_nic_exit_flush(struct srn_nic *nic)
+{
+	if (nic->pid != getpid())
+		return;
+	if (pthread_mutex_trylock(&nic->lock) == 0) {
+		srn_ack_flush(nic);
+		srn_txq_flush(nic);
+		pthread_mutex_unlock(&nic->lock);
+	}
+	srn_nic_mirror_faults(nic);
+	stats_at_exit(nic);
 }
 
 void srn_nic_unlock(struct srn_nic *nic)

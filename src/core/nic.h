@@ -73,6 +73,7 @@ struct srn_nic {
 	 * next post (progress.c); the progress thread sends them if it does
 	 * not come. */
 	_Atomic bool acks_deferred;
+	pid_t pid;                     /* the process that created it (fork: not the child's) */
 	uint64_t acks_held_ns;         /* when the held ACKs were held */
 	/* The progress thread sleeps until a packet or a kick (not a timer):
 	 * it would not notice held ACKs, so none may be held. */
@@ -108,6 +109,10 @@ struct srn_nic {
 
 int srn_nic_create(struct srn_device *dev, struct srn_nic **out, char *err, size_t errlen);
 void srn_nic_destroy(struct srn_nic *nic);
+/* The process is exiting with the nic open: send the ACKs it holds
+ * (progress.c) if no thread cut off by the exit holds its lock, and print
+ * the counters if SOFTRNIC_STATS asks for them. */
+void srn_nic_exit_flush(struct srn_nic *nic);
 
 /* QP number table.  Must hold nic->lock. */
 int srn_nic_qp_add(struct srn_nic *nic, struct srn_qp *qp, uint32_t *qpn);
