@@ -265,7 +265,10 @@ int srn_progress_poll(struct srn_nic *nic, bool from_app)
 	}
 	if (nic->nmcast)
 		total += srn_mcast_poll(nic);
-	srn_timers_run(nic, srn_now_ns());
+	/* One clock read serves the timers, the held-ACK stamp and the
+	 * diagnostic tick: this runs on every empty poll. */
+	uint64_t now = srn_now_ns();
+	srn_timers_run(nic, now);
 	srn_tx_resume(nic);
 	/* An application that polls usually answers what it received with a
 	 * post of its own (a ping-pong).  Holding its plain ACKs until that
@@ -286,12 +289,13 @@ int srn_progress_poll(struct srn_nic *nic, bool from_app)
 		}
 	}
 	if (hold) {
-		nic->acks_held_ns = srn_now_ns();
+		nic->acks_held_ns = now;
 		srn_count(nic->cnt, SRN_CNT_ACKS_HELD, 1);
-	} else
+	} else {
 		srn_ack_flush(nic);
+	}
 	srn_txq_flush(nic);
 	srn_nic_mirror_faults(nic);
-	srn_diag_tick(nic->diag, srn_now_ns());
+	srn_diag_tick(nic->diag, now);
 	return total;
 }
