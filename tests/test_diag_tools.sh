@@ -13,21 +13,9 @@
 # is counted as unreadable, never fatal.  All checks run even after one
 # fails.
 set -u
-: "${SRN_BUILD:?SRN_BUILD must point at the build directory}"
-SOFTRNIC="$SRN_BUILD/bin/softrnic"
+source "$SRN_SRC/tests/lib/diag.sh"
 WRITER="$SRN_BUILD/bin/diag_seg_writer"
-for b in "$SOFTRNIC" "$WRITER"; do
-	[ -x "$b" ] || { echo "FAIL: $b not built"; exit 1; }
-done
-command -v jq >/dev/null || { echo "SKIP: jq not installed"; exit 77; }
-
-bad=0
-fail() { echo "FAIL: $*"; bad=1; }
-ok() { echo "ok: $*"; }
-
-tmp=$(mktemp -d)
-export SOFTRNIC_DIAG_DIR="$tmp/shm"
-mkdir "$SOFTRNIC_DIAG_DIR"
+srn_diag_test_init "$WRITER"
 wpid=
 cleanup() {
 	[ -n "$wpid" ] && kill -9 "$wpid" 2>/dev/null

@@ -11,37 +11,9 @@
 # (srn_diag_obj_add + srn_diag_snap for PD/MR/CQ/QP): without them the
 # checks fail and say so.
 set -u
-: "${SRN_BUILD:?SRN_BUILD must point at the build directory}"
-SOFTRNIC="$SRN_BUILD/bin/softrnic"
-PROG="$SRN_BUILD/bin/diag_leak_prog"
-for b in "$SOFTRNIC" "$PROG"; do
-	[ -x "$b" ] || { echo "FAIL: $b not built"; exit 1; }
-done
-command -v jq >/dev/null || { echo "SKIP: jq not installed"; exit 77; }
-
-bad=0
-fail() { echo "FAIL: $*"; bad=1; }
-ok() { echo "ok: $*"; }
-
-tmp=$(mktemp -d)
-export SOFTRNIC_DIAG_DIR="$tmp/shm"
-mkdir "$SOFTRNIC_DIAG_DIR"
-unset SOFTRNIC_DEVICES SOFTRNIC_CONFIG SOFTRNIC_DIAG SOFTRNIC_LOG
-pid=
-trap '[ -n "$pid" ] && kill -9 "$pid" 2>/dev/null; rm -rf "$tmp"' EXIT
-
-"$PROG" >"$tmp/prog.out" 2>"$tmp/prog.err" &
-pid=$!
-disown "$pid"
-for _ in $(seq 100); do
-	grep -q ready "$tmp/prog.out" 2>/dev/null && break
-	kill -0 "$pid" 2>/dev/null || break
-	sleep 0.1
-done
-grep -q "ready $pid" "$tmp/prog.out" || {
-	echo "FAIL: diag_leak_prog did not start: $(cat "$tmp/prog.err")"
-	exit 1
-}
+source "$SRN_SRC/tests/lib/diag.sh"
+srn_diag_test_init "$SRN_BUILD/bin/diag_leak_prog"
+srn_leak_prog_start
 qpn=$(awk '{ print $4 }' "$tmp/prog.out")
 ls "$SOFTRNIC_DIAG_DIR"/softrnic."$pid".* >/dev/null 2>&1 || {
 	echo "FAIL: no diagnostic segment for pid $pid: the library does not call" \
