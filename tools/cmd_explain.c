@@ -367,16 +367,15 @@ int srn_cmd_explain(int argc, char *argv[])
 	};
 	struct srn_seg_filter f = { 0 };
 	bool has_qp = false, qp_log = false;
-	uint32_t qpn = 0, v;
+	uint32_t qpn = 0;
 	int c;
 
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'p':
-			if (srn_parse_u32(optarg, &v) || !v || v > INT32_MAX)
+			if (srn_parse_pid(optarg, &f.pid))
 				goto bad;
-			f.pid = (int)v;
 			break;
 		case 'd':
 			f.dev = optarg;

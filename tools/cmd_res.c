@@ -369,16 +369,14 @@ int srn_cmd_res(int argc, char *argv[])
 		{ "help", no_argument, NULL, 'h' },      { NULL, 0, NULL, 0 },
 	};
 	struct res_opts op = { .mode = SRN_OUT_TABLE };
-	uint32_t v;
 	int c;
 
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'p':
-			if (srn_parse_u32(optarg, &v) || !v || v > INT32_MAX)
+			if (srn_parse_pid(optarg, &op.filt.pid))
 				goto bad;
-			op.filt.pid = (int)v;
 			break;
 		case 'd':
 			op.filt.dev = optarg;

@@ -320,16 +320,14 @@ int srn_cmd_stat(int argc, char *argv[])
 		{ NULL, 0, NULL, 0 },
 	};
 	struct stat_opts op = { .mode = SRN_OUT_TABLE };
-	uint32_t v;
 	int c;
 
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'p':
-			if (srn_parse_u32(optarg, &v) || !v || v > INT32_MAX)
+			if (srn_parse_pid(optarg, &op.filt.pid))
 				goto bad;
-			op.filt.pid = (int)v;
 			break;
 		case 'd':
 			op.filt.dev = optarg;
@@ -355,11 +353,13 @@ int srn_cmd_stat(int argc, char *argv[])
 			op.watch_ms = (long)(secs * 1000);
 			break;
 		}
-		case 'n':
+		case 'n': {
+			uint32_t v;
 			if (srn_parse_u32(optarg, &v) || !v)
 				goto bad;
 			op.count = (long)v;
 			break;
+		}
 		case 'j':
 			op.mode = SRN_OUT_JSON;
 			break;

@@ -417,6 +417,15 @@ int srn_parse_u32(const char *s, uint32_t *out)
 	return 0;
 }
 
+int srn_parse_pid(const char *s, int *out)
+{
+	uint32_t v;
+	if (srn_parse_u32(s, &v) || !v || v > INT32_MAX)
+		return -1;
+	*out = (int)v;
+	return 0;
+}
+
 /* ---- output ------------------------------------------------------------ */
 
 void srn_out_init(struct srn_out *o, FILE *f, enum srn_out_mode mode)

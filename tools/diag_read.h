@@ -89,6 +89,8 @@ void srn_gid_addr_str(const uint8_t gid[16], char *buf, size_t len);
 void srn_time_str(uint64_t realtime_ns, char *buf, size_t len);   /* "12:34:56.789" */
 /* Parse a QPN / pid / count: decimal or 0x-hex, whole string.  0 or -1. */
 int srn_parse_u32(const char *s, uint32_t *out);
+/* A process ID for --pid: 1 .. INT32_MAX.  0 on success, -1 otherwise. */
+int srn_parse_pid(const char *s, int *out);
 
 /* ---- output: one call per field, three formats ------------------------- */
 
