@@ -17,7 +17,8 @@
 #include <time.h>
 #include <infiniband/verbs.h>
 
-#define CHECK(c) do { if (!(c)) { fprintf(stderr, "%s:%d: CHECK(%s) failed\n", __FILE__, __LINE__, #c); exit(1); } } while (0)
+#include "rc_test_conn.h"
+
 #define BUF (1 << 20)
 
 static struct ibv_context *ctx;
@@ -47,32 +48,12 @@ static uint8_t conn_timeout = 14, conn_retry = 7, conn_rnr_retry = 7, conn_min_r
 
 static void connect_qp(struct ibv_qp *qp, uint32_t dest, uint32_t psn, enum ibv_mtu mtu)
 {
-	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
-				 .qp_access_flags = conn_access };
-	CHECK(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-			    IBV_QP_ACCESS_FLAGS) == 0);
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = mtu;
-	a.dest_qp_num = dest;
-	a.rq_psn = psn;
-	a.max_dest_rd_atomic = 4;
-	a.min_rnr_timer = conn_min_rnr;
-	a.ah_attr.is_global = 1;
-	a.ah_attr.grh.dgid = gid;
-	a.ah_attr.grh.hop_limit = 1;
-	a.ah_attr.port_num = 1;
-	CHECK(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-			    IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER) == 0);
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.sq_psn = psn;
-	a.timeout = conn_timeout;
-	a.retry_cnt = conn_retry;
-	a.rnr_retry = conn_rnr_retry;
-	a.max_rd_atomic = 4;
-	CHECK(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-			    IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC) == 0);
+	struct srn_tc_qp_opts o = {
+		.mtu = mtu, .timeout = conn_timeout, .retry_cnt = conn_retry,
+		.rnr_retry = conn_rnr_retry, .min_rnr_timer = conn_min_rnr, .rd_atomic = 4,
+		.access = conn_access,
+	};
+	srn_tc_connect(qp, &gid, dest, psn, psn, &o);
 }
 
 static void setup(enum ibv_mtu mtu, uint32_t psn)

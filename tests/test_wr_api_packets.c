@@ -42,8 +42,8 @@
 #include <infiniband/verbs.h>
 
 #include "lib/pcap_read.h"
+#include "rc_test_conn.h"
 
-#define CHECK(c) do { if (!(c)) { fprintf(stderr, "%s:%d: CHECK(%s) failed\n", __FILE__, __LINE__, #c); exit(1); } } while (0)
 
 #define MTU_ENUM IBV_MTU_1024
 #define MTU 1024u
@@ -178,33 +178,12 @@ static struct ibv_qp *make_qp(bool ex, struct ibv_qp_ex **x)
 
 static void connect_qp(struct ibv_qp *qp, uint32_t dest)
 {
-	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
-				 .qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-						    IBV_ACCESS_REMOTE_ATOMIC };
-	CHECK(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-			    IBV_QP_ACCESS_FLAGS) == 0);
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = MTU_ENUM;
-	a.dest_qp_num = dest;
-	a.rq_psn = PSN;
-	a.max_dest_rd_atomic = 4;
-	a.min_rnr_timer = 12;
-	a.ah_attr.is_global = 1;
-	a.ah_attr.grh.dgid = gid;
-	a.ah_attr.grh.hop_limit = 1;
-	a.ah_attr.port_num = 1;
-	CHECK(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-			    IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER) == 0);
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.sq_psn = PSN;
-	a.timeout = 20;
-	a.retry_cnt = 7;
-	a.rnr_retry = 7;
-	a.max_rd_atomic = 4;
-	CHECK(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-			    IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC) == 0);
+	struct srn_tc_qp_opts o = srn_tc_default_opts();
+	o.mtu = MTU_ENUM;
+	o.timeout = 20;
+	o.min_rnr_timer = 12;
+	o.rd_atomic = 4;
+	srn_tc_connect(qp, &gid, dest, PSN, PSN, &o);
 }
 
 static void fill(uint8_t *p, uint32_t len, uint32_t seed)
