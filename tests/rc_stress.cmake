@@ -12,7 +12,10 @@ endforeach()
 # srn_rc_test(name prog args...): register one run of a two-process test.
 function(srn_rc_test name prog)
   add_test(NAME ${name} COMMAND ${prog} ${ARGN})
-  set_tests_properties(${name} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 240)
+  # On failure the test prints each QP's event log through the tool,
+  # the error explanations (SOFTRNIC_LOG=warn) and the device counters.
+  set_tests_properties(${name} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 240
+    ENVIRONMENT "SRN_SOFTRNIC_TOOL=$<TARGET_FILE:softrnic-tool>;SOFTRNIC_LOG=warn;SOFTRNIC_STATS=1")
 endfunction()
 
 # Fast tier: 20 000 mixed operations under the default faults

@@ -722,6 +722,20 @@ static void die(void)
 			ibv_event_type_str(ev.event_type));
 		ibv_ack_async_event(&ev);
 	}
+	/* Each QP's event log (NAKs, go-back-N bursts, timeouts), read by
+	 * the diagnostic tool the way a user would (CTest names it). */
+	const char *tool = getenv("SRN_SOFTRNIC_TOOL");
+	for (int i = 0; tool && i < NQP; i++) {
+		if (!q[i].qp)
+			continue;
+		char cmd[512];
+		snprintf(cmd, sizeof(cmd), "'%s' explain --qp-log %u --pid %d 2>&1 | tail -n 25 | "
+			 "sed 's/^/[%s]     /' >&2", tool, q[i].qp->qp_num, (int)getpid(),
+			 srn_tc_role);
+		fprintf(stderr, "[%s]   qp %d event log (last 25):\n", srn_tc_role, i);
+		if (system(cmd) != 0)
+			fprintf(stderr, "[%s]   (could not run %s)\n", srn_tc_role, tool);
+	}
 	/* Tear down so SOFTRNIC_STATS=1 prints the device counters. */
 	for (int i = 0; i < NQP; i++)
 		if (q[i].qp)

@@ -107,7 +107,7 @@ static void implied_nak(struct srn_qp *qp)
 	if (qp->rewound && qp->rewound_psn == qp->req_una)
 		return;
 	srn_count(qp->nic->cnt, SRN_CNT_IMPLIED_NAK, 1);
-	srn_req_retry(qp, qp->req_una, IBV_WC_RETRY_EXC_ERR);
+	srn_req_retry(qp, qp->req_una, "implied NAK");
 }
 
 static void fail_at(struct srn_qp *qp, uint32_t psn, enum ibv_wc_status st)
@@ -189,7 +189,7 @@ static void on_ack(struct srn_qp *qp, const struct srn_pkt *p)
 		}
 		if (qp->rewound && qp->rewound_psn == p->psn)
 			return;     /* already going back there */
-		srn_req_retry(qp, p->psn, IBV_WC_RETRY_EXC_ERR);
+		srn_req_retry(qp, p->psn, "NAK sequence error");
 		return;
 	case SRN_AETH_NAK_REM_ACCESS:
 		srn_diag_qp_count(qp->diag, SRN_QPC_REMOTE_NAKS, 1);

@@ -355,7 +355,7 @@ void srn_req_rewind(struct srn_qp *qp, uint32_t psn)
 	srn_req_push(qp);
 }
 
-void srn_req_retry(struct srn_qp *qp, uint32_t psn, enum ibv_wc_status status)
+void srn_req_retry(struct srn_qp *qp, uint32_t psn, const char *cause)
 {
 	/* IBTA: retry_cnt counts retries after a timeout or sequence NAK;
 	 * unlike rxe, 7 is not infinite (docs/DESIGN.md). */
@@ -363,8 +363,9 @@ void srn_req_retry(struct srn_qp *qp, uint32_t psn, enum ibv_wc_status status)
 		char last[96];
 		srn_diag_last_peer_str(qp->diag, last, sizeof(last));
 		srn_qp_why(qp, "%u retries spent (retry_cnt %u, local ACK timeout %.1f ms) resending "
-			   "from PSN 0x%06x; last from peer: %s", qp->attr.retry_cnt, qp->attr.retry_cnt,
-			   qp->attr.timeout ? (4096ull << qp->attr.timeout) / 1e6 : 0.0, psn, last);
+			   "from PSN 0x%06x, the last after %s; last from peer: %s", qp->attr.retry_cnt,
+			   qp->attr.retry_cnt, qp->attr.timeout ? (4096ull << qp->attr.timeout) / 1e6 : 0.0,
+			   psn, cause, last);
 		srn_count(qp->nic->cnt, SRN_CNT_RETRY_EXCEEDED, 1);
 		srn_count(qp->nic->cnt, SRN_CNT_SEND_ERR, 1);
 		if (qp->sq_tail != qp->sq_head) {
@@ -372,14 +373,14 @@ void srn_req_retry(struct srn_qp *qp, uint32_t psn, enum ibv_wc_status status)
 				qp->sq_cur++;
 				qp->sq_cur_started = false;
 			}
-			srn_complete_send(qp, status);
+			srn_complete_send(qp, IBV_WC_RETRY_EXC_ERR);
 		}
 		srn_timer_stop(qp);
 		srn_qp_fail(qp, SRN_NO_EVENT);
 		return;
 	}
 	qp->retry_left--;
-	srn_diag_log(qp->diag, SRN_LOG_INFO, "go-back-N from PSN 0x%06x (%u packets), %u retries left",
-		     psn, srn_psn_diff(qp->req_psn, psn), qp->retry_left);
+	srn_diag_log(qp->diag, SRN_LOG_INFO, "%s: go-back-N from PSN 0x%06x (%u packets), "
+		     "%u retries left", cause, psn, srn_psn_diff(qp->req_psn, psn), qp->retry_left);
 	srn_req_rewind(qp, psn);
 }

@@ -13,13 +13,14 @@ struct srn_qp;
  * holding it restarts at that packet; a partly answered READ is asked
  * again for the remainder only. */
 void srn_req_rewind(struct srn_qp *qp, uint32_t psn);
-/* A retry the retry count pays for (timeout, NAK-sequence, implied NAK):
+/* A retry the retry count pays for (timeout, NAK-sequence, implied NAK;
+ * `cause` names which, for the QP's event log and the explanation):
  * rewind, or when the count is spent complete the oldest WQE with
- * `status` and fail the QP. */
+ * RETRY_EXC_ERR and fail the QP. */
 /* Give a newly posted WQE its PSNs (one per packet; a READ one per
  * response packet; binds/invalidates none).  Must hold nic->lock. */
 struct srn_swqe;
 void srn_req_number(struct srn_qp *qp, struct srn_swqe *w);
-void srn_req_retry(struct srn_qp *qp, uint32_t psn, enum ibv_wc_status status);
+void srn_req_retry(struct srn_qp *qp, uint32_t psn, const char *cause);
 
 #endif

@@ -85,7 +85,7 @@ static void expire(struct srn_qp *qp, uint64_t now)
 	if (qp->ack_deadline && now >= qp->ack_deadline) {
 		qp->ack_deadline = 0;
 		srn_qp_count(qp, SRN_CNT_LOCAL_ACK_TIMEOUT, SRN_QPC_LOCAL_ACK_TIMEOUT, 1);
-		srn_req_retry(qp, qp->req_una, IBV_WC_RETRY_EXC_ERR);
+		srn_req_retry(qp, qp->req_una, "ACK timeout");
 	}
 }
 
