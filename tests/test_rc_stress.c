@@ -44,6 +44,7 @@
  * bytes (and the go-back-N cost of losing them) grow slower than the op
  * count: about 2 KB per op.
  */
+#define _GNU_SOURCE     /* memmem */
 #include <errno.h>
 #include <poll.h>
 #include <string.h>
@@ -244,7 +245,6 @@ static void gen_stream(struct stream *st, int dir, int qi, uint32_t nops)
 		case K_READ_W:
 			o->len = (uint32_t)(splitmix(&s) % (SMALL + 1));
 			o->src = (uint32_t)(splitmix(&s) % (WR_SIZE - o->len + 1));
-			read_w_unfenced = 1;
 			break;
 		case K_FAA:
 			o->len = 8;
@@ -264,8 +264,13 @@ static void gen_stream(struct stream *st, int dir, int qi, uint32_t nops)
 		}
 		if (splitmix(&s) % 100 == 0)
 			o->fence = 1;
+		/* A fenced op starts only after earlier Reads completed, so
+		 * Writes after it are safe; a Read_W's own fence orders it
+		 * after earlier Reads and protects nothing that follows. */
 		if (o->fence)
 			read_w_unfenced = 0;
+		if (o->kind == K_READ_W)
+			read_w_unfenced = 1;
 		/* A large Read must complete on its own: the next one waits for
 		 * it (one landing area per QP), maybe with nothing posted after. */
 		o->sig = (splitmix(&s) & 1) || k % 16 == 15 || k == nops - 1 ||
@@ -430,6 +435,41 @@ static void report_diff(const uint8_t *got, const uint8_t *want, uint32_t len)
 		}
 	fprintf(stderr, "[%s] %u of %u bytes differ, first at %u, last at %u\n", srn_tc_role, n,
 		len, first, last);
+	if (n == 0)
+		return;
+	char g[3 * 16 + 1] = "", w[3 * 16 + 1] = "";
+	for (uint32_t i = first; i < len && i < first + 16; i++) {
+		snprintf(g + 3 * (i - first), 4, " %02x", got[i]);
+		snprintf(w + 3 * (i - first), 4, " %02x", want[i]);
+	}
+	fprintf(stderr, "[%s]   got  %s\n[%s]   want %s\n", srn_tc_role, g, srn_tc_role, w);
+}
+
+/* Where did wrong read data come from?  Look for its first bytes in the
+ * pattern and in this QP's write-region model (and say if the landing
+ * area was never written: still the 0xa5 it was filled with). */
+static void report_origin(const struct qstate *s, const uint8_t *got, uint32_t len)
+{
+	uint32_t k = len < 32 ? len : 32, fill = 0;
+	for (uint32_t i = 0; i < len; i++)
+		fill += got[i] == 0xa5;
+	if (fill == len) {
+		fprintf(stderr, "[%s]   landing area untouched (all 0xa5)\n", srn_tc_role);
+		return;
+	}
+	if (k < 8)
+		return;
+	const uint8_t *hit = memmem(P, P_SIZE, got, k);
+	if (hit)
+		fprintf(stderr, "[%s]   data matches the pattern at offset %ld\n", srn_tc_role,
+			(long)(hit - P));
+	hit = memmem(s->model, WR_SIZE, got, k);
+	if (hit)
+		fprintf(stderr, "[%s]   data matches the write-region model at offset %ld\n",
+			srn_tc_role, (long)(hit - s->model));
+	if (!memmem(P, P_SIZE, got, k) && !hit)
+		fprintf(stderr, "[%s]   data found neither in the pattern nor in the model\n",
+			srn_tc_role);
 }
 
 static int is_large_read(const struct op *o)
@@ -574,12 +614,17 @@ static void verify_done(int qi, uint32_t k)
 	case K_READ_P:
 		if (memcmp(read_landing(s, k, o), P + o->src, o->len)) {
 			report_diff(read_landing(s, k, o), P + o->src, o->len);
+			report_origin(s, read_landing(s, k, o), o->len);
+			fprintf(stderr, "[%s]   read was of pattern offset %u\n", srn_tc_role, o->src);
 			fail_op(qi, k, o, "read data differs from the pattern");
 		}
 		break;
 	case K_READ_W:
 		if (memcmp(read_landing(s, k, o), s->expect + slot * SMALL, o->len)) {
 			report_diff(read_landing(s, k, o), s->expect + slot * SMALL, o->len);
+			report_origin(s, read_landing(s, k, o), o->len);
+			fprintf(stderr, "[%s]   read was of write-region offset %u\n", srn_tc_role,
+				o->src);
 			fail_op(qi, k, o, "read data differs from what was written before it");
 		}
 		break;
