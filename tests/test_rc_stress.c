@@ -134,6 +134,7 @@ static struct cfg cfg;
 static uint8_t *P;                 /* pattern, identical in both processes */
 static struct qstate q[NQP];
 static struct info me, peer;
+static pid_t peer_pid;                 /* the other process of the test */
 static struct ibv_mr *rmr, *lmr;
 static uint8_t *rmem, *lmem;
 static uint64_t *atom;             /* [0] FAA counter, [1 + qi] CAS word of QP qi */
@@ -768,19 +769,24 @@ static void die(void)
 		ibv_ack_async_event(&ev);
 	}
 	/* Each QP's event log (NAKs, go-back-N bursts, timeouts), read by
-	 * the diagnostic tool the way a user would (CTest names it). */
+	 * the diagnostic tool the way a user would (CTest names it).
+	 * The peer's too, read from outside while it still runs: it may be
+	 * the side that went wrong, and a killed child prints nothing. */
 	const char *tool = getenv("SRN_SOFTRNIC_TOOL");
-	for (int i = 0; tool && i < NQP; i++) {
-		if (!q[i].qp)
-			continue;
-		char cmd[512];
-		snprintf(cmd, sizeof(cmd), "'%s' explain --qp-log %u --pid %d 2>&1 | tail -n 25 | "
-			 "sed 's/^/[%s]     /' >&2", tool, q[i].qp->qp_num, (int)getpid(),
-			 srn_tc_role);
-		fprintf(stderr, "[%s]   qp %d event log (last 25):\n", srn_tc_role, i);
-		if (system(cmd) != 0)
-			fprintf(stderr, "[%s]   (could not run %s)\n", srn_tc_role, tool);
-	}
+	for (int side = 0; tool && side < 2; side++)
+		for (int i = 0; i < NQP; i++) {
+			uint32_t qpn = side ? peer.qpn[i] : q[i].qp ? q[i].qp->qp_num : 0;
+			int pid = side ? (int)peer_pid : (int)getpid();
+			if (!qpn || pid <= 0)
+				continue;
+			char cmd[512];
+			snprintf(cmd, sizeof(cmd), "'%s' explain --qp-log %u --pid %d 2>&1 | "
+				 "tail -n 25 | sed 's/^/[%s]     /' >&2", tool, qpn, pid, srn_tc_role);
+			fprintf(stderr, "[%s]   %s qp %d event log (last 25):\n", srn_tc_role,
+				side ? "peer's" : "own", i);
+			if (system(cmd) != 0)
+				fprintf(stderr, "[%s]   (could not run %s)\n", srn_tc_role, tool);
+		}
 	/* Tear down so SOFTRNIC_STATS=1 prints the device counters. */
 	for (int i = 0; i < NQP; i++)
 		if (q[i].qp)
@@ -1037,6 +1043,7 @@ int main(int argc, char **argv)
 
 	int fd;
 	pid_t pid = srn_tc_fork(&fd);
+	peer_pid = pid ? pid : getppid();
 	if (pid == 0)
 		exit(run_side(1, fd));
 	int rc = run_side(0, fd);

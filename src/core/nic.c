@@ -66,6 +66,13 @@ int srn_nic_create(struct srn_device *dev, struct srn_nic **out, char *err, size
 			nic->gro = NULL;
 		}
 	}
+	/* Same-host rings bypass the link's hooks, so a fault injector or
+	 * a trace keeps every packet on the socket where they act. */
+	const char *shm_env = getenv("SOFTRNIC_SHM");
+	bool shm_on = !nic->udp.hooked && !(shm_env && !strcmp(shm_env, "0"));
+	if (srn_shm_open(&nic->shm, (const struct sockaddr *)&nic->udp.local, nic->udp.local_len,
+			 shm_on))
+		nic->shm.in = NULL;     /* sends may still use peers' inboxes */
 	srn_sockaddr_to_gid((const struct sockaddr *)&nic->cfg.addr, nic->gid);
 	nic->ib_mtu = srn_link_ib_mtu(nic->cfg.link_mtu);
 	nic->diag = srn_diag_create(nic->cfg.name, nic->gid, err, errlen);
@@ -87,6 +94,7 @@ int srn_nic_create(struct srn_device *dev, struct srn_nic **out, char *err, size
 	*out = nic;
 	return 0;
 fail:
+	srn_shm_close(&nic->shm);
 	srn_diag_close(nic->diag);
 	free(nic->txq);
 	srn_rx_batch_free(&nic->rx);
@@ -106,6 +114,7 @@ void srn_nic_destroy(struct srn_nic *nic)
 	srn_txq_flush(nic);
 	pthread_mutex_unlock(&nic->lock);
 	srn_mcast_fini(nic);
+	srn_shm_close(&nic->shm);
 	srn_nic_mirror_faults(nic);
 	stats_at_exit(nic);
 	srn_diag_close(nic->diag);
@@ -130,13 +139,14 @@ void srn_nic_exit_flush(struct srn_nic *nic)
 		srn_txq_flush(nic);
 		pthread_mutex_unlock(&nic->lock);
 	}
+	srn_shm_exit(&nic->shm);
 	srn_nic_mirror_faults(nic);
 	stats_at_exit(nic);
 }
 
 void srn_nic_unlock(struct srn_nic *nic)
 {
-	if (nic->txq->n) {
+	if (nic->txq->n || nic->shm.ndirty) {
 		/* ACKs held by the last poll leave with these packets. */
 		if (nic->ack_list)
 			srn_ack_flush(nic);

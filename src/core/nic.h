@@ -24,6 +24,7 @@
 #include "diag/shm.h"
 #include "diag/snap.h"
 #include "link/config.h"
+#include "link/shm.h"
 #include "link/udp.h"
 #include "wire/icrc.h"
 
@@ -51,6 +52,16 @@ struct srn_nic {
 	bool gso_ok;                   /* send runs with UDP GSO */
 	struct srn_gro_batch *gro;     /* receive with UDP GRO (NULL: plain recvmmsg) */
 	uint16_t rx_id_next;           /* IPv4 ID the next packet probably has (GSO) */
+	/* Same-host peers: shared-memory rings instead of the socket
+	 * (link/shm.h).  While they carry traffic, an application's poll
+	 * asks the socket only every SRN_UDP_POLL_GAP_NS (progress.c). */
+	struct srn_shm shm;
+	uint64_t shm_rx_ns;            /* when a ring last delivered */
+	uint64_t udp_polled_ns;        /* when the socket was last asked */
+	/* Transmission waits for room in a ring (tx_list not empty after a
+	 * poll): nothing will wake the progress thread for it, so it looks
+	 * again after SRN_TX_RETRY_NS. */
+	_Atomic bool tx_waiting;
 
 	/* QP numbers: slot in the low bits, a generation above it, so a
 	 * number is not reused soon after a QP is destroyed. */

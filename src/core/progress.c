@@ -34,6 +34,13 @@
 #define SRN_BG_RECHECK_NS 1000000ull   /* sleep at least this while it polls */
 #define SRN_RX_BATCHES_PER_POLL 8      /* bound the work of one call */
 #define SRN_ACK_HOLD_MAX_NS 20000ull   /* an application still polling sends held ACKs by then */
+#define SRN_SHM_POLL_MAX 256           /* ring packets per poll */
+/* While same-host rings carry the traffic, an application's poll asks
+ * the socket (a system call that usually finds nothing) at most this
+ * often; SRN_SHM_QUIET_NS after the rings went quiet, every time again. */
+#define SRN_UDP_POLL_GAP_NS 50000ull
+#define SRN_SHM_QUIET_NS 1000000ull
+#define SRN_TX_RETRY_NS 50000ull       /* a deferred transmit is tried again */
 
 static void drain_kick(struct srn_nic *nic)
 {
@@ -88,6 +95,20 @@ static void *progress_main(void *arg)
 		uint64_t fdl = srn_udp_fault_next_ns(&nic->udp);
 		if (fdl && (!dl || fdl < dl))
 			dl = fdl;
+		if (atomic_load_explicit(&nic->tx_waiting, memory_order_relaxed)) {
+			uint64_t t = srn_now_ns() + SRN_TX_RETRY_NS;
+			if (!dl || t < dl)
+				dl = t;
+		}
+		/* Same-host senders ring the socket while this is raised. */
+		if (!srn_shm_sleep_begin(&nic->shm)) {
+			atomic_store(&nic->bg_deep_sleep, false);
+			pthread_mutex_lock(&nic->lock);
+			srn_count(nic->cnt, SRN_CNT_BG_WAKEUPS, 1);
+			srn_progress_poll(nic, false);
+			srn_nic_unlock(nic);
+			continue;
+		}
 		struct timespec ts, *tsp = NULL;
 		if (dl) {
 			uint64_t now = srn_now_ns();
@@ -97,6 +118,7 @@ static void *progress_main(void *arg)
 			tsp = &ts;
 		}
 		int n = epoll_pwait2(nic->ep_all, ev, 4, tsp, NULL);
+		srn_shm_sleep_end(&nic->shm);
 		atomic_store(&nic->bg_deep_sleep, false);
 		if (n < 0 && errno != EINTR)
 			break;
@@ -226,12 +248,42 @@ static bool acks_all_plain(const struct srn_nic *nic)
 	return true;
 }
 
+static void shm_deliver(void *ctx, const uint8_t *data, uint32_t len, const struct sockaddr *src)
+{
+	srn_rx_packet_local(ctx, data, len, src);
+}
+
+/* Ask the socket this time?  Always, unless same-host rings carried
+ * traffic lately and an application polls (the progress thread's
+ * epoll watches the socket whenever it runs). */
+static bool udp_due(struct srn_nic *nic, bool from_app, uint64_t now)
+{
+	if (!from_app || now - nic->shm_rx_ns >= SRN_SHM_QUIET_NS ||
+	    now - nic->udp_polled_ns >= SRN_UDP_POLL_GAP_NS) {
+		nic->udp_polled_ns = now;
+		return true;
+	}
+	return false;
+}
+
 int srn_progress_poll(struct srn_nic *nic, bool from_app)
 {
 	int total = 0;
+	/* One clock read serves the socket pacing, the timers, the held-ACK
+	 * stamp and the diagnostic tick: this runs on every empty poll. */
+	uint64_t now = srn_now_ns();
 	/* ACKs owed from the previous call (or batch) go first. */
 	srn_ack_flush(nic);
-	for (int b = 0; b < SRN_RX_BATCHES_PER_POLL && nic->gro; b++) {
+	if (nic->shm.in) {
+		int n = srn_shm_poll(&nic->shm, SRN_SHM_POLL_MAX, shm_deliver, nic);
+		if (n) {
+			nic->shm_rx_ns = now;
+			srn_ack_flush(nic);
+			total += n;
+		}
+	}
+	bool udp = udp_due(nic, from_app, now);
+	for (int b = 0; b < SRN_RX_BATCHES_PER_POLL && udp && nic->gro; b++) {
 		int n = srn_udp_recv_gro(&nic->udp, nic->gro);
 		if (n <= 0)
 			break;
@@ -247,7 +299,7 @@ int srn_progress_poll(struct srn_nic *nic, bool from_app)
 		if (nic->gro->datagrams < SRN_GRO_MSGS)
 			break;
 	}
-	for (int b = 0; b < SRN_RX_BATCHES_PER_POLL && !nic->gro; b++) {
+	for (int b = 0; b < SRN_RX_BATCHES_PER_POLL && udp && !nic->gro; b++) {
 		int trunc = 0;
 		int n = srn_udp_recv_batch(&nic->udp, &nic->rx, &trunc);
 		if (trunc)
@@ -265,9 +317,6 @@ int srn_progress_poll(struct srn_nic *nic, bool from_app)
 	}
 	if (nic->nmcast)
 		total += srn_mcast_poll(nic);
-	/* One clock read serves the timers, the held-ACK stamp and the
-	 * diagnostic tick: this runs on every empty poll. */
-	uint64_t now = srn_now_ns();
 	srn_timers_run(nic, now);
 	srn_tx_resume(nic);
 	/* An application that polls usually answers what it received with a
@@ -295,6 +344,7 @@ int srn_progress_poll(struct srn_nic *nic, bool from_app)
 		srn_ack_flush(nic);
 	}
 	srn_txq_flush(nic);
+	atomic_store_explicit(&nic->tx_waiting, nic->tx_list != NULL, memory_order_relaxed);
 	srn_nic_mirror_faults(nic);
 	srn_diag_tick(nic->diag, now);
 	return total;

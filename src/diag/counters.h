@@ -54,6 +54,10 @@ enum srn_counter {
 	SRN_CNT_BG_WAKEUPS,         /* progress thread woke to do work */
 	SRN_CNT_APP_PROGRESS,       /* progress driven by an application call */
 	SRN_CNT_ACKS_HELD,          /* ACK rounds held for the application's next post */
+	SRN_CNT_SHM_SENT_PKTS,      /* packets sent through a same-host ring (also in sent_pkts) */
+	SRN_CNT_SHM_RCVD_PKTS,      /* packets received from a same-host ring (also in rcvd_pkts) */
+	SRN_CNT_SHM_RING_FULL,      /* a same-host ring had no room: transmit deferred */
+	SRN_CNT_SHM_DOORBELLS,      /* empty datagrams sent to wake a sleeping receiver */
 	/* Names mlx5 uses for error completions by cause (`rdma statistic`). */
 	SRN_CNT_REQ_REMOTE_ACCESS_ERR,   /* req_remote_access_errors: NAK remote access received */
 	SRN_CNT_REQ_REMOTE_INVALID_REQ,  /* req_remote_invalid_request: NAK invalid request received */

@@ -96,16 +96,21 @@ static uint8_t transport_of_qp(const struct srn_qp *qp)
 	return srn_qp_transport(qp);
 }
 
-/* Parse and check the ICRC: false (counted) if the packet is dropped. */
+/* Parse and check the ICRC: false (counted) if the packet is dropped.
+ * local: it came through a same-host ring, which carries no ICRC. */
 static bool at_the_door(struct srn_nic *nic, const uint8_t *data, uint32_t len,
 			const struct sockaddr *src, const struct sockaddr_storage *local,
-			struct srn_pkt *p, uint16_t id_hint)
+			struct srn_pkt *p, uint16_t id_hint, bool from_ring)
 {
 	srn_count(nic->cnt, SRN_CNT_RCVD_PKTS, 1);
 	srn_count(nic->cnt, SRN_CNT_RCVD_BYTES, len);
 	if (srn_pkt_parse(data, len, p)) {
 		srn_count(nic->cnt, SRN_CNT_MALFORMED, 1);
 		return false;
+	}
+	if (from_ring) {
+		srn_count(nic->cnt, SRN_CNT_SHM_RCVD_PKTS, 1);
+		return true;
 	}
 	if (!icrc_ok(nic, data, len, src, local, p->icrc, id_hint)) {
 		srn_count(nic->cnt, SRN_CNT_BAD_ICRC, 1);
@@ -118,7 +123,7 @@ void srn_rx_mcast_packet(struct srn_nic *nic, const struct srn_mcast_group *g,
 			 const uint8_t *data, uint32_t len, const struct sockaddr *src)
 {
 	struct srn_pkt p;
-	if (!at_the_door(nic, data, len, src, &g->sock.local, &p, 0))
+	if (!at_the_door(nic, data, len, src, &g->sock.local, &p, 0, false))
 		return;
 	/* Only UD SENDs to the multicast QPN travel to a group (IBTA 10.5). */
 	if (srn_opcode_transport(p.opcode) != SRN_TRANSPORT_UD || p.dqpn != SRN_QPN_MULTICAST) {
@@ -134,12 +139,12 @@ void srn_rx_mcast_packet(struct srn_nic *nic, const struct srn_mcast_group *g,
 	}
 }
 
-void srn_rx_packet(struct srn_nic *nic, const uint8_t *data, uint32_t len,
-		   const struct sockaddr *src, uint16_t id_hint)
+static void rx_packet(struct srn_nic *nic, const uint8_t *data, uint32_t len,
+		      const struct sockaddr *src, uint16_t id_hint, bool from_ring)
 {
 	struct srn_pkt p;
 
-	if (!at_the_door(nic, data, len, src, &nic->udp.local, &p, id_hint))
+	if (!at_the_door(nic, data, len, src, &nic->udp.local, &p, id_hint, from_ring))
 		return;
 	if (srn_opcode_transport(p.opcode) == SRN_TRANSPORT_CC)
 		return;         /* CNP: congestion control is not implemented yet */
@@ -174,4 +179,18 @@ void srn_rx_packet(struct srn_nic *nic, const uint8_t *data, uint32_t len,
 		srn_resp_packet(qp, &p, src);
 	else
 		srn_comp_packet(qp, &p);
+}
+
+void srn_rx_packet(struct srn_nic *nic, const uint8_t *data, uint32_t len,
+		   const struct sockaddr *src, uint16_t id_hint)
+{
+	if (len == 0)
+		return;         /* a same-host peer's doorbell (link/shm.h) */
+	rx_packet(nic, data, len, src, id_hint, false);
+}
+
+void srn_rx_packet_local(struct srn_nic *nic, const uint8_t *data, uint32_t len,
+			 const struct sockaddr *src)
+{
+	rx_packet(nic, data, len, src, 0, true);
 }

@@ -20,6 +20,9 @@ struct srn_qp;
  * GRO-coalesced datagram, which is its index in the sender's GSO send). */
 void srn_rx_packet(struct srn_nic *nic, const uint8_t *data, uint32_t len,
 		   const struct sockaddr *src, uint16_t id_hint);
+/* A packet from a same-host ring (link/shm.h): no ICRC to check. */
+void srn_rx_packet_local(struct srn_nic *nic, const uint8_t *data, uint32_t len,
+			 const struct sockaddr *src);
 /* A datagram that arrived on a multicast group's socket. */
 struct srn_mcast_group;
 void srn_rx_mcast_packet(struct srn_nic *nic, const struct srn_mcast_group *g,

@@ -8,6 +8,11 @@
  * does: link/udp.h), so segment k's ICRC is computed with ID k; receivers
  * that assume ID 0 find k by trying the next ID first (rx.c) or solving.
  * Everything else leaves through sendmmsg.
+ *
+ * Packets to a same-host peer with an inbox (link/shm.h) do not wait
+ * here: they are copied into its ring at once, while the payload's
+ * memory region is certainly registered, and published when the burst
+ * ends.  A full ring refuses the packet (-EAGAIN) and its sender defers.
  */
 #include "transport/txq.h"
 
@@ -19,6 +24,33 @@
 #include "link/udp.h"
 #include "wire/opcode.h"
 
+/* Into a same-host ring: no ICRC (its 4 bytes are there, zero). */
+static int shm_add(struct srn_nic *nic, struct srn_shm_peer *sp, const uint8_t *hdr, int hl,
+		   const struct iovec *pay, int npay, uint32_t paylen)
+{
+	static const uint8_t zeros[3 + SRN_ICRC_LEN];
+	struct iovec v[SRN_MAX_SGE + 2];
+	int n = 0;
+	v[n++] = (struct iovec){ (void *)hdr, (size_t)hl };
+	for (int i = 0; i < npay; i++)
+		if (pay[i].iov_len)
+			v[n++] = pay[i];
+	uint32_t tail = srn_pad_of(paylen) + SRN_ICRC_LEN;
+	v[n++] = (struct iovec){ (void *)zeros, tail };
+	uint32_t len = (uint32_t)hl + paylen + tail;
+	int r = srn_shm_put(&nic->shm, sp, v, n, len);
+	if (r == -EAGAIN) {
+		srn_count(nic->cnt, SRN_CNT_SHM_RING_FULL, 1);
+		return r;
+	}
+	if (r)
+		return r;
+	srn_count(nic->cnt, SRN_CNT_SENT_PKTS, 1);
+	srn_count(nic->cnt, SRN_CNT_SENT_BYTES, len);
+	srn_count(nic->cnt, SRN_CNT_SHM_SENT_PKTS, 1);
+	return 0;
+}
+
 int srn_txq_add(struct srn_nic *nic, const struct sockaddr *dst, socklen_t dstlen,
 		const struct srn_ip_meta *meta, const uint8_t *hdr, int hl,
 		const struct iovec *pay, int npay, uint32_t paylen)
@@ -26,6 +58,11 @@ int srn_txq_add(struct srn_nic *nic, const struct sockaddr *dst, socklen_t dstle
 	struct srn_txq *q = nic->txq;
 	if (npay > SRN_MAX_SGE || hl > SRN_MAX_HDR_LEN)
 		return -EINVAL;
+	if (nic->shm.enabled) {
+		struct srn_shm_peer *sp = srn_shm_route(&nic->shm, dst, dstlen);
+		if (sp)
+			return shm_add(nic, sp, hdr, hl, pay, npay, paylen);
+	}
 	if (q->n == SRN_TXQ_PKTS || q->niov + npay + 2 > SRN_TXQ_IOVS)
 		srn_txq_flush(nic);
 	struct srn_txq_pkt *k = &q->pkt[q->n++];
@@ -63,6 +100,17 @@ static void seal(struct srn_txq *q, struct srn_txq_pkt *k, uint16_t id)
 static bool same_dst(const struct srn_txq_pkt *a, const struct srn_txq_pkt *b)
 {
 	return a->dstlen == b->dstlen && memcmp(a->dst, b->dst, a->dstlen) == 0;
+}
+
+/* A same-host receiver is about to sleep in epoll on its socket: an
+ * empty datagram wakes it (its receive path ignores it). */
+static void doorbell(void *ctx, const struct sockaddr *dst, socklen_t len)
+{
+	struct srn_nic *nic = ctx;
+	srn_count(nic->cnt, SRN_CNT_SHM_DOORBELLS, 1);
+	int r = srn_udp_sendv(&nic->udp, dst, len, NULL, 0);
+	if (r && r != -EAGAIN)      /* a full socket wakes its reader anyway */
+		srn_count(nic->cnt, SRN_CNT_TX_ERR, 1);
 }
 
 void srn_txq_flush(struct srn_nic *nic)
@@ -125,4 +173,5 @@ void srn_txq_flush(struct srn_nic *nic)
 	}
 	q->n = 0;
 	q->niov = 0;
+	srn_shm_publish(&nic->shm, doorbell, nic);
 }

@@ -1,0 +1,482 @@
+/*
+ * shm.c - the same-host link (see shm.h).
+ *
+ * Inbox layout: a header page (identity, the `sleeping` and `active` words
+ * and one control block per slot, producer and consumer indices on their
+ * own cache lines), then one ring of SRN_SHM_RING_BYTES per slot.  Ring
+ * indices count bytes and only grow; a record is a 16-byte header and the
+ * packet, rounded up to 64 bytes so neighbouring records do not share a
+ * cache line, and never wraps: a WRAP record fills the end of the ring.
+ *
+ * Everything a peer wrote is read once into locals and bounded before use:
+ * a broken or hostile peer can lose its own packets, not crash us.
+ */
+#include "link/shm.h"
+
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdalign.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <netinet/in.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+
+#define SHM_MAGIC 0x314b4e494c4e5253ull        /* "SRNLINK1", little-endian */
+#define SHM_LAYOUT 1
+#define SHM_PREFIX "softrnic-link-"              /* then netns-address-port */
+#define REC_HDR 16u
+#define REC_ALIGN 64u
+#define REC_PKT 1u
+#define REC_WRAP 2u
+
+struct slot_ctl {
+	_Atomic uint64_t claim;            /* owning sender's pid, 0 = free */
+	_Atomic uint32_t srclen;           /* stored after src (release) */
+	uint32_t reserved;
+	struct sockaddr_storage src;       /* the sender device's address */
+	alignas(64) _Atomic uint64_t prod; /* published end, by the sender */
+	alignas(64) _Atomic uint64_t cons; /* consumed end, by the receiver */
+};
+
+struct inbox_hdr {
+	_Atomic uint64_t magic;            /* stored last */
+	uint32_t layout, nslots;
+	uint64_t ring_bytes;
+	uint64_t netns;
+	int32_t owner_pid;
+	_Atomic uint32_t closed;
+	alignas(64) _Atomic uint32_t sleeping;  /* the receiver is about to block */
+	alignas(64) _Atomic uint64_t active;    /* slots ever claimed */
+	alignas(64) struct slot_ctl slot[SRN_SHM_SLOTS];
+};
+
+#define HDR_BYTES ((sizeof(struct inbox_hdr) + 4095) & ~(size_t)4095)
+#define SEG_BYTES (HDR_BYTES + (size_t)SRN_SHM_SLOTS * SRN_SHM_RING_BYTES)
+
+struct srn_shm_seg {
+	struct inbox_hdr h;
+};
+
+struct rec {
+	uint32_t len, kind;
+	uint64_t reserved;
+};
+
+static uint8_t *ring_of(struct srn_shm_seg *g, uint32_t slot)
+{
+	return (uint8_t *)g + HDR_BYTES + (size_t)slot * SRN_SHM_RING_BYTES;
+}
+
+static uint64_t rec_bytes(uint32_t len)
+{
+	return ((uint64_t)REC_HDR + len + REC_ALIGN - 1) & ~(uint64_t)(REC_ALIGN - 1);
+}
+
+static uint64_t netns_id(void)
+{
+	struct stat st;
+	return stat("/proc/self/ns/net", &st) == 0 ? (uint64_t)st.st_ino : 0;
+}
+
+static uint64_t coarse_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static bool pid_alive(int32_t pid)
+{
+	return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM);
+}
+
+/* The inbox name of a device: network namespace, address, port.  False
+ * for addresses that never have one (multicast, other families). */
+static bool inbox_name(char *out, size_t n, uint64_t netns, const struct sockaddr *a)
+{
+	char ip[INET6_ADDRSTRLEN];
+	unsigned port;
+	if (a->sa_family == AF_INET) {
+		const struct sockaddr_in *s = (const void *)a;
+		if (IN_MULTICAST(ntohl(s->sin_addr.s_addr)))
+			return false;
+		inet_ntop(AF_INET, &s->sin_addr, ip, sizeof(ip));
+		port = ntohs(s->sin_port);
+	} else if (a->sa_family == AF_INET6) {
+		const struct sockaddr_in6 *s = (const void *)a;
+		if (s->sin6_addr.s6_addr[0] == 0xff)
+			return false;
+		inet_ntop(AF_INET6, &s->sin6_addr, ip, sizeof(ip));
+		port = ntohs(s->sin6_port);
+	} else {
+		return false;
+	}
+	return (size_t)snprintf(out, n, "/" SHM_PREFIX "%llx-%s-%u", (unsigned long long)netns, ip,
+				port) < n;
+}
+
+static bool same_addr(const struct sockaddr_storage *a, socklen_t alen, const struct sockaddr *b,
+		      socklen_t blen)
+{
+	if (alen != blen || a->ss_family != b->sa_family)
+		return false;
+	if (b->sa_family == AF_INET) {
+		const struct sockaddr_in *x = (const void *)a, *y = (const void *)b;
+		return x->sin_port == y->sin_port && x->sin_addr.s_addr == y->sin_addr.s_addr;
+	}
+	const struct sockaddr_in6 *x = (const void *)a, *y = (const void *)b;
+	return x->sin6_port == y->sin6_port && !memcmp(&x->sin6_addr, &y->sin6_addr, 16);
+}
+
+static struct srn_shm_seg *map_seg(int fd)
+{
+	void *p = mmap(NULL, SEG_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	return p == MAP_FAILED ? NULL : p;
+}
+
+/* Inboxes of processes that died without closing (a crash, a kill) hold
+ * memory in /dev/shm: remove those of this user whose owner is gone. */
+static void sweep_dead_inboxes(void)
+{
+	DIR *d = opendir("/dev/shm");
+	if (!d)
+		return;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		if (strncmp(e->d_name, SHM_PREFIX, strlen(SHM_PREFIX)))
+			continue;
+		char name[NAME_MAX + 2];
+		snprintf(name, sizeof(name), "/%s", e->d_name);
+		int fd = shm_open(name, O_RDONLY | O_CLOEXEC, 0);
+		if (fd < 0)
+			continue;
+		struct stat st;
+		const struct inbox_hdr *h = MAP_FAILED;
+		if (fstat(fd, &st) == 0 && st.st_uid == geteuid() && (size_t)st.st_size >= HDR_BYTES)
+			h = mmap(NULL, HDR_BYTES, PROT_READ, MAP_SHARED, fd, 0);
+		close(fd);
+		if (h == MAP_FAILED)
+			continue;
+		if (atomic_load_explicit(&h->magic, memory_order_acquire) == SHM_MAGIC &&
+		    !pid_alive(h->owner_pid))
+			shm_unlink(name);
+		munmap((void *)h, HDR_BYTES);
+	}
+	closedir(d);
+}
+
+int srn_shm_open(struct srn_shm *s, const struct sockaddr *local, socklen_t len, bool enabled)
+{
+	memset(s, 0, sizeof(*s));
+	s->enabled = enabled;
+	if (!enabled)
+		return 0;
+	s->netns = netns_id();
+	if (len > sizeof(s->local))
+		return -EINVAL;
+	memcpy(&s->local, local, len);
+	s->local_len = len;
+	if (!inbox_name(s->in_name, sizeof(s->in_name), s->netns, local))
+		return -EAFNOSUPPORT;
+	sweep_dead_inboxes();
+	/* This process bound the address and port (no SO_REUSEADDR), so an
+	 * inbox already there belongs to a device that is gone. */
+	shm_unlink(s->in_name);
+	int fd = shm_open(s->in_name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	int ret = ftruncate(fd, (off_t)SEG_BYTES) ? -errno : 0;
+	struct srn_shm_seg *g = ret ? NULL : map_seg(fd);
+	if (!ret && !g)
+		ret = -errno;
+	close(fd);
+	if (ret) {
+		shm_unlink(s->in_name);
+		return ret;
+	}
+	g->h.layout = SHM_LAYOUT;
+	g->h.nslots = SRN_SHM_SLOTS;
+	g->h.ring_bytes = SRN_SHM_RING_BYTES;
+	g->h.netns = s->netns;
+	g->h.owner_pid = (int32_t)getpid();
+	atomic_store_explicit(&g->h.magic, SHM_MAGIC, memory_order_release);
+	s->in = g;
+	return 0;
+}
+
+static void detach(struct srn_shm_peer *p)
+{
+	if (!p->seg)
+		return;
+	uint64_t me = (uint64_t)getpid();
+	/* Free the slot; whoever claims it next continues from its indices. */
+	atomic_compare_exchange_strong(&p->seg->h.slot[p->slot].claim, &me, 0);
+	munmap(p->seg, SEG_BYTES);
+	p->seg = NULL;
+}
+
+void srn_shm_exit(struct srn_shm *s)
+{
+	if (s->in && !atomic_exchange(&s->in->h.closed, 1))
+		shm_unlink(s->in_name);
+}
+
+void srn_shm_close(struct srn_shm *s)
+{
+	for (int i = 0; i < s->npeers; i++)
+		detach(&s->peer[i]);
+	if (s->in) {
+		srn_shm_exit(s);
+		munmap(s->in, SEG_BYTES);
+		s->in = NULL;
+	}
+	s->npeers = 0;
+	s->ndirty = 0;
+}
+
+static bool claim_slot(struct srn_shm_seg *g, uint32_t *slot)
+{
+	uint64_t me = (uint64_t)getpid();
+	for (uint32_t i = 0; i < SRN_SHM_SLOTS; i++) {
+		uint64_t free_ = 0;
+		if (atomic_compare_exchange_strong(&g->h.slot[i].claim, &free_, me)) {
+			*slot = i;
+			return true;
+		}
+	}
+	/* All taken: take over one whose owner died without releasing it. */
+	for (uint32_t i = 0; i < SRN_SHM_SLOTS; i++) {
+		uint64_t owner = atomic_load(&g->h.slot[i].claim);
+		if (owner != me && !pid_alive((int32_t)owner) &&
+		    atomic_compare_exchange_strong(&g->h.slot[i].claim, &owner, me)) {
+			*slot = i;
+			return true;
+		}
+	}
+	return false;
+}
+
+/* Open dst's inbox and claim a slot in it. */
+static int attach(struct srn_shm *s, struct srn_shm_peer *p)
+{
+	char name[sizeof(s->in_name)];
+	if (!inbox_name(name, sizeof(name), s->netns, (const struct sockaddr *)&p->addr))
+		return -EAFNOSUPPORT;
+	int fd = shm_open(name, O_RDWR | O_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	struct stat st;
+	struct srn_shm_seg *g = NULL;
+	if (fstat(fd, &st) == 0 && (size_t)st.st_size == SEG_BYTES)
+		g = map_seg(fd);
+	close(fd);
+	if (!g)
+		return -ENOENT;
+	struct inbox_hdr *h = &g->h;
+	uint32_t slot;
+	if (atomic_load_explicit(&h->magic, memory_order_acquire) != SHM_MAGIC ||
+	    h->layout != SHM_LAYOUT || h->nslots != SRN_SHM_SLOTS ||
+	    h->ring_bytes != SRN_SHM_RING_BYTES || h->netns != s->netns || atomic_load(&h->closed) ||
+	    !pid_alive(h->owner_pid) || !claim_slot(g, &slot)) {
+		munmap(g, SEG_BYTES);
+		return -ENOENT;
+	}
+	struct slot_ctl *c = &h->slot[slot];
+	memcpy(&c->src, &s->local, s->local_len);
+	atomic_store_explicit(&c->srclen, (uint32_t)s->local_len, memory_order_release);
+	p->seg = g;
+	p->slot = slot;
+	p->prod = atomic_load_explicit(&c->prod, memory_order_acquire);
+	p->cons_seen = atomic_load_explicit(&c->cons, memory_order_acquire);
+	p->dirty = false;
+	atomic_fetch_or_explicit(&h->active, 1ull << slot, memory_order_release);
+	return 0;
+}
+
+struct srn_shm_peer *srn_shm_route(struct srn_shm *s, const struct sockaddr *dst,
+				   socklen_t dstlen)
+{
+	struct srn_shm_peer *p = NULL;
+	for (int i = 0; i < s->npeers; i++)
+		if (same_addr(&s->peer[i].addr, s->peer[i].addrlen, dst, dstlen)) {
+			p = &s->peer[i];
+			break;
+		}
+	if (!p) {
+		if (s->npeers == SRN_SHM_PEERS || dstlen > sizeof(p->addr))
+			return NULL;    /* remembered enough: the rest take UDP */
+		p = &s->peer[s->npeers++];
+		memset(p, 0, sizeof(*p));
+		memcpy(&p->addr, dst, dstlen);
+		p->addrlen = dstlen;
+	}
+	if (p->seg) {
+		if (!atomic_load_explicit(&p->seg->h.closed, memory_order_relaxed))
+			return p;
+		/* Its device closed: UDP from now on (its successor, if any,
+		 * publishes a new inbox that the next look finds). */
+		if (p->dirty) {
+			p->dirty = false;
+			s->ndirty--;
+		}
+		detach(p);
+		p->retry_ns = coarse_now_ns() + SRN_SHM_RETRY_NS;
+		return NULL;
+	}
+	uint64_t now = coarse_now_ns();
+	if (now < p->retry_ns)
+		return NULL;
+	if (attach(s, p)) {
+		p->retry_ns = now + SRN_SHM_RETRY_NS;
+		return NULL;
+	}
+	return p;
+}
+
+int srn_shm_put(struct srn_shm *s, struct srn_shm_peer *p, const struct iovec *iov, int iovcnt,
+		uint32_t len)
+{
+	if (len > SRN_SHM_MAX_PKT)
+		return -EMSGSIZE;
+	struct slot_ctl *c = &p->seg->h.slot[p->slot];
+	uint8_t *ring = ring_of(p->seg, p->slot);
+	uint64_t need = rec_bytes(len);
+	uint64_t off = p->prod % SRN_SHM_RING_BYTES;
+	uint64_t wrap = SRN_SHM_RING_BYTES - off < need ? SRN_SHM_RING_BYTES - off : 0;
+	if (p->prod + wrap + need - p->cons_seen > SRN_SHM_RING_BYTES) {
+		p->cons_seen = atomic_load_explicit(&c->cons, memory_order_acquire);
+		if (p->prod + wrap + need - p->cons_seen > SRN_SHM_RING_BYTES)
+			return -EAGAIN;
+	}
+	if (wrap) {
+		struct rec *w = (struct rec *)(ring + off);
+		w->len = 0;
+		w->kind = REC_WRAP;
+		p->prod += wrap;
+		off = 0;
+	}
+	struct rec *r = (struct rec *)(ring + off);
+	uint8_t *d = ring + off + REC_HDR;
+	uint32_t copied = 0;
+	for (int i = 0; i < iovcnt; i++) {
+		size_t l = iov[i].iov_len;
+		if (l > len - copied)
+			return -EINVAL;
+		memcpy(d + copied, iov[i].iov_base, l);
+		copied += (uint32_t)l;
+	}
+	if (copied != len)
+		return -EINVAL;
+	r->len = len;
+	r->kind = REC_PKT;
+	p->prod += need;
+	if (!p->dirty) {
+		p->dirty = true;
+		s->ndirty++;
+	}
+	return 0;
+}
+
+void srn_shm_publish(struct srn_shm *s,
+		     void (*ring)(void *ctx, const struct sockaddr *dst, socklen_t len), void *ctx)
+{
+	if (!s->ndirty)
+		return;
+	for (int i = 0; i < s->npeers; i++) {
+		struct srn_shm_peer *p = &s->peer[i];
+		if (p->dirty)
+			atomic_store_explicit(&p->seg->h.slot[p->slot].prod, p->prod,
+					      memory_order_release);
+	}
+	/* Publish, then look at `sleeping`: the receiver raises it, then
+	 * looks at the indices (srn_shm_sleep_begin).  With a full fence on
+	 * both sides one of the two sees the other. */
+	atomic_thread_fence(memory_order_seq_cst);
+	for (int i = 0; i < s->npeers; i++) {
+		struct srn_shm_peer *p = &s->peer[i];
+		if (!p->dirty)
+			continue;
+		p->dirty = false;
+		if (atomic_load_explicit(&p->seg->h.sleeping, memory_order_relaxed))
+			ring(ctx, (const struct sockaddr *)&p->addr, p->addrlen);
+	}
+	s->ndirty = 0;
+}
+
+int srn_shm_poll(struct srn_shm *s, int max, srn_shm_deliver_fn deliver, void *ctx)
+{
+	if (!s->in)
+		return 0;
+	struct inbox_hdr *h = &s->in->h;
+	uint64_t act = atomic_load_explicit(&h->active, memory_order_acquire);
+	int n = 0;
+	while (act && n < max) {
+		uint32_t i = (uint32_t)__builtin_ctzll(act);
+		act &= act - 1;
+		struct slot_ctl *c = &h->slot[i];
+		uint64_t prod = atomic_load_explicit(&c->prod, memory_order_acquire);
+		uint64_t cons = s->cons[i];
+		if (cons == prod)
+			continue;
+		struct sockaddr_storage src;
+		uint32_t srclen = atomic_load_explicit(&c->srclen, memory_order_acquire);
+		if (srclen > sizeof(src))
+			srclen = 0;
+		memset(&src, 0, sizeof(src));
+		memcpy(&src, &c->src, srclen);
+		uint8_t *ring = ring_of(s->in, i);
+		while (cons != prod && n < max) {
+			uint64_t off = cons % SRN_SHM_RING_BYTES;
+			const volatile struct rec *r = (const volatile struct rec *)(ring + off);
+			uint32_t kind = r->kind, len = r->len;
+			if (kind == REC_WRAP) {
+				cons += SRN_SHM_RING_BYTES - off;
+				continue;
+			}
+			if (kind != REC_PKT || len > SRN_SHM_MAX_PKT ||
+			    rec_bytes(len) > SRN_SHM_RING_BYTES - off || prod - cons > SRN_SHM_RING_BYTES) {
+				cons = prod;    /* not a ring we can read: drop what is in it */
+				break;
+			}
+			deliver(ctx, ring + off + REC_HDR, len, (const struct sockaddr *)&src);
+			cons += rec_bytes(len);
+			n++;
+		}
+		s->cons[i] = cons;
+		atomic_store_explicit(&c->cons, cons, memory_order_release);
+	}
+	return n;
+}
+
+bool srn_shm_sleep_begin(struct srn_shm *s)
+{
+	if (!s->in)
+		return true;
+	struct inbox_hdr *h = &s->in->h;
+	atomic_store(&h->sleeping, 1);
+	atomic_thread_fence(memory_order_seq_cst);
+	uint64_t act = atomic_load(&h->active);
+	while (act) {
+		uint32_t i = (uint32_t)__builtin_ctzll(act);
+		act &= act - 1;
+		if (atomic_load(&h->slot[i].prod) != atomic_load(&h->slot[i].cons)) {
+			atomic_store(&h->sleeping, 0);
+			return false;
+		}
+	}
+	return true;
+}
+
+void srn_shm_sleep_end(struct srn_shm *s)
+{
+	if (s->in)
+		atomic_store_explicit(&s->in->h.sleeping, 0, memory_order_relaxed);
+}

@@ -1,0 +1,104 @@
+/*
+ * shm.h - the same-host link: RoCEv2 packets through shared-memory rings.
+ *
+ * Two softrnic devices on one host and in one network namespace need not
+ * hand their packets to the kernel: each device that can receive this way
+ * publishes an inbox, a shared-memory segment named after its network
+ * namespace, address and UDP port (the same identity its socket binds, so
+ * exactly one live device owns a name).  A sender that finds a live inbox
+ * for a destination claims one of its slots and from then on copies each
+ * packet into that slot's ring; the receiver's poll reads the rings.  Each
+ * ring has one producer and one consumer, both under their nic's lock, so
+ * a packet costs a copy and two cache lines, and no system call.
+ *
+ * What travels is the packet exactly as the UDP link would carry it (BTH
+ * and all, the 4 ICRC bytes present but zero: shared memory does not
+ * corrupt, so neither side computes a CRC).  The transport above does not
+ * know which link a packet took.
+ *
+ * Flow control: a packet that does not fit in the ring is refused at once
+ * (-EAGAIN) and its sender defers, as on a full socket buffer; nothing is
+ * dropped.  Wake-up: the receiver's progress thread raises `sleeping`
+ * before it blocks in epoll; a sender that sees it after publishing sends
+ * an empty UDP datagram (a doorbell) to the receiver's socket.  While
+ * either side polls, no system call is made at all.
+ *
+ * A receiver that closes marks its inbox closed and unlinks it; senders
+ * then go back to UDP.  One that crashed leaves a ring nobody drains: its
+ * peers' QPs run out of retries, as with any peer that is gone.
+ */
+#ifndef SRN_LINK_SHM_H
+#define SRN_LINK_SHM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#define SRN_SHM_SLOTS 16                    /* senders per inbox */
+#define SRN_SHM_RING_BYTES (4u << 20)       /* per sender: about 1000 4 KiB packets */
+#define SRN_SHM_MAX_PKT 65536u              /* longest record accepted */
+#define SRN_SHM_PEERS 16                    /* destinations a device remembers */
+#define SRN_SHM_RETRY_NS 1000000000ull      /* look again for an inbox after 1 s */
+
+struct srn_shm_seg;
+
+/* One destination as a sender sees it: a claimed slot in its inbox, or
+ * (seg NULL) the knowledge that it has none, until retry_ns. */
+struct srn_shm_peer {
+	struct sockaddr_storage addr;
+	socklen_t addrlen;
+	struct srn_shm_seg *seg;
+	uint32_t slot;
+	uint64_t prod;                 /* next byte to write (published or not) */
+	uint64_t cons_seen;            /* the consumer's index when last read */
+	bool dirty;                    /* records written and not yet published */
+	uint64_t retry_ns;
+};
+
+struct srn_shm {
+	bool enabled;                  /* SOFTRNIC_SHM not 0, and no link hooks */
+	struct srn_shm_seg *in;        /* this device's inbox (NULL: none) */
+	char in_name[96];
+	uint64_t cons[SRN_SHM_SLOTS];  /* how far each slot was read */
+	uint64_t netns;                /* inode of this process's network namespace */
+	struct sockaddr_storage local; /* this device's address, the source senders name */
+	socklen_t local_len;
+	struct srn_shm_peer peer[SRN_SHM_PEERS];
+	int npeers;
+	int ndirty;                    /* peers with unpublished records */
+};
+
+/* Create the inbox of a device bound to `local` (replacing a stale one of
+ * a dead owner).  With enabled false, or on any failure, the device simply
+ * has no inbox and every packet takes UDP; returns 0 or -errno. */
+int srn_shm_open(struct srn_shm *s, const struct sockaddr *local, socklen_t len, bool enabled);
+/* Mark the inbox closed, unlink it, release claimed slots, unmap all. */
+void srn_shm_close(struct srn_shm *s);
+/* The process exits with the device open: mark the inbox closed and
+ * unlink it (mappings go with the process). */
+void srn_shm_exit(struct srn_shm *s);
+
+/* The shared-memory route to dst, or NULL: take UDP. */
+struct srn_shm_peer *srn_shm_route(struct srn_shm *s, const struct sockaddr *dst,
+				   socklen_t dstlen);
+/* Copy one packet of `len` bytes gathered from iov into the peer's ring,
+ * unpublished.  0, or -EAGAIN when the ring has no room for it now. */
+int srn_shm_put(struct srn_shm *s, struct srn_shm_peer *p, const struct iovec *iov, int iovcnt,
+		uint32_t len);
+/* Publish every ring written since the last call.  Calls ring(ctx, addr)
+ * for each receiver that sleeps and must get a doorbell. */
+void srn_shm_publish(struct srn_shm *s,
+		     void (*ring)(void *ctx, const struct sockaddr *dst, socklen_t len), void *ctx);
+
+/* Hand up to max waiting packets to deliver(ctx, data, len, src), then
+ * release their ring space.  Returns how many. */
+typedef void (*srn_shm_deliver_fn)(void *ctx, const uint8_t *data, uint32_t len,
+				   const struct sockaddr *src);
+int srn_shm_poll(struct srn_shm *s, int max, srn_shm_deliver_fn deliver, void *ctx);
+/* Before the progress thread blocks: announce it, then look once more.
+ * False if packets are waiting (announcement withdrawn: poll instead). */
+bool srn_shm_sleep_begin(struct srn_shm *s);
+void srn_shm_sleep_end(struct srn_shm *s);
+
+#endif
