@@ -52,3 +52,7 @@ add_executable(test_rc_held_ack test_rc_held_ack.c rc_test_conn.c)
 target_link_libraries(test_rc_held_ack PRIVATE softrnic)
 target_include_directories(test_rc_held_ack PRIVATE ${IBVERBS_INCLUDE})
 srn_script_test(rc_held_ack test_rc_held_ack.sh)
+
+# The same-host shared-memory link: used, woken, optional, flow-controlled,
+# and a killed peer fails its partner's QP and leaves no inbox behind.
+srn_script_test(shm_link test_shm_link.sh)
