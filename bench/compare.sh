@@ -5,7 +5,10 @@
 #
 #   softrnic   `softrnic perf --loopback`: RC RDMA Write latency (half round
 #              trip, median), RC Write bandwidth, and the 8-byte Write rate
-#              (unsignaled, batched posts);
+#              (unsignaled, batched posts); same-host peers, so this is the
+#              shared-memory link;
+#   sr UDP     the same with SOFTRNIC_SHM=0: softrnic's UDP link (what two
+#              hosts would use), against the UDP floor;
 #   UCX        `ucx_perftest -t ucp_put_lat|ucp_put_bw`, UCX_TLS=tcp,self on lo;
 #   libfabric  `fi_pingpong -p tcp -e msg` on lo (sockets if tcp is missing):
 #              a ping-pong, so its "bandwidth" is size / half round trip;
@@ -22,7 +25,7 @@ set -u
 SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD=${SRN_BUILD:-$SRC/build}
 SIZES="8 4096 65536 1048576"
-PEERS="ucx,libfabric,udp"
+PEERS="srudp,ucx,libfabric,udp"
 REPS=3
 QUICK=0
 INSTALL=1
@@ -39,7 +42,8 @@ usage() {
 Usage: bench/compare.sh [options]
   --quick          one size (8 B), one run, short runs: a smoke test (< 20 s)
   --no-install     never run apt-get; skip peers that are not installed
-  --peers LIST     peers next to softrnic, comma-separated: ucx,libfabric,udp
+  --peers LIST     peers next to softrnic, comma-separated: srudp,ucx,libfabric,udp
+                   (srudp: softrnic itself on its UDP link, SOFTRNIC_SHM=0)
                    (default $PEERS)
   --sizes LIST     message sizes (default ${SIZES// /,})
   --reps N         runs of each measurement; the table shows the median (default $REPS)
@@ -80,7 +84,7 @@ done
 [[ "$BUDGET" =~ ^[0-9]+$ ]] || { echo "compare.sh: bad --budget" >&2; exit 2; }
 want() { [[ ",$PEERS," == *",$1,"* ]]; }
 for p in ${PEERS//,/ }; do
-	case "$p" in ucx|libfabric|udp) ;; *) echo "compare.sh: unknown peer '$p'" >&2; exit 2 ;; esac
+	case "$p" in srudp|ucx|libfabric|udp) ;; *) echo "compare.sh: unknown peer '$p'" >&2; exit 2 ;; esac
 done
 command -v python3 >/dev/null || { echo "compare.sh: python3 is needed" >&2; exit 1; }
 
@@ -142,6 +146,7 @@ if want libfabric && ! command -v fi_pingpong >/dev/null; then
 		note "libfabric skipped: fi_pingpong missing and libfabric-bin could not be installed$([ "$INSTALL" = 0 ] && echo ' (--no-install)')"
 fi
 HAVE_UCX=0; want ucx && command -v ucx_perftest >/dev/null && HAVE_UCX=1
+HAVE_SRUDP=0; want srudp && HAVE_SRUDP=1
 HAVE_FI=0; want libfabric && command -v fi_pingpong >/dev/null && HAVE_FI=1
 FI_PROV=tcp
 if [ "$HAVE_FI" = 1 ] && ! fi_info -p tcp -t FI_EP_MSG >/dev/null 2>&1; then
@@ -209,39 +214,41 @@ json_field() {
 }
 
 # -- softrnic --------------------------------------------------------------
+# Each takes REP [WHO SHM]: WHO names the column (softrnic, or srudp for
+# the UDP link), SHM is SOFTRNIC_SHM for the run (1 default, 0 UDP only).
 sr_lat() {   # one invocation for all sizes: lat = median half RTT in us
-	local rep=$1 f=$tmp/sr-lat.json n s v
-	in_budget "softrnic lat" || return
+	local rep=$1 who=${2:-softrnic} shm=${3:-1} f=$tmp/sr-lat.json n s v
+	in_budget "$who lat" || return
 	n=$(lat_iters 8)
 	[ "$QUICK" = 1 ] || n=1000
-	if timeout -k 5 60 "$SOFTRNIC" perf --loopback --timeout 20 --sizes "${SIZES// /,}" -n "$n" \
-		--json >"$f" 2>"$tmp/sr.err"; then
-		while read -r s v; do record softrnic lat "$s" "$rep" "$v"; done < <(json_rows "$f" t_median_us)
+	if SOFTRNIC_SHM=$shm timeout -k 5 60 "$SOFTRNIC" perf --loopback --timeout 20 \
+		--sizes "${SIZES// /,}" -n "$n" --json >"$f" 2>"$tmp/sr.err"; then
+		while read -r s v; do record "$who" lat "$s" "$rep" "$v"; done < <(json_rows "$f" t_median_us)
 	else
-		note "softrnic lat run $rep failed (rc $?): $(head -2 "$tmp/sr.err")"
+		note "$who lat run $rep failed (rc $?): $(head -2 "$tmp/sr.err")"
 	fi
 }
 sr_bw() {   # streaming RC Write bandwidth, GB/s (10^9 B/s)
-	local rep=$1 f=$tmp/sr-bw.json s v
-	in_budget "softrnic bw" || return
-	if timeout -k 5 60 "$SOFTRNIC" perf --loopback --timeout 20 --test bw --sizes "${SIZES// /,}" \
-		--duration "$DUR" --json >"$f" 2>"$tmp/sr.err"; then
+	local rep=$1 who=${2:-softrnic} shm=${3:-1} f=$tmp/sr-bw.json s v
+	in_budget "$who bw" || return
+	if SOFTRNIC_SHM=$shm timeout -k 5 60 "$SOFTRNIC" perf --loopback --timeout 20 --test bw \
+		--sizes "${SIZES// /,}" --duration "$DUR" --json >"$f" 2>"$tmp/sr.err"; then
 		while read -r s v; do
-			record softrnic bw "$s" "$rep" "$(python3 -c "print($v / 1000)")"
+			record "$who" bw "$s" "$rep" "$(python3 -c "print($v / 1000)")"
 		done < <(json_rows "$f" bw_MBps)
 	else
-		note "softrnic bw run $rep failed (rc $?): $(head -2 "$tmp/sr.err")"
+		note "$who bw run $rep failed (rc $?): $(head -2 "$tmp/sr.err")"
 	fi
 }
 sr_rate() {   # 8-byte RC Writes per second, millions
-	local rep=$1 f=$tmp/sr-rate.json s v
-	in_budget "softrnic rate" || return
+	local rep=$1 who=${2:-softrnic} shm=${3:-1} f=$tmp/sr-rate.json s v
+	in_budget "$who rate" || return
 	# shellcheck disable=SC2086
-	if timeout -k 5 60 "$SOFTRNIC" perf --loopback --timeout 20 --test bw --size 8 \
-		--duration "$DUR" $RATE_OPTS --json >"$f" 2>"$tmp/sr.err"; then
-		while read -r s v; do record softrnic rate 8 "$rep" "$v"; done < <(json_rows "$f" msg_rate_Mpps)
+	if SOFTRNIC_SHM=$shm timeout -k 5 60 "$SOFTRNIC" perf --loopback --timeout 20 --test bw \
+		--size 8 --duration "$DUR" $RATE_OPTS --json >"$f" 2>"$tmp/sr.err"; then
+		while read -r s v; do record "$who" rate 8 "$rep" "$v"; done < <(json_rows "$f" msg_rate_Mpps)
 	else
-		note "softrnic rate run $rep failed (rc $?): $(head -2 "$tmp/sr.err")"
+		note "$who rate run $rep failed (rc $?): $(head -2 "$tmp/sr.err")"
 	fi
 }
 
@@ -385,6 +392,7 @@ EOF
 # -- the run ---------------------------------------------------------------
 # Tools interleave within each repetition so a noisy spell hits all alike.
 running="softrnic"
+[ "$HAVE_SRUDP" = 1 ] && running="$running, softrnic on UDP"
 [ "$HAVE_UCX" = 1 ] && running="$running, UCX"
 [ "$HAVE_FI" = 1 ] && running="$running, libfabric"
 [ "$HAVE_UDP" = 1 ] && running="$running, UDP"
@@ -392,13 +400,16 @@ echo "compare.sh: $running at ${SIZES// /,} B, $REPS run(s) each" >&2
 [ "$HAVE_IDLE" = 1 ] && idle_cpu
 for rep in $(seq "$REPS"); do
 	sr_lat "$rep"
+	[ "$HAVE_SRUDP" = 1 ] && sr_lat "$rep" srudp 0
 	[ "$HAVE_UCX" = 1 ] && ucx_lat "$rep"
 	[ "$HAVE_FI" = 1 ] && fi_all "$rep"
 	[ "$HAVE_UDP" = 1 ] && udp_lat "$rep"
 	sr_bw "$rep"
+	[ "$HAVE_SRUDP" = 1 ] && sr_bw "$rep" srudp 0
 	[ "$HAVE_UCX" = 1 ] && ucx_bw "$rep"
 	[ "$HAVE_UDP" = 1 ] && udp_bw "$rep"
 	[[ " $SIZES " == *" 8 "* ]] && sr_rate "$rep"
+	[[ " $SIZES " == *" 8 "* ]] && [ "$HAVE_SRUDP" = 1 ] && sr_rate "$rep" srudp 0
 done
 LOAD1=$(cut -d' ' -f1-3 /proc/loadavg)
 ELAPSED=$((SECONDS - START))
@@ -406,7 +417,7 @@ ELAPSED=$((SECONDS - START))
 # -- the table -------------------------------------------------------------
 META="date=$DATE|nproc=$NPROC|kernel=$KERNEL|load_start=$LOAD0|load_end=$LOAD1|idle_start=$IDLE0"
 META="$META|reps=$REPS|elapsed=$ELAPSED|sizes=$SIZES|fi_prov=$FI_PROV"
-META="$META|peers=$([ $HAVE_UCX = 1 ] && echo -n ucx,)$([ $HAVE_FI = 1 ] && echo -n libfabric,)$([ $HAVE_UDP = 1 ] && echo -n udp)"
+META="$META|peers=$([ $HAVE_SRUDP = 1 ] && echo -n srudp,)$([ $HAVE_UCX = 1 ] && echo -n ucx,)$([ $HAVE_FI = 1 ] && echo -n libfabric,)$([ $HAVE_UDP = 1 ] && echo -n udp)"
 python3 - "$RAW" "$NOTES" "$META" "$CSV_OUT" "$JSON_OUT" <<'EOF'
 import csv, json, statistics, sys
 
@@ -419,7 +430,8 @@ for line in open(raw_path):
     peer, metric, size, rep, value = line.rstrip("\n").split("\t")
     runs.setdefault((metric, int(size), peer), []).append(float(value))
 
-PEERS = [("ucx", "UCX tcp"), ("libfabric", "libfabric " + meta["fi_prov"]), ("udp", "UDP floor")]
+PEERS = [("srudp", "sr UDP link", "srUDP"), ("ucx", "UCX tcp", "UCX"),
+         ("libfabric", "libfabric " + meta["fi_prov"], "libfabric"), ("udp", "UDP floor", "UDP")]
 ROWS = [("lat", "us", "lower", s) for s in sizes] + [("bw", "GB/s", "higher", s) for s in sizes]
 if 8 in sizes:
     ROWS.append(("rate", "Mmsg/s", "higher", 8))
@@ -447,8 +459,8 @@ table = []
 for metric, unit, better, size in ROWS:
     sr = med(metric, size, "softrnic")
     row = {"metric": metric, "size": size, "unit": unit, "better": better, "softrnic": sr,
-           "runs": {p: runs.get((metric, size, p), []) for p in ["softrnic"] + [k for k, _ in PEERS]}}
-    for key, _ in PEERS:
+           "runs": {p: runs.get((metric, size, p), []) for p in ["softrnic"] + [k for k, _, _ in PEERS]}}
+    for key, _, _ in PEERS:
         pv = med(metric, size, key)
         row[key] = pv
         row["softrnic_over_" + key] = sr / pv if sr is not None and pv else None
@@ -461,18 +473,20 @@ out.append("host: %s CPUs, kernel %s; load average %s at start, %s at end; CPU i
 out.append("median of %s run(s) per cell, %s s of measuring; a shared machine is noisy: expect "
            "run-to-run spread, compare columns of the same run" % (meta["reps"], meta["elapsed"]))
 out.append("")
-hdr = ["metric", "size", "softrnic"] + [n for _, n in PEERS] + ["sr/UCX", "sr/libfabric", "sr/UDP"]
+hdr = ["metric", "size", "softrnic"] + [n for _, n, _ in PEERS] + ["sr/" + a for _, _, a in PEERS]
 lines = [hdr]
 for r in table:
     name = "%s (%s)" % (LABEL[r["metric"]], r["unit"])
-    lines.append([name, human(r["size"]), fmt(r["softrnic"])] + [fmt(r[k]) for k, _ in PEERS] +
-                 [("%.2f" % r["softrnic_over_" + k]) if r["softrnic_over_" + k] else "-" for k, _ in PEERS])
+    lines.append([name, human(r["size"]), fmt(r["softrnic"])] + [fmt(r[k]) for k, _, _ in PEERS] +
+                 [("%.2f" % r["softrnic_over_" + k]) if r["softrnic_over_" + k] else "-" for k, _, _ in PEERS])
 w = [max(len(l[i]) for l in lines) for i in range(len(hdr))]
 for i, l in enumerate(lines):
     out.append("  ".join(c.ljust(w[j]) if j < 2 else c.rjust(w[j]) for j, c in enumerate(l)))
     if i == 0:
         out.append("  ".join("-" * x for x in w))
 out.append("")
+out.append("softrnic: two processes on this host, so the shared-memory link; sr UDP link: the same")
+out.append("with SOFTRNIC_SHM=0, the path two hosts take (sr/srUDP: what the rings gain).")
 out.append("latency: RC RDMA Write / UCP put / fi_pingpong / UDP echo, half round trip, median.")
 out.append("bandwidth: streaming, 10^9 B/s; libfabric's is its ping-pong's (size / half round trip).")
 out.append("msg rate: 8 B messages/s; softrnic unsignaled, 64 WRs per post; libfabric: ping-pong.")
@@ -492,6 +506,10 @@ out.append("issue 6 targets, read from this run:")
 lat8, udp8, ucx8 = cell("lat", 8), cell("lat", 8, "udp"), cell("lat", 8, "ucx")
 r = lat8 / udp8 if lat8 and udp8 else None
 target("RC Write 8 B latency <= 1.2 x UDP floor", r, None if r is None else r <= 1.2,
+       "-" if r is None else "%.2f x" % r)
+sr8 = cell("lat", 8, "srudp")
+r = sr8 / udp8 if sr8 and udp8 else None
+target("  the same on softrnic's UDP link (SOFTRNIC_SHM=0)", r, None if r is None else r <= 1.2,
        "-" if r is None else "%.2f x" % r)
 r = lat8 / ucx8 if lat8 and ucx8 else None
 target("RC Write 8 B latency <= 0.5 x UCX tcp put", r, None if r is None else r <= 0.5,
@@ -533,12 +551,12 @@ print("\n".join(out))
 if csv_out:
     with open(csv_out, "w", newline="") as f:
         c = csv.writer(f)
-        c.writerow(["metric", "size", "unit", "better", "softrnic"] + [k for k, _ in PEERS] +
-                   ["softrnic_over_" + k for k, _ in PEERS])
+        c.writerow(["metric", "size", "unit", "better", "softrnic"] + [k for k, _, _ in PEERS] +
+                   ["softrnic_over_" + k for k, _, _ in PEERS])
         for r in table:
             c.writerow([r["metric"], r["size"], r["unit"], r["better"]] +
                        ["" if r[k] is None else "%.6g" % r[k] for k in
-                        ["softrnic"] + [k for k, _ in PEERS] + ["softrnic_over_" + k for k, _ in PEERS]])
+                        ["softrnic"] + [k for k, _, _ in PEERS] + ["softrnic_over_" + k for k, _, _ in PEERS]])
 if json_out:
     with open(json_out, "w") as f:
         json.dump({"tool": "bench/compare.sh", "host": meta, "rows": table,
