@@ -1,12 +1,14 @@
 #!/bin/bash
 # test_bench_smoke.sh - keeps bench/compare.sh from rotting: runs it in its
-# smallest mode (softrnic and the raw UDP floor only, 8 B, one run each,
+# smallest mode (softrnic on its default link and on UDP, and the raw UDP
+# floor only, 8 B, one run each,
 # a 1 s idle-CPU probe, no apt-get) and checks that the table, the CSV and
 # the JSON come out and that their numbers parse.  Not a timing test: no
 # value is compared with a target, only with zero.
 #
-#   compare.sh --quick --no-install --peers udp
+#   compare.sh --quick --no-install --peers srudp,udp
 #     softrnic perf --loopback (lat, bw, rate) ── 127.0.0.N ── its child
+#       (once as is, once with SOFTRNIC_SHM=0)
 #     udp_pingpong (built from bench/ with cc)  ── 127.0.0.1 ── its child
 #     idle_qps (built from bench/, linked with $SRN_BUILD/lib)
 #
@@ -27,7 +29,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 start=$SECONDS
-timeout -k 5 60 bash "$SRN_SRC/bench/compare.sh" --quick --no-install --peers udp \
+timeout -k 5 60 bash "$SRN_SRC/bench/compare.sh" --quick --no-install --peers srudp,udp \
 	--build "$SRN_BUILD" --csv "$tmp/t.csv" --json "$tmp/t.json" >"$tmp/out" 2>"$tmp/err"
 rc=$?
 took=$((SECONDS - start))
@@ -39,15 +41,15 @@ fi
 ok "compare.sh --quick finished in $took s"
 
 # The table: a header, then rows whose softrnic and UDP cells are numbers.
-if grep -Eq '^metric +size +softrnic +UCX tcp +libfabric [a-z]+ +UDP floor +sr/UCX +sr/libfabric +sr/UDP$' "$tmp/out"; then
+if grep -Eq '^metric +size +softrnic +sr UDP link +UCX tcp +libfabric [a-z]+ +UDP floor +sr/srUDP +sr/UCX +sr/libfabric +sr/UDP$' "$tmp/out"; then
 	ok "table header"
 else
 	fail "no table header in the output"
 fi
 num='[0-9]+(\.[0-9]+)?(e-?[0-9]+)?'
 for row in 'latency \(us\) +8 B' 'bandwidth \(GB/s\) +8 B' 'msg rate \(Mmsg/s\) +8 B'; do
-	if grep -Eq "^$row +$num +- +- +$num +- +- +$num\$" "$tmp/out"; then
-		ok "row '$row' has softrnic, UDP and the ratio"
+	if grep -Eq "^$row +$num +$num +- +- +$num +$num +- +- +$num\$" "$tmp/out"; then
+		ok "row '$row' has softrnic on both links, UDP and the ratios"
 	else
 		fail "row '$row': $(grep -E "^$row" "$tmp/out" || echo missing)"
 	fi
@@ -68,8 +70,9 @@ for r in rows:
     assert sr > 0 or r["metric"] == "idle", r
     assert r["ucx"] == "" and r["libfabric"] == "", r
     if r["metric"] != "idle":
-        udp, ratio = float(r["udp"]), float(r["softrnic_over_udp"])
-        assert udp > 0 and abs(ratio - sr / udp) <= 1e-3 * ratio + 1e-9, r
+        for peer in ("udp", "srudp"):
+            v, ratio = float(r[peer]), float(r["softrnic_over_" + peer])
+            assert v > 0 and abs(ratio - sr / v) <= 1e-3 * ratio + 1e-9, r
 d = json.load(open(sys.argv[2]))
 assert d["host"]["nproc"].isdigit() and d["host"]["kernel"], d["host"]
 assert len(d["host"]["load_start"].split()) == 3, d["host"]
