@@ -24,8 +24,10 @@ endfunction()
 # packet costs a 67 ms ACK timeout).  PSN wrap-around on 20 000.
 srn_rc_test(rc_stress test_rc_stress --ops 100000)
 srn_rc_test(rc_stress_psn_wrap test_rc_stress --ops 20000 --psn 0xfffff0)
-# 100 000 operations on a loss-free link take about a second.
+# 100 000 operations without faults: through the same-host rings (a
+# fraction of a second), and on the UDP link with GSO/GRO (about a second).
 srn_rc_test(rc_stress_100k_lossfree test_rc_stress --ops 100000 --faults none)
+srn_rc_test(rc_stress_100k_udp test_rc_stress --ops 100000 --faults none --udp)
 # Regressions for transport bugs this test found, each narrowed down to
 # the operations and faults that trigger it:
 #   READ response packets lost in the middle of a multi-packet READ

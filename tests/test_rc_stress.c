@@ -34,8 +34,10 @@
  * Default faults: 5 % drop, 2 % duplicate, 2 % reorder per packet, split
  * between the two injectors each packet passes (see main).
  *
- * Usage: test_rc_stress [--ops N] [--psn PSN] [--faults SPEC|none]
+ * Usage: test_rc_stress [--ops N] [--psn PSN] [--faults SPEC|none] [--udp]
  *                       [--timeout S] [--seed N] [--kinds K1,K2,...]
+ * --udp keeps the two processes on the UDP link (SOFTRNIC_SHM=0); without
+ * it and without faults they use the same-host shared-memory link.
  * N (default env SRN_STRESS_OPS, else 100000) is the total over both
  * directions; --psn sets the first PSN of every QP in both directions;
  * --kinds restricts the mix (SEND, WRITE, WRITE_IMM, READ_P, READ_W, FAA,
@@ -1013,6 +1015,7 @@ int main(int argc, char **argv)
 	 * a timeout would then fail (request or response lost) one time in
 	 * five: seven such retries in a row, RETRY_EXC_ERR, came up about
 	 * once in a hundred runs, as they would on such a fabric. */
+	int udp_only = 0;
 	const char *faults = "seed=42,tx.drop=2.5,rx.drop=2.5,tx.dup=1,rx.dup=1,tx.reorder=1,"
 			     "rx.reorder=1";
 	cfg.ops = srn_tc_env_ul("SRN_STRESS_OPS", 100000);
@@ -1028,6 +1031,10 @@ int main(int argc, char **argv)
 			cfg.psn = (uint32_t)strtoul(v, NULL, 0) & 0xffffff;
 		else if (!strcmp(argv[i], "--faults") && v)
 			faults = v;
+		else if (!strcmp(argv[i], "--udp")) {
+			udp_only = 1;
+			continue;       /* a flag: no value to skip */
+		}
 		else if (!strcmp(argv[i], "--timeout") && v)
 			cfg.timeout = strtod(v, NULL);
 		else if (!strcmp(argv[i], "--seed") && v)
@@ -1035,7 +1042,7 @@ int main(int argc, char **argv)
 		else if (!strcmp(argv[i], "--kinds") && v)
 			cfg.kinds = parse_kinds(v);
 		else {
-			fprintf(stderr, "usage: %s [--ops N] [--psn PSN] [--faults SPEC|none] "
+			fprintf(stderr, "usage: %s [--ops N] [--psn PSN] [--faults SPEC|none] [--udp] "
 				"[--timeout S] [--seed N] [--kinds SEND,WRITE,...]\n", argv[0]);
 			return 1;
 		}
@@ -1044,6 +1051,8 @@ int main(int argc, char **argv)
 	CHECK(cfg.ops >= 2 * NQP && cfg.timeout > 0);
 	/* Both processes open their device after the fork, with this in their
 	 * environment; a value the caller set wins. */
+	if (udp_only)
+		setenv("SOFTRNIC_SHM", "0", 1);
 	if (!strcmp(faults, "none"))
 		unsetenv("SOFTRNIC_FAULTS");
 	else

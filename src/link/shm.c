@@ -295,6 +295,7 @@ static int attach(struct srn_shm *s, struct srn_shm_peer *p)
 	p->seg = g;
 	p->slot = slot;
 	p->prod = atomic_load_explicit(&c->prod, memory_order_acquire);
+	p->published = p->prod;
 	p->cons_seen = atomic_load_explicit(&c->cons, memory_order_acquire);
 	p->dirty = false;
 	atomic_fetch_or_explicit(&h->active, 1ull << slot, memory_order_release);
@@ -382,6 +383,12 @@ int srn_shm_put(struct srn_shm *s, struct srn_shm_peer *p, const struct iovec *i
 		p->dirty = true;
 		s->ndirty++;
 	}
+	if (p->prod - p->published >= SRN_SHM_PUBLISH_BYTES) {
+		/* Mid-burst: the doorbell, if one is needed, comes with the
+		 * burst's end (srn_shm_publish). */
+		atomic_store_explicit(&c->prod, p->prod, memory_order_release);
+		p->published = p->prod;
+	}
 	return 0;
 }
 
@@ -392,9 +399,11 @@ void srn_shm_publish(struct srn_shm *s,
 		return;
 	for (int i = 0; i < s->npeers; i++) {
 		struct srn_shm_peer *p = &s->peer[i];
-		if (p->dirty)
+		if (p->dirty) {
 			atomic_store_explicit(&p->seg->h.slot[p->slot].prod, p->prod,
 					      memory_order_release);
+			p->published = p->prod;
+		}
 	}
 	/* Publish, then look at `sleeping`: the receiver raises it, then
 	 * looks at the indices (srn_shm_sleep_begin).  With a full fence on

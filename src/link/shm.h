@@ -40,6 +40,9 @@
 #define SRN_SHM_MAX_PKT 65536u              /* longest record accepted */
 #define SRN_SHM_PEERS 16                    /* destinations a device remembers */
 #define SRN_SHM_RETRY_NS 1000000000ull      /* look again for an inbox after 1 s */
+/* A long burst is published every this many bytes, so the receiver copies
+ * the first packets out while the sender still copies the last ones in. */
+#define SRN_SHM_PUBLISH_BYTES (32u << 10)
 
 struct srn_shm_seg;
 
@@ -51,6 +54,7 @@ struct srn_shm_peer {
 	struct srn_shm_seg *seg;
 	uint32_t slot;
 	uint64_t prod;                 /* next byte to write (published or not) */
+	uint64_t published;            /* what the receiver may read */
 	uint64_t cons_seen;            /* the consumer's index when last read */
 	bool dirty;                    /* records written and not yet published */
 	uint64_t retry_ns;
