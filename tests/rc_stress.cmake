@@ -55,4 +55,7 @@ srn_script_test(rc_held_ack test_rc_held_ack.sh)
 
 # The same-host shared-memory link: used, woken, optional, flow-controlled,
 # and a killed peer fails its partner's QP and leaves no inbox behind.
+add_executable(test_shm_peer_killed test_shm_peer_killed.c rc_test_conn.c)
+target_link_libraries(test_shm_peer_killed PRIVATE softrnic)
+target_include_directories(test_shm_peer_killed PRIVATE ${IBVERBS_INCLUDE})
 srn_script_test(shm_link test_shm_link.sh)

@@ -4,7 +4,8 @@
  *
  * The test forks before any verbs call, so each process opens its own
  * softrnic device and binds its own 127.0.0.N: the two sides talk real
- * RoCEv2 over UDP through the kernel.  A socketpair created before the
+ * RoCEv2, through the same-host shared-memory rings, or over UDP through
+ * the kernel with SOFTRNIC_SHM=0 or a fault injector.  A socketpair created before the
  * fork is the out-of-band channel (QPN, PSN, GID, addresses, rkeys,
  * barriers), like the TCP exchange of ibv_rc_pingpong.
  *

@@ -3,13 +3,18 @@
  *
  * Inbox layout: a header page (identity, the `sleeping` and `active` words
  * and one control block per slot, producer and consumer indices on their
- * own cache lines), then one ring of SRN_SHM_RING_BYTES per slot.  Ring
+ * own cache lines), then one ring per slot (its size in the header).  Ring
  * indices count bytes and only grow; a record is a 16-byte header and the
  * packet, rounded up to 64 bytes so neighbouring records do not share a
  * cache line, and never wraps: a WRAP record fills the end of the ring.
  *
  * Everything a peer wrote is read once into locals and bounded before use:
  * a broken or hostile peer can lose its own packets, not crash us.
+ *
+ * Memory: the segment is sparse; the receiver reserves its header and
+ * each sender the ring of the slot it claims (fallocate), before anyone
+ * touches them.  A full /dev/shm (64 MiB in a default container) then
+ * means "take UDP", never a SIGBUS on a page tmpfs cannot supply.
  */
 #include "link/shm.h"
 
@@ -22,6 +27,7 @@
 #include <stdalign.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -59,7 +65,10 @@ struct inbox_hdr {
 };
 
 #define HDR_BYTES ((sizeof(struct inbox_hdr) + 4095) & ~(size_t)4095)
-#define SEG_BYTES (HDR_BYTES + (size_t)SRN_SHM_SLOTS * SRN_SHM_RING_BYTES)
+static size_t seg_bytes(uint64_t ring)
+{
+	return HDR_BYTES + (size_t)SRN_SHM_SLOTS * ring;
+}
 
 struct srn_shm_seg {
 	struct inbox_hdr h;
@@ -70,9 +79,21 @@ struct rec {
 	uint64_t reserved;
 };
 
-static uint8_t *ring_of(struct srn_shm_seg *g, uint32_t slot)
+static uint8_t *ring_of(struct srn_shm_seg *g, uint64_t ring, uint32_t slot)
 {
-	return (uint8_t *)g + HDR_BYTES + (size_t)slot * SRN_SHM_RING_BYTES;
+	return (uint8_t *)g + HDR_BYTES + (size_t)slot * ring;
+}
+
+/* The ring size this device's inbox offers (SOFTRNIC_SHM_RING_KB). */
+static uint64_t ring_size_setting(void)
+{
+	const char *v = getenv("SOFTRNIC_SHM_RING_KB");
+	uint64_t b = v && *v ? strtoull(v, NULL, 10) << 10 : SRN_SHM_RING_BYTES;
+	if (b < SRN_SHM_RING_MIN)
+		b = SRN_SHM_RING_MIN;
+	if (b > SRN_SHM_RING_MAX)
+		b = SRN_SHM_RING_MAX;
+	return b & ~(uint64_t)4095;
 }
 
 static uint64_t rec_bytes(uint32_t len)
@@ -93,9 +114,25 @@ static uint64_t coarse_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* A process that can still drain its inbox: it exists and is not a
+ * zombie (killed but not yet reaped: kill(pid, 0) still succeeds, and a
+ * container's pid 1 may take its time reaping). */
 static bool pid_alive(int32_t pid)
 {
-	return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM);
+	if (pid <= 0 || (kill(pid, 0) != 0 && errno != EPERM))
+		return false;
+	char path[32], buf[512];
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return true;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return true;
+	buf[n] = 0;
+	const char *rp = strrchr(buf, ')');   /* the name may hold anything */
+	return !(rp && rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X'));
 }
 
 /* The inbox name of a device: network namespace, address, port.  False
@@ -136,9 +173,9 @@ static bool same_addr(const struct sockaddr_storage *a, socklen_t alen, const st
 	return x->sin6_port == y->sin6_port && !memcmp(&x->sin6_addr, &y->sin6_addr, 16);
 }
 
-static struct srn_shm_seg *map_seg(int fd)
+static struct srn_shm_seg *map_seg(int fd, size_t len)
 {
-	void *p = mmap(NULL, SEG_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	return p == MAP_FAILED ? NULL : p;
 }
 
@@ -193,8 +230,10 @@ int srn_shm_open(struct srn_shm *s, const struct sockaddr *local, socklen_t len,
 	int fd = shm_open(s->in_name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -errno;
-	int ret = ftruncate(fd, (off_t)SEG_BYTES) ? -errno : 0;
-	struct srn_shm_seg *g = ret ? NULL : map_seg(fd);
+	s->in_ring = ring_size_setting();
+	int ret = ftruncate(fd, (off_t)seg_bytes(s->in_ring)) || fallocate(fd, 0, 0, (off_t)HDR_BYTES)
+			  ? -errno : 0;
+	struct srn_shm_seg *g = ret ? NULL : map_seg(fd, seg_bytes(s->in_ring));
 	if (!ret && !g)
 		ret = -errno;
 	close(fd);
@@ -204,7 +243,7 @@ int srn_shm_open(struct srn_shm *s, const struct sockaddr *local, socklen_t len,
 	}
 	g->h.layout = SHM_LAYOUT;
 	g->h.nslots = SRN_SHM_SLOTS;
-	g->h.ring_bytes = SRN_SHM_RING_BYTES;
+	g->h.ring_bytes = s->in_ring;
 	g->h.netns = s->netns;
 	g->h.owner_pid = (int32_t)getpid();
 	atomic_store_explicit(&g->h.magic, SHM_MAGIC, memory_order_release);
@@ -219,7 +258,7 @@ static void detach(struct srn_shm_peer *p)
 	uint64_t me = (uint64_t)getpid();
 	/* Free the slot; whoever claims it next continues from its indices. */
 	atomic_compare_exchange_strong(&p->seg->h.slot[p->slot].claim, &me, 0);
-	munmap(p->seg, SEG_BYTES);
+	munmap(p->seg, seg_bytes(p->ring));
 	p->seg = NULL;
 }
 
@@ -235,7 +274,7 @@ void srn_shm_close(struct srn_shm *s)
 		detach(&s->peer[i]);
 	if (s->in) {
 		srn_shm_exit(s);
-		munmap(s->in, SEG_BYTES);
+		munmap(s->in, seg_bytes(s->in_ring));
 		s->in = NULL;
 	}
 	s->npeers = 0;
@@ -273,27 +312,49 @@ static int attach(struct srn_shm *s, struct srn_shm_peer *p)
 	int fd = shm_open(name, O_RDWR | O_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
+	/* The header first: it says how large the rings are. */
 	struct stat st;
 	struct srn_shm_seg *g = NULL;
-	if (fstat(fd, &st) == 0 && (size_t)st.st_size == SEG_BYTES)
-		g = map_seg(fd);
-	close(fd);
-	if (!g)
-		return -ENOENT;
-	struct inbox_hdr *h = &g->h;
-	uint32_t slot;
-	if (atomic_load_explicit(&h->magic, memory_order_acquire) != SHM_MAGIC ||
-	    h->layout != SHM_LAYOUT || h->nslots != SRN_SHM_SLOTS ||
-	    h->ring_bytes != SRN_SHM_RING_BYTES || h->netns != s->netns || atomic_load(&h->closed) ||
-	    !pid_alive(h->owner_pid) || !claim_slot(g, &slot)) {
-		munmap(g, SEG_BYTES);
+	uint64_t ring = 0;
+	if (fstat(fd, &st) == 0 && (size_t)st.st_size > HDR_BYTES) {
+		const struct inbox_hdr *h0 = mmap(NULL, HDR_BYTES, PROT_READ, MAP_SHARED, fd, 0);
+		if (h0 != MAP_FAILED) {
+			if (atomic_load_explicit(&h0->magic, memory_order_acquire) == SHM_MAGIC)
+				ring = h0->ring_bytes;
+			munmap((void *)h0, HDR_BYTES);
+		}
+	}
+	if (ring >= SRN_SHM_RING_MIN && ring <= SRN_SHM_RING_MAX && !(ring & 4095) &&
+	    (size_t)st.st_size == seg_bytes(ring))
+		g = map_seg(fd, seg_bytes(ring));
+	if (!g) {
+		close(fd);
 		return -ENOENT;
 	}
+	struct inbox_hdr *h = &g->h;
+	uint32_t slot;
+	if (h->layout != SHM_LAYOUT || h->nslots != SRN_SHM_SLOTS || h->ring_bytes != ring ||
+	    h->netns != s->netns || atomic_load(&h->closed) || !pid_alive(h->owner_pid) ||
+	    !claim_slot(g, &slot)) {
+		close(fd);
+		munmap(g, seg_bytes(ring));
+		return -ENOENT;
+	}
+	/* Reserve the ring's pages now (see the top of this file). */
+	if (fallocate(fd, 0, (off_t)(HDR_BYTES + (size_t)slot * ring), (off_t)ring)) {
+		uint64_t me = (uint64_t)getpid();
+		atomic_compare_exchange_strong(&h->slot[slot].claim, &me, 0);
+		close(fd);
+		munmap(g, seg_bytes(ring));
+		return -ENOSPC;
+	}
+	close(fd);
 	struct slot_ctl *c = &h->slot[slot];
 	memcpy(&c->src, &s->local, s->local_len);
 	atomic_store_explicit(&c->srclen, (uint32_t)s->local_len, memory_order_release);
 	p->seg = g;
 	p->slot = slot;
+	p->ring = ring;
 	p->prod = atomic_load_explicit(&c->prod, memory_order_acquire);
 	p->published = p->prod;
 	p->cons_seen = atomic_load_explicit(&c->cons, memory_order_acquire);
@@ -342,20 +403,39 @@ struct srn_shm_peer *srn_shm_route(struct srn_shm *s, const struct sockaddr *dst
 	return p;
 }
 
+/* No room: normally the receiver is just behind (wait, like a link
+ * paused by PFC); but a receiver killed without closing never drains. */
+static int full_ring(struct srn_shm *s, struct srn_shm_peer *p)
+{
+	uint64_t now = coarse_now_ns();
+	if (now - p->full_check_ns < SRN_SHM_OWNER_CHECK_NS)
+		return -EAGAIN;
+	p->full_check_ns = now;
+	if (pid_alive(p->seg->h.owner_pid))
+		return -EAGAIN;
+	if (p->dirty) {
+		p->dirty = false;
+		s->ndirty--;
+	}
+	detach(p);
+	p->retry_ns = now + SRN_SHM_RETRY_NS;
+	return -EPIPE;
+}
+
 int srn_shm_put(struct srn_shm *s, struct srn_shm_peer *p, const struct iovec *iov, int iovcnt,
 		uint32_t len)
 {
 	if (len > SRN_SHM_MAX_PKT)
 		return -EMSGSIZE;
 	struct slot_ctl *c = &p->seg->h.slot[p->slot];
-	uint8_t *ring = ring_of(p->seg, p->slot);
+	uint8_t *ring = ring_of(p->seg, p->ring, p->slot);
 	uint64_t need = rec_bytes(len);
-	uint64_t off = p->prod % SRN_SHM_RING_BYTES;
-	uint64_t wrap = SRN_SHM_RING_BYTES - off < need ? SRN_SHM_RING_BYTES - off : 0;
-	if (p->prod + wrap + need - p->cons_seen > SRN_SHM_RING_BYTES) {
+	uint64_t off = p->prod % p->ring;
+	uint64_t wrap = p->ring - off < need ? p->ring - off : 0;
+	if (p->prod + wrap + need - p->cons_seen > p->ring) {
 		p->cons_seen = atomic_load_explicit(&c->cons, memory_order_acquire);
-		if (p->prod + wrap + need - p->cons_seen > SRN_SHM_RING_BYTES)
-			return -EAGAIN;
+		if (p->prod + wrap + need - p->cons_seen > p->ring)
+			return full_ring(s, p);
 	}
 	if (wrap) {
 		struct rec *w = (struct rec *)(ring + off);
@@ -441,17 +521,18 @@ int srn_shm_poll(struct srn_shm *s, int max, srn_shm_deliver_fn deliver, void *c
 			srclen = 0;
 		memset(&src, 0, sizeof(src));
 		memcpy(&src, &c->src, srclen);
-		uint8_t *ring = ring_of(s->in, i);
+		uint64_t rb = s->in_ring;
+		uint8_t *ring = ring_of(s->in, rb, i);
 		while (cons != prod && n < max) {
-			uint64_t off = cons % SRN_SHM_RING_BYTES;
+			uint64_t off = cons % rb;
 			const volatile struct rec *r = (const volatile struct rec *)(ring + off);
 			uint32_t kind = r->kind, len = r->len;
 			if (kind == REC_WRAP) {
-				cons += SRN_SHM_RING_BYTES - off;
+				cons += rb - off;
 				continue;
 			}
 			if (kind != REC_PKT || len > SRN_SHM_MAX_PKT ||
-			    rec_bytes(len) > SRN_SHM_RING_BYTES - off || prod - cons > SRN_SHM_RING_BYTES) {
+			    rec_bytes(len) > rb - off || prod - cons > rb) {
 				cons = prod;    /* not a ring we can read: drop what is in it */
 				break;
 			}

@@ -37,9 +37,14 @@
 
 #define SRN_SHM_SLOTS 16                    /* senders per inbox */
 #define SRN_SHM_RING_BYTES (4u << 20)       /* per sender: about 1000 4 KiB packets */
+/* SOFTRNIC_SHM_RING_KB sets a device's ring size (its senders follow),
+ * between these bounds, in whole pages. */
+#define SRN_SHM_RING_MIN (128u << 10)
+#define SRN_SHM_RING_MAX (64u << 20)
 #define SRN_SHM_MAX_PKT 65536u              /* longest record accepted */
 #define SRN_SHM_PEERS 16                    /* destinations a device remembers */
 #define SRN_SHM_RETRY_NS 1000000000ull      /* look again for an inbox after 1 s */
+#define SRN_SHM_OWNER_CHECK_NS 10000000ull  /* a full ring's owner: alive? every 10 ms */
 /* A long burst is published every this many bytes, so the receiver copies
  * the first packets out while the sender still copies the last ones in. */
 #define SRN_SHM_PUBLISH_BYTES (32u << 10)
@@ -53,16 +58,19 @@ struct srn_shm_peer {
 	socklen_t addrlen;
 	struct srn_shm_seg *seg;
 	uint32_t slot;
+	uint64_t ring;                 /* its ring size, from its inbox */
 	uint64_t prod;                 /* next byte to write (published or not) */
 	uint64_t published;            /* what the receiver may read */
 	uint64_t cons_seen;            /* the consumer's index when last read */
 	bool dirty;                    /* records written and not yet published */
 	uint64_t retry_ns;
+	uint64_t full_check_ns;        /* when a full ring last had its owner checked */
 };
 
 struct srn_shm {
 	bool enabled;                  /* SOFTRNIC_SHM not 0, and no link hooks */
 	struct srn_shm_seg *in;        /* this device's inbox (NULL: none) */
+	uint64_t in_ring;              /* its ring size */
 	char in_name[96];
 	uint64_t cons[SRN_SHM_SLOTS];  /* how far each slot was read */
 	uint64_t netns;                /* inode of this process's network namespace */
@@ -74,7 +82,7 @@ struct srn_shm {
 };
 
 /* Create the inbox of a device bound to `local` (replacing a stale one of
- * a dead owner).  With enabled false, or on any failure, the device simply
+ * a dead owner), with rings of SOFTRNIC_SHM_RING_KB (default 4096).  With enabled false, or on any failure, the device simply
  * has no inbox and every packet takes UDP; returns 0 or -errno. */
 int srn_shm_open(struct srn_shm *s, const struct sockaddr *local, socklen_t len, bool enabled);
 /* Mark the inbox closed, unlink it, release claimed slots, unmap all. */
@@ -87,7 +95,9 @@ void srn_shm_exit(struct srn_shm *s);
 struct srn_shm_peer *srn_shm_route(struct srn_shm *s, const struct sockaddr *dst,
 				   socklen_t dstlen);
 /* Copy one packet of `len` bytes gathered from iov into the peer's ring,
- * unpublished.  0, or -EAGAIN when the ring has no room for it now. */
+ * unpublished.  0, -EAGAIN when the ring has no room for it now, or -EPIPE
+ * when it stays full because its owner died: the peer is forgotten (UDP
+ * from now on, which tells the transport the truth: nobody answers). */
 int srn_shm_put(struct srn_shm *s, struct srn_shm_peer *p, const struct iovec *iov, int iovcnt,
 		uint32_t len);
 /* Publish every ring written since the last call.  Calls ring(ctx, addr)

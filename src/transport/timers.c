@@ -82,6 +82,15 @@ static void expire(struct srn_qp *qp, uint64_t now)
 		srn_req_rewind(qp, qp->rnr_psn);
 		return;
 	}
+	if (qp->ack_deadline && now >= qp->ack_deadline && qp->req_blocked) {
+		/* Transmission waits for room in a same-host ring whose owner
+		 * is alive (link/shm.h: a dead one is detected and dropped):
+		 * the peer is slow, not gone, and nothing was lost.  Wait on,
+		 * as a NIC paused by PFC does, without spending a retry. */
+		qp->ack_deadline = now + ack_timeout_ns(qp);
+		link_qp(qp);
+		return;
+	}
 	if (qp->ack_deadline && now >= qp->ack_deadline) {
 		qp->ack_deadline = 0;
 		srn_qp_count(qp, SRN_CNT_LOCAL_ACK_TIMEOUT, SRN_QPC_LOCAL_ACK_TIMEOUT, 1);

@@ -60,8 +60,10 @@ int srn_txq_add(struct srn_nic *nic, const struct sockaddr *dst, socklen_t dstle
 		return -EINVAL;
 	if (nic->shm.enabled) {
 		struct srn_shm_peer *sp = srn_shm_route(&nic->shm, dst, dstlen);
-		if (sp)
-			return shm_add(nic, sp, hdr, hl, pay, npay, paylen);
+		int r = sp ? shm_add(nic, sp, hdr, hl, pay, npay, paylen) : -EPIPE;
+		if (r != -EPIPE)
+			return r;
+		/* No ring (or its owner died): the socket. */
 	}
 	if (q->n == SRN_TXQ_PKTS || q->niov + npay + 2 > SRN_TXQ_IOVS)
 		srn_txq_flush(nic);
