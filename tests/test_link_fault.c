@@ -410,9 +410,13 @@ static void delay_needs_flush(void)
           (unsigned long long)t0);
     usleep(5000);
     CHECK(srn_udp_recv_batch(&b, &rxb, NULL) == 0, "a delayed packet arrived without a flush");
-    if (now_ns() < next)
-        CHECK(srn_udp_fault_flush(&a, now_ns()) == 0, "flush before the deadline sent packets");
-    while (now_ns() < next)
+    /* One clock reading for the comparison and the flush: read twice, a
+     * preemption in between could carry the flush past the deadline. */
+    uint64_t t = now_ns();
+    if (t < next)
+        CHECK(srn_udp_fault_flush(&a, t) == 0, "flush before the deadline sent packets");
+    /* Every packet's own deadline (the last was sent at t1) has passed. */
+    while (now_ns() < t1 + 40000000ull)
         usleep(1000);
     CHECK(srn_udp_fault_flush(&a, now_ns()) == 50, "flush after the deadline did not send 50");
     CHECK(srn_udp_fault_next_ns(&a) == 0, "next_ns after the flush");

@@ -141,6 +141,9 @@ int srn_progress_poll(struct srn_nic *nic, bool from_app);
 /* An application thread is about to block (e.g. in ibv_get_cq_event): let
  * the progress thread take over at once. */
 void srn_progress_app_sleeps(struct srn_nic *nic);
+/* A transmission was deferred (a full same-host ring): make sure the
+ * progress thread retries it even if nothing else wakes it. */
+void srn_progress_tx_deferred(struct srn_nic *nic);
 /* Stamps and returns the time (srn_now_ns). */
 uint64_t srn_progress_app_active(struct srn_nic *nic);
 /* A poll that found its completions without receiving: held ACKs older

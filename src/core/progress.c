@@ -95,7 +95,7 @@ static void *progress_main(void *arg)
 		uint64_t fdl = srn_udp_fault_next_ns(&nic->udp);
 		if (fdl && (!dl || fdl < dl))
 			dl = fdl;
-		if (atomic_load_explicit(&nic->tx_waiting, memory_order_relaxed)) {
+		if (atomic_load(&nic->tx_waiting)) {
 			uint64_t t = srn_now_ns() + SRN_TX_RETRY_NS;
 			if (!dl || t < dl)
 				dl = t;
@@ -202,6 +202,18 @@ void srn_progress_stop(struct srn_nic *nic)
 	if (nic->kick_fd >= 0)
 		close(nic->kick_fd);
 	nic->ep_all = nic->ep_kick = nic->kick_fd = -1;
+}
+
+void srn_progress_tx_deferred(struct srn_nic *nic)
+{
+	/* Raise the flag, then look: the thread announces its deep sleep,
+	 * then reads the flag (both sequentially consistent), so it either
+	 * sees the flag or is kicked. */
+	if (atomic_load_explicit(&nic->tx_waiting, memory_order_relaxed))
+		return;
+	atomic_store(&nic->tx_waiting, true);
+	if (atomic_load(&nic->bg_deep_sleep))
+		kick(nic);
 }
 
 void srn_progress_app_sleeps(struct srn_nic *nic)

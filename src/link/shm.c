@@ -25,6 +25,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stdalign.h>
+#include <stddef.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,6 +43,7 @@
 #define REC_ALIGN 64u
 #define REC_PKT 1u
 #define REC_WRAP 2u
+#define ALL_SLOTS ((1ull << SRN_SHM_SLOTS) - 1)
 
 struct slot_ctl {
 	_Atomic uint64_t claim;            /* owning sender's pid, 0 = free */
@@ -176,11 +178,56 @@ static bool same_addr(const struct sockaddr_storage *a, socklen_t alen, const st
 static struct srn_shm_seg *map_seg(int fd, size_t len)
 {
 	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	return p == MAP_FAILED ? NULL : p;
+	if (p == MAP_FAILED)
+		return NULL;
+	/* A forked child does not use the parent's device; it must not keep
+	 * the segment's memory alive after the parent is gone. */
+	madvise(p, len, MADV_DONTFORK);
+	return p;
+}
+
+/* The identity part of an inbox header, read with pread: a read through a
+ * mapping could fault on a page tmpfs cannot supply (SIGBUS). */
+static bool read_identity(int fd, struct inbox_hdr *out)
+{
+	size_t n = offsetof(struct inbox_hdr, sleeping);
+	return pread(fd, out, n, 0) == (ssize_t)n && out->magic == SHM_MAGIC;
+}
+
+/* Retire the inbox `name` of a device that is gone: mark it closed, so
+ * senders still mapping it go back to UDP (and look for a successor) at
+ * once, and unlink it, but only the very file looked at, never one that
+ * replaced it meanwhile.  only_if_dead: leave it if its owner lives. */
+static void retire_inbox(const char *name, bool only_if_dead)
+{
+	int fd = shm_open(name, O_RDWR | O_CLOEXEC, 0);
+	if (fd < 0)
+		return;
+	struct stat st, now;
+	struct inbox_hdr id;
+	char path[NAME_MAX + 16];
+	snprintf(path, sizeof(path), "/dev/shm%s", name);
+	bool ours = fstat(fd, &st) == 0 && st.st_uid == geteuid();
+	bool valid = ours && (size_t)st.st_size >= HDR_BYTES && read_identity(fd, &id);
+	if (!ours || (only_if_dead && (!valid || pid_alive(id.owner_pid)))) {
+		close(fd);
+		return;
+	}
+	if (valid) {
+		/* Its header page is allocated (written before the magic). */
+		struct inbox_hdr *h = mmap(NULL, HDR_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		if (h != MAP_FAILED) {
+			atomic_store(&h->closed, 1);
+			munmap(h, HDR_BYTES);
+		}
+	}
+	if (stat(path, &now) == 0 && now.st_ino == st.st_ino && now.st_dev == st.st_dev)
+		shm_unlink(name);
+	close(fd);
 }
 
 /* Inboxes of processes that died without closing (a crash, a kill) hold
- * memory in /dev/shm: remove those of this user whose owner is gone. */
+ * memory in /dev/shm: retire those of this user whose owner is gone. */
 static void sweep_dead_inboxes(void)
 {
 	DIR *d = opendir("/dev/shm");
@@ -192,20 +239,7 @@ static void sweep_dead_inboxes(void)
 			continue;
 		char name[NAME_MAX + 2];
 		snprintf(name, sizeof(name), "/%s", e->d_name);
-		int fd = shm_open(name, O_RDONLY | O_CLOEXEC, 0);
-		if (fd < 0)
-			continue;
-		struct stat st;
-		const struct inbox_hdr *h = MAP_FAILED;
-		if (fstat(fd, &st) == 0 && st.st_uid == geteuid() && (size_t)st.st_size >= HDR_BYTES)
-			h = mmap(NULL, HDR_BYTES, PROT_READ, MAP_SHARED, fd, 0);
-		close(fd);
-		if (h == MAP_FAILED)
-			continue;
-		if (atomic_load_explicit(&h->magic, memory_order_acquire) == SHM_MAGIC &&
-		    !pid_alive(h->owner_pid))
-			shm_unlink(name);
-		munmap((void *)h, HDR_BYTES);
+		retire_inbox(name, true);
 	}
 	closedir(d);
 }
@@ -214,6 +248,7 @@ int srn_shm_open(struct srn_shm *s, const struct sockaddr *local, socklen_t len,
 {
 	memset(s, 0, sizeof(*s));
 	s->enabled = enabled;
+	s->pid = getpid();
 	if (!enabled)
 		return 0;
 	s->netns = netns_id();
@@ -226,7 +261,7 @@ int srn_shm_open(struct srn_shm *s, const struct sockaddr *local, socklen_t len,
 	sweep_dead_inboxes();
 	/* This process bound the address and port (no SO_REUSEADDR), so an
 	 * inbox already there belongs to a device that is gone. */
-	shm_unlink(s->in_name);
+	retire_inbox(s->in_name, false);
 	int fd = shm_open(s->in_name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -errno;
@@ -264,12 +299,18 @@ static void detach(struct srn_shm_peer *p)
 
 void srn_shm_exit(struct srn_shm *s)
 {
+	if (s->pid != getpid())
+		return;         /* a forked child: the mappings stayed with the parent */
 	if (s->in && !atomic_exchange(&s->in->h.closed, 1))
 		shm_unlink(s->in_name);
 }
 
 void srn_shm_close(struct srn_shm *s)
 {
+	if (s->pid != getpid()) {
+		memset(s, 0, sizeof(*s));      /* a forked child: nothing here is mapped */
+		return;
+	}
 	for (int i = 0; i < s->npeers; i++)
 		detach(&s->peer[i]);
 	if (s->in) {
@@ -316,14 +357,9 @@ static int attach(struct srn_shm *s, struct srn_shm_peer *p)
 	struct stat st;
 	struct srn_shm_seg *g = NULL;
 	uint64_t ring = 0;
-	if (fstat(fd, &st) == 0 && (size_t)st.st_size > HDR_BYTES) {
-		const struct inbox_hdr *h0 = mmap(NULL, HDR_BYTES, PROT_READ, MAP_SHARED, fd, 0);
-		if (h0 != MAP_FAILED) {
-			if (atomic_load_explicit(&h0->magic, memory_order_acquire) == SHM_MAGIC)
-				ring = h0->ring_bytes;
-			munmap((void *)h0, HDR_BYTES);
-		}
-	}
+	struct inbox_hdr id;
+	if (fstat(fd, &st) == 0 && (size_t)st.st_size > HDR_BYTES && read_identity(fd, &id))
+		ring = id.ring_bytes;
 	if (ring >= SRN_SHM_RING_MIN && ring <= SRN_SHM_RING_MAX && !(ring & 4095) &&
 	    (size_t)st.st_size == seg_bytes(ring))
 		g = map_seg(fd, seg_bytes(ring));
@@ -355,6 +391,7 @@ static int attach(struct srn_shm *s, struct srn_shm_peer *p)
 	p->seg = g;
 	p->slot = slot;
 	p->ring = ring;
+	p->fresh = true;
 	p->prod = atomic_load_explicit(&c->prod, memory_order_acquire);
 	p->published = p->prod;
 	p->cons_seen = atomic_load_explicit(&c->cons, memory_order_acquire);
@@ -373,9 +410,20 @@ struct srn_shm_peer *srn_shm_route(struct srn_shm *s, const struct sockaddr *dst
 			break;
 		}
 	if (!p) {
-		if (s->npeers == SRN_SHM_PEERS || dstlen > sizeof(p->addr))
-			return NULL;    /* remembered enough: the rest take UDP */
-		p = &s->peer[s->npeers++];
+		if (dstlen > sizeof(p->addr))
+			return NULL;
+		if (s->npeers < SRN_SHM_PEERS) {
+			p = &s->peer[s->npeers++];
+		} else {
+			/* Full: forget a destination that has no ring (a remote
+			 * host, a device without an inbox); if all have one, the
+			 * rest take UDP. */
+			for (int i = 0; i < s->npeers && !p; i++)
+				if (!s->peer[i].seg)
+					p = &s->peer[i];
+			if (!p)
+				return NULL;
+		}
 		memset(p, 0, sizeof(*p));
 		memcpy(&p->addr, dst, dstlen);
 		p->addrlen = dstlen;
@@ -383,15 +431,15 @@ struct srn_shm_peer *srn_shm_route(struct srn_shm *s, const struct sockaddr *dst
 	if (p->seg) {
 		if (!atomic_load_explicit(&p->seg->h.closed, memory_order_relaxed))
 			return p;
-		/* Its device closed: UDP from now on (its successor, if any,
-		 * publishes a new inbox that the next look finds). */
+		/* Its device closed, or died and a successor on the same
+		 * address retired its inbox: look for that successor's inbox
+		 * now, else UDP. */
 		if (p->dirty) {
 			p->dirty = false;
 			s->ndirty--;
 		}
 		detach(p);
-		p->retry_ns = coarse_now_ns() + SRN_SHM_RETRY_NS;
-		return NULL;
+		p->retry_ns = 0;
 	}
 	uint64_t now = coarse_now_ns();
 	if (now < p->retry_ns)
@@ -505,10 +553,14 @@ int srn_shm_poll(struct srn_shm *s, int max, srn_shm_deliver_fn deliver, void *c
 	if (!s->in)
 		return 0;
 	struct inbox_hdr *h = &s->in->h;
-	uint64_t act = atomic_load_explicit(&h->active, memory_order_acquire);
+	uint64_t act = atomic_load_explicit(&h->active, memory_order_acquire) & ALL_SLOTS;
+	/* Start one slot further each time: a busy sender cannot keep the
+	 * budget from the others. */
+	uint32_t first = s->next_slot++ % SRN_SHM_SLOTS;
+	act = (act >> first | act << (SRN_SHM_SLOTS - first)) & ALL_SLOTS;
 	int n = 0;
 	while (act && n < max) {
-		uint32_t i = (uint32_t)__builtin_ctzll(act);
+		uint32_t i = ((uint32_t)__builtin_ctzll(act) + first) % SRN_SHM_SLOTS;
 		act &= act - 1;
 		struct slot_ctl *c = &h->slot[i];
 		uint64_t prod = atomic_load_explicit(&c->prod, memory_order_acquire);
@@ -524,20 +576,22 @@ int srn_shm_poll(struct srn_shm *s, int max, srn_shm_deliver_fn deliver, void *c
 		uint64_t rb = s->in_ring;
 		uint8_t *ring = ring_of(s->in, rb, i);
 		while (cons != prod && n < max) {
-			uint64_t off = cons % rb;
+			uint64_t off = cons % rb, avail = prod - cons;
 			const volatile struct rec *r = (const volatile struct rec *)(ring + off);
 			uint32_t kind = r->kind, len = r->len;
-			if (kind == REC_WRAP) {
-				cons += rb - off;
-				continue;
-			}
-			if (kind != REC_PKT || len > SRN_SHM_MAX_PKT ||
-			    rec_bytes(len) > rb - off || prod - cons > rb) {
+			/* Every step must stay inside what was published. */
+			uint64_t step = kind == REC_WRAP ? rb - off : rec_bytes(len);
+			if (avail > rb || (kind != REC_WRAP && kind != REC_PKT) ||
+			    len > SRN_SHM_MAX_PKT || step > rb - off || step > avail) {
 				cons = prod;    /* not a ring we can read: drop what is in it */
 				break;
 			}
+			if (kind == REC_WRAP) {
+				cons += step;
+				continue;
+			}
 			deliver(ctx, ring + off + REC_HDR, len, (const struct sockaddr *)&src);
-			cons += rec_bytes(len);
+			cons += step;
 			n++;
 		}
 		s->cons[i] = cons;
@@ -553,7 +607,7 @@ bool srn_shm_sleep_begin(struct srn_shm *s)
 	struct inbox_hdr *h = &s->in->h;
 	atomic_store(&h->sleeping, 1);
 	atomic_thread_fence(memory_order_seq_cst);
-	uint64_t act = atomic_load(&h->active);
+	uint64_t act = atomic_load(&h->active) & ALL_SLOTS;
 	while (act) {
 		uint32_t i = (uint32_t)__builtin_ctzll(act);
 		act &= act - 1;

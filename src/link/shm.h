@@ -63,6 +63,7 @@ struct srn_shm_peer {
 	uint64_t published;            /* what the receiver may read */
 	uint64_t cons_seen;            /* the consumer's index when last read */
 	bool dirty;                    /* records written and not yet published */
+	bool fresh;                    /* just attached: earlier packets may wait for UDP */
 	uint64_t retry_ns;
 	uint64_t full_check_ns;        /* when a full ring last had its owner checked */
 };
@@ -73,12 +74,14 @@ struct srn_shm {
 	uint64_t in_ring;              /* its ring size */
 	char in_name[96];
 	uint64_t cons[SRN_SHM_SLOTS];  /* how far each slot was read */
+	uint32_t next_slot;            /* where the next poll starts */
 	uint64_t netns;                /* inode of this process's network namespace */
 	struct sockaddr_storage local; /* this device's address, the source senders name */
 	socklen_t local_len;
 	struct srn_shm_peer peer[SRN_SHM_PEERS];
 	int npeers;
 	int ndirty;                    /* peers with unpublished records */
+	int pid;                       /* the process that mapped all this */
 };
 
 /* Create the inbox of a device bound to `local` (replacing a stale one of

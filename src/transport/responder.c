@@ -367,13 +367,19 @@ bool srn_resp_push(struct srn_qp *qp)
 {
 	if (!qp->resp_tx_pending)
 		return true;
-	/* Oldest first, so responses leave in PSN order. */
+	/* Oldest first, so responses leave in PSN order: READ response
+	 * packets and atomic ACKs alike wait for room behind older ones. */
 	for (uint32_t i = 0; i < qp->res_size; i++) {
 		struct srn_resp_res *r = &qp->res[(qp->res_head + i) & (qp->res_size - 1)];
-		if (r->valid && r->pending && !r->is_atomic && send_read(qp, r) == -EAGAIN) {
+		if (!r->valid || !r->pending)
+			continue;
+		int ret = r->is_atomic ? send_atomic_ack(qp, r) : send_read(qp, r);
+		if (ret == -EAGAIN) {
 			srn_tx_defer(qp);
 			return false;
 		}
+		if (r->is_atomic)
+			r->pending = false;     /* sent, or unbuildable: the requester retries */
 	}
 	qp->resp_tx_pending = false;
 	return true;
@@ -404,7 +410,9 @@ static void duplicate_rd_atomic(struct srn_qp *qp, const struct srn_pkt *p)
 			continue;
 		if (r->is_atomic && (p->info->flags & SRN_OPF_ATOMIC) && p->psn == r->first_psn) {
 			srn_count(qp->nic->cnt, SRN_CNT_DUP_ATOMIC, 1);
-			send_atomic_ack(qp, r);
+			r->pending = true;
+			qp->resp_tx_pending = true;
+			srn_resp_push(qp);
 			return;
 		}
 		if (!r->is_atomic && (p->info->flags & SRN_OPF_READ_REQ) && p->reth_rkey == r->rkey) {
@@ -504,7 +512,11 @@ static void rc_request(struct srn_qp *qp, const struct srn_pkt *p)
 		return;             /* the responses are the acknowledgement */
 	}
 	if (f & SRN_OPF_ATOMIC) {
-		send_atomic_ack(qp, &qp->res[(qp->res_head - 1) & (qp->res_size - 1)]);
+		/* Its ACK leaves in turn (srn_resp_push), kept owed if the
+		 * link has no room now. */
+		qp->res[(qp->res_head - 1) & (qp->res_size - 1)].pending = true;
+		qp->resp_tx_pending = true;
+		srn_resp_push(qp);
 		return;
 	}
 	if (p->ackreq)

@@ -92,6 +92,7 @@ void srn_tx_defer(struct srn_qp *qp)
 		qp->tx_next = qp->nic->tx_list;
 		qp->nic->tx_list = qp;
 	}
+	srn_progress_tx_deferred(qp->nic);
 }
 
 void srn_tx_resume(struct srn_nic *nic)

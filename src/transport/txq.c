@@ -60,6 +60,13 @@ int srn_txq_add(struct srn_nic *nic, const struct sockaddr *dst, socklen_t dstle
 		return -EINVAL;
 	if (nic->shm.enabled) {
 		struct srn_shm_peer *sp = srn_shm_route(&nic->shm, dst, dstlen);
+		if (sp && sp->fresh) {
+			/* Packets queued for UDP before the ring was found go
+			 * first, or the peer would see them out of order. */
+			sp->fresh = false;
+			if (q->n)
+				srn_txq_flush(nic);
+		}
 		int r = sp ? shm_add(nic, sp, hdr, hl, pay, npay, paylen) : -EPIPE;
 		if (r != -EPIPE)
 			return r;
