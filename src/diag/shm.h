@@ -203,10 +203,11 @@ struct srn_diag_cq {
 enum srn_diag_qp_flag {
 	SRN_DIAG_QPF_RNR_WAIT = 1u << 0,      /* stalled until the RNR timer */
 	SRN_DIAG_QPF_REWOUND = 1u << 1,       /* retransmitting, no progress since */
-	SRN_DIAG_QPF_TX_BLOCKED = 1u << 2,    /* socket buffer full */
+	SRN_DIAG_QPF_TX_BLOCKED = 1u << 2,    /* waits for room (a full same-host ring) */
 	SRN_DIAG_QPF_ACK_TIMER = 1u << 3,     /* local ACK timer armed */
 	SRN_DIAG_QPF_IN_MSG = 1u << 4,        /* responder inside a multi-packet message */
 	SRN_DIAG_QPF_SQ_DRAINING = 1u << 5,
+	SRN_DIAG_QPF_SHM = 1u << 6,           /* its peer is reached through a same-host ring */
 };
 
 struct srn_diag_qp {

@@ -400,6 +400,14 @@ static int attach(struct srn_shm *s, struct srn_shm_peer *p)
 	return 0;
 }
 
+bool srn_shm_has_ring(const struct srn_shm *s, const struct sockaddr *dst, socklen_t dstlen)
+{
+	for (int i = 0; i < s->npeers; i++)
+		if (s->peer[i].seg && same_addr(&s->peer[i].addr, s->peer[i].addrlen, dst, dstlen))
+			return true;
+	return false;
+}
+
 struct srn_shm_peer *srn_shm_route(struct srn_shm *s, const struct sockaddr *dst,
 				   socklen_t dstlen)
 {

@@ -97,6 +97,8 @@ void srn_shm_exit(struct srn_shm *s);
 /* The shared-memory route to dst, or NULL: take UDP. */
 struct srn_shm_peer *srn_shm_route(struct srn_shm *s, const struct sockaddr *dst,
 				   socklen_t dstlen);
+/* Does dst already take a ring?  No side effects (for diagnostics). */
+bool srn_shm_has_ring(const struct srn_shm *s, const struct sockaddr *dst, socklen_t dstlen);
 /* Copy one packet of `len` bytes gathered from iov into the peer's ring,
  * unpublished.  0, -EAGAIN when the ring has no room for it now, or -EPIPE
  * when it stays full because its owner died: the peer is forgotten (UDP
