@@ -83,8 +83,9 @@ static void snap_qp(struct srn_diag_obj *o, const struct srn_qp *qp)
 			 (qp->ack_deadline ? SRN_DIAG_QPF_ACK_TIMER : 0) |
 			 (qp->resp_in_msg ? SRN_DIAG_QPF_IN_MSG : 0) |
 			 (qp->sq_drained_pending ? SRN_DIAG_QPF_SQ_DRAINING : 0) |
-			 (srn_shm_has_ring(&qp->nic->shm, (const struct sockaddr *)&qp->peer,
-					   qp->peer_len) ? SRN_DIAG_QPF_SHM : 0);
+			 (qp->nic && srn_shm_has_ring(&qp->nic->shm,
+						      (const struct sockaddr *)&qp->peer, qp->peer_len)
+				  ? SRN_DIAG_QPF_SHM : 0);
 
 	srn_diag_obj_begin(o);
 	SRN_DIAG_SET(q->qpn, qp->qpn);
