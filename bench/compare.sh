@@ -216,17 +216,17 @@ json_field() {
 # -- softrnic --------------------------------------------------------------
 # Each takes REP [WHO SHM]: WHO names the column (softrnic, or srudp for
 # the UDP link), SHM is SOFTRNIC_SHM for the run (1 default, 0 UDP only).
-sr_lat() {   # one invocation for all sizes: lat = median half RTT in us
-	local rep=$1 who=${2:-softrnic} shm=${3:-1} f=$tmp/sr-lat.json n s v
+sr_lat() {   # one invocation per size, as many round trips as the peers make
+	local rep=$1 who=${2:-softrnic} shm=${3:-1} f=$tmp/sr-lat.json size s v
 	in_budget "$who lat" || return
-	n=$(lat_iters 8)
-	[ "$QUICK" = 1 ] || n=1000
-	if SOFTRNIC_SHM=$shm timeout -k 5 60 "$SOFTRNIC" perf --loopback --timeout 20 \
-		--sizes "${SIZES// /,}" -n "$n" --json >"$f" 2>"$tmp/sr.err"; then
-		while read -r s v; do record "$who" lat "$s" "$rep" "$v"; done < <(json_rows "$f" t_median_us)
-	else
-		note "$who lat run $rep failed (rc $?): $(head -2 "$tmp/sr.err")"
-	fi
+	for size in $SIZES; do
+		if SOFTRNIC_SHM=$shm timeout -k 5 60 "$SOFTRNIC" perf --loopback --timeout 20 \
+			--size "$size" -n "$(lat_iters "$size")" --json >"$f" 2>"$tmp/sr.err"; then
+			while read -r s v; do record "$who" lat "$s" "$rep" "$v"; done < <(json_rows "$f" t_median_us)
+		else
+			note "$who lat $size B run $rep failed (rc $?): $(head -2 "$tmp/sr.err")"
+		fi
+	done
 }
 sr_bw() {   # streaming RC Write bandwidth, GB/s (10^9 B/s)
 	local rep=$1 who=${2:-softrnic} shm=${3:-1} f=$tmp/sr-bw.json s v
