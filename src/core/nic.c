@@ -66,10 +66,11 @@ int srn_nic_create(struct srn_device *dev, struct srn_nic **out, char *err, size
 			nic->gro = NULL;
 		}
 	}
-	/* Same-host rings bypass the link's hooks, so a fault injector or
-	 * a trace keeps every packet on the socket where they act. */
+	/* Same-host rings bypass the fault injector, so with one every
+	 * packet stays on the socket where it acts.  The trace records ring
+	 * traffic too (transport/txq.c, rx.c). */
 	const char *shm_env = getenv("SOFTRNIC_SHM");
-	bool shm_on = !nic->udp.hooked && !(shm_env && !strcmp(shm_env, "0"));
+	bool shm_on = !nic->udp.fault && !(shm_env && !strcmp(shm_env, "0"));
 	if (srn_shm_open(&nic->shm, (const struct sockaddr *)&nic->udp.local, nic->udp.local_len,
 			 shm_on))
 		nic->shm.in = NULL;     /* sends may still use peers' inboxes */

@@ -329,6 +329,13 @@ static int sendv_hooked(struct srn_udp *u, const struct sockaddr *dst, socklen_t
     return srn_udp_xmit(u, dst, dstlen, iov, iovcnt);
 }
 
+int srn_udp_doorbell(struct srn_udp *u, const struct sockaddr *dst, socklen_t dstlen)
+{
+    if (dst->sa_family != u->family)
+        return -EAFNOSUPPORT;
+    return raw_send(u, dst, dstlen, NULL, 0);
+}
+
 int srn_udp_sendv(struct srn_udp *u, const struct sockaddr *dst, socklen_t dstlen,
                   const struct iovec *iov, int iovcnt)
 {
@@ -455,6 +462,8 @@ int srn_udp_recv_into(struct srn_udp *u, struct srn_rx_batch *b, int first, int 
     if (u->pcap && r > 0) {
         uint64_t now = mono_ns();
         for (int i = first; i < first + r; i++) {
+            if (b->pkt[i].len == 0)
+                continue;   /* a same-host peer's doorbell (link/shm.h), not RoCE */
             struct iovec v = { b->pkt[i].data, b->pkt[i].len };
             srn_pcap_record(u->pcap, (const struct sockaddr *)&b->pkt[i].src,
                             (const struct sockaddr *)&u->local, &v, 1, true, now);

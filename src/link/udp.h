@@ -63,6 +63,9 @@ void srn_udp_close(struct srn_udp *u);
  * not of the socket's family, or another -errno. */
 int srn_udp_sendv(struct srn_udp *u, const struct sockaddr *dst, socklen_t dstlen,
                   const struct iovec *iov, int iovcnt);
+/* An empty datagram that wakes a same-host peer sleeping in epoll
+ * (link/shm.h): not RoCE, so never faulted nor traced.  0 or -errno. */
+int srn_udp_doorbell(struct srn_udp *u, const struct sockaddr *dst, socklen_t dstlen);
 
 /* Send up to n datagrams in one system call (sendmmsg). Returns how many
  * were sent (0..n; the caller retries the rest later), or -errno when the

@@ -14,6 +14,7 @@
 #include "core/nic.h"
 #include "core/qp.h"
 #include "diag/shm.h"
+#include "link/pcap.h"
 #include "wire/icrc.h"
 #include "wire/roce_hdr.h"
 
@@ -192,5 +193,16 @@ void srn_rx_packet(struct srn_nic *nic, const uint8_t *data, uint32_t len,
 void srn_rx_packet_local(struct srn_nic *nic, const uint8_t *data, uint32_t len,
 			 const struct sockaddr *src)
 {
+	if (nic->udp.pcap && len >= SRN_ICRC_LEN) {
+		/* Traced as the UDP link would have carried it (shm_trace in
+		 * txq.c does the same on the sending side). */
+		struct srn_ip_meta m;
+		rx_meta(nic, src, &nic->udp.local, &m);
+		uint8_t icrc[SRN_ICRC_LEN];
+		struct iovec v[2] = { { (void *)data, len - SRN_ICRC_LEN }, { icrc, SRN_ICRC_LEN } };
+		srn_icrc_put(icrc, srn_icrc_calc(&m, v, 1));
+		srn_pcap_record(nic->udp.pcap, src, (const struct sockaddr *)&nic->udp.local, v, 2,
+				true, srn_now_ns());
+	}
 	rx_packet(nic, data, len, src, 0, true);
 }

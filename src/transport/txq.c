@@ -21,12 +21,27 @@
 
 #include "core/nic.h"
 #include "link/gso.h"
+#include "link/pcap.h"
 #include "link/udp.h"
 #include "wire/opcode.h"
 
+/* SOFTRNIC_PCAP on a same-host ring: record the packet as the UDP link
+ * would carry it, its ICRC computed for the record alone.  v[n-1] is the
+ * pad + ICRC piece. */
+static void shm_trace(struct srn_nic *nic, const struct srn_shm_peer *sp,
+		      const struct srn_ip_meta *meta, struct iovec *v, int n, uint32_t pad)
+{
+	uint8_t tail[3 + SRN_ICRC_LEN] = { 0 };
+	v[n - 1] = (struct iovec){ tail, pad };
+	srn_icrc_put(tail + pad, srn_icrc_calc(meta, v, n));
+	v[n - 1].iov_len = pad + SRN_ICRC_LEN;
+	srn_pcap_record(nic->udp.pcap, (const struct sockaddr *)&nic->udp.local,
+			(const struct sockaddr *)&sp->addr, v, n, false, srn_now_ns());
+}
+
 /* Into a same-host ring: no ICRC (its 4 bytes are there, zero). */
-static int shm_add(struct srn_nic *nic, struct srn_shm_peer *sp, const uint8_t *hdr, int hl,
-		   const struct iovec *pay, int npay, uint32_t paylen)
+static int shm_add(struct srn_nic *nic, struct srn_shm_peer *sp, const struct srn_ip_meta *meta,
+		   const uint8_t *hdr, int hl, const struct iovec *pay, int npay, uint32_t paylen)
 {
 	static const uint8_t zeros[3 + SRN_ICRC_LEN];
 	struct iovec v[SRN_MAX_SGE + 2];
@@ -48,6 +63,8 @@ static int shm_add(struct srn_nic *nic, struct srn_shm_peer *sp, const uint8_t *
 	srn_count(nic->cnt, SRN_CNT_SENT_PKTS, 1);
 	srn_count(nic->cnt, SRN_CNT_SENT_BYTES, len);
 	srn_count(nic->cnt, SRN_CNT_SHM_SENT_PKTS, 1);
+	if (nic->udp.pcap)
+		shm_trace(nic, sp, meta, v, n, srn_pad_of(paylen));
 	return 0;
 }
 
@@ -67,7 +84,7 @@ int srn_txq_add(struct srn_nic *nic, const struct sockaddr *dst, socklen_t dstle
 			if (q->n)
 				srn_txq_flush(nic);
 		}
-		int r = sp ? shm_add(nic, sp, hdr, hl, pay, npay, paylen) : -EPIPE;
+		int r = sp ? shm_add(nic, sp, meta, hdr, hl, pay, npay, paylen) : -EPIPE;
 		if (r != -EPIPE)
 			return r;
 		/* No ring (or its owner died): the socket. */
@@ -117,7 +134,7 @@ static void doorbell(void *ctx, const struct sockaddr *dst, socklen_t len)
 {
 	struct srn_nic *nic = ctx;
 	srn_count(nic->cnt, SRN_CNT_SHM_DOORBELLS, 1);
-	int r = srn_udp_sendv(&nic->udp, dst, len, NULL, 0);
+	int r = srn_udp_doorbell(&nic->udp, dst, len);
 	if (r && r != -EAGAIN)      /* a full socket wakes its reader anyway */
 		srn_count(nic->cnt, SRN_CNT_TX_ERR, 1);
 }
