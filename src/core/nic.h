@@ -144,14 +144,6 @@ void srn_progress_app_sleeps(struct srn_nic *nic);
 /* A transmission was deferred (a full same-host ring): make sure the
  * progress thread retries it even if nothing else wakes it. */
 void srn_progress_tx_deferred(struct srn_nic *nic);
-/* After an application's poll (outside the lock): found nothing?  A
- * thread that keeps finding nothing yields the CPU now and then.  On a
- * machine with fewer CPUs than busy threads its peer (say, the other
- * process of a ping-pong on this host) may be waiting for this very CPU,
- * and would otherwise get it only when the scheduler's time slice ends:
- * about 1 ms per step instead of microseconds.  When nobody waits a yield
- * costs one system call, once per SRN_YIELD_EVERY empty polls. */
-void srn_progress_app_polled(bool found);
 /* Stamps and returns the time (srn_now_ns). */
 uint64_t srn_progress_app_active(struct srn_nic *nic);
 /* A poll that found its completions without receiving: held ACKs older

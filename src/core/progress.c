@@ -16,7 +16,6 @@
 #include "core/nic.h"
 
 #include <errno.h>
-#include <sched.h>
 #include <stdint.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
@@ -42,9 +41,6 @@
 #define SRN_UDP_POLL_GAP_NS 50000ull
 #define SRN_SHM_QUIET_NS 1000000ull
 #define SRN_TX_RETRY_NS 50000ull       /* a deferred transmit is tried again */
-/* An application polling an empty CQ gives its CPU away once every this
- * many polls in a row (srn_progress_app_polled). */
-#define SRN_YIELD_EVERY 64
 
 static void drain_kick(struct srn_nic *nic)
 {
@@ -218,18 +214,6 @@ void srn_progress_tx_deferred(struct srn_nic *nic)
 	atomic_store(&nic->tx_waiting, true);
 	if (atomic_load(&nic->bg_deep_sleep))
 		kick(nic);
-}
-
-void srn_progress_app_polled(bool found)
-{
-	/* Per thread: each polling thread spins on its own. */
-	static _Thread_local unsigned empty;
-	if (found) {
-		empty = 0;
-	} else if (++empty >= SRN_YIELD_EVERY) {
-		empty = 0;
-		sched_yield();
-	}
 }
 
 void srn_progress_app_sleeps(struct srn_nic *nic)

@@ -154,7 +154,6 @@ int srn_verbs_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 		srn_progress_held_acks_due(nic, now);
 	}
 	srn_nic_unlock(nic);
-	srn_progress_app_polled(got > 0);
 	return got;
 }
 

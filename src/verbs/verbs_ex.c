@@ -63,7 +63,6 @@ static int cq_ex_start(struct ibv_cq_ex *c, struct ibv_poll_cq_attr *attr)
 		srn_progress_held_acks_due(cq->nic, now);
 	}
 	srn_nic_unlock(cq->nic);
-	srn_progress_app_polled(got);
 	return got ? 0 : ENOENT;       /* on ENOENT the caller skips end_poll */
 }
 
