@@ -400,6 +400,18 @@ static int attach(struct srn_shm *s, struct srn_shm_peer *p)
 	return 0;
 }
 
+/* Give up p's ring (its receiver closed or died): unpublished records go
+ * with it; look for an inbox again from retry_ns on. */
+static void forget(struct srn_shm *s, struct srn_shm_peer *p, uint64_t retry_ns)
+{
+	if (p->dirty) {
+		p->dirty = false;
+		s->ndirty--;
+	}
+	detach(p);
+	p->retry_ns = retry_ns;
+}
+
 bool srn_shm_has_ring(const struct srn_shm *s, const struct sockaddr *dst, socklen_t dstlen)
 {
 	for (int i = 0; i < s->npeers; i++)
@@ -442,12 +454,7 @@ struct srn_shm_peer *srn_shm_route(struct srn_shm *s, const struct sockaddr *dst
 		/* Its device closed, or died and a successor on the same
 		 * address retired its inbox: look for that successor's inbox
 		 * now, else UDP. */
-		if (p->dirty) {
-			p->dirty = false;
-			s->ndirty--;
-		}
-		detach(p);
-		p->retry_ns = 0;
+		forget(s, p, 0);
 	}
 	uint64_t now = coarse_now_ns();
 	if (now < p->retry_ns)
@@ -469,12 +476,7 @@ static int full_ring(struct srn_shm *s, struct srn_shm_peer *p)
 	p->full_check_ns = now;
 	if (pid_alive(p->seg->h.owner_pid))
 		return -EAGAIN;
-	if (p->dirty) {
-		p->dirty = false;
-		s->ndirty--;
-	}
-	detach(p);
-	p->retry_ns = now + SRN_SHM_RETRY_NS;
+	forget(s, p, now + SRN_SHM_RETRY_NS);
 	return -EPIPE;
 }
 

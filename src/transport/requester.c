@@ -222,11 +222,6 @@ static void defer(struct srn_qp *qp)
 {
 	qp->req_blocked = true;
 	srn_tx_defer(qp);
-	/* A go-back-N that could not resend anything (the peer's ring stays
-	 * full: it died or stopped polling) must still time out, or the QP
-	 * would wait forever instead of failing with RETRY_EXC_ERR. */
-	if (srn_qp_reliable(qp) && qp->req_una != qp->req_psn_max)
-		srn_timer_sent(qp);
 }
 
 /* May sq[sq_cur] start now?  (FENCE, max_rd_atomic.) */
