@@ -41,6 +41,9 @@
 #define SRN_UDP_POLL_GAP_NS 50000ull
 #define SRN_SHM_QUIET_NS 1000000ull
 #define SRN_TX_RETRY_NS 50000ull       /* a deferred transmit is tried again */
+#ifndef SRN_BG_SPIN_NS
+#define SRN_BG_SPIN_NS 50000ull        /* busy-poll this long after the last packet */
+#endif
 
 static void drain_kick(struct srn_nic *nic)
 {
@@ -56,6 +59,26 @@ static bool app_is_polling(struct srn_nic *nic, uint64_t now, uint64_t *left)
 		return false;
 	*left = SRN_APP_IDLE_NS - (now - last);
 	return true;
+}
+
+/* Traffic came while nobody polled (a passive target, a server between
+ * calls): more is likely right behind it.  Poll on for a short while
+ * before sleeping again, so a sender streaming at us does not pay a
+ * wake-up (and this thread a context switch) per packet burst.  Bounded:
+ * SRN_BG_SPIN_NS after the last packet, and never while an application
+ * thread polls. */
+static void busy_poll(struct srn_nic *nic)
+{
+	uint64_t now = srn_now_ns(), last = now, left;
+	while (now - last < SRN_BG_SPIN_NS && !atomic_load_explicit(&nic->stop, memory_order_relaxed) &&
+	       !app_is_polling(nic, now, &left)) {
+		pthread_mutex_lock(&nic->lock);
+		int got = srn_progress_poll(nic, false);
+		srn_nic_unlock(nic);
+		now = srn_now_ns();
+		if (got)
+			last = now;
+	}
 }
 
 static void *progress_main(void *arg)
@@ -145,8 +168,10 @@ static void *progress_main(void *arg)
 			continue;
 		pthread_mutex_lock(&nic->lock);
 		srn_count(nic->cnt, SRN_CNT_BG_WAKEUPS, 1);
-		srn_progress_poll(nic, false);
+		int got = srn_progress_poll(nic, false);
 		srn_nic_unlock(nic);
+		if (got)
+			busy_poll(nic);
 	}
 	return NULL;
 }
