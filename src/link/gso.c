@@ -9,9 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#ifndef UDP_SEGMENT
-#define UDP_SEGMENT 103
-#endif
 #ifndef UDP_GRO
 #define UDP_GRO 104
 #endif
@@ -20,35 +17,6 @@ bool srn_udp_enable_gro(struct srn_udp *u)
 {
 	int one = 1;
 	return setsockopt(u->fd, IPPROTO_UDP, UDP_GRO, &one, sizeof(one)) == 0;
-}
-
-int srn_udp_send_gso(struct srn_udp *u, const struct sockaddr *dst, socklen_t dstlen,
-		     const struct iovec *iov, int iovcnt, uint16_t seg)
-{
-	union {
-		char buf[CMSG_SPACE(sizeof(uint16_t))];
-		struct cmsghdr align;
-	} ctrl;
-	memset(&ctrl, 0, sizeof(ctrl));
-	struct msghdr mh = {
-		.msg_name = (void *)dst,
-		.msg_namelen = dstlen,
-		.msg_iov = (struct iovec *)iov,
-		.msg_iovlen = (size_t)iovcnt,
-		.msg_control = ctrl.buf,
-		.msg_controllen = sizeof(ctrl.buf),
-	};
-	struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-	c->cmsg_level = SOL_UDP;
-	c->cmsg_type = UDP_SEGMENT;
-	c->cmsg_len = CMSG_LEN(sizeof(uint16_t));
-	memcpy(CMSG_DATA(c), &seg, sizeof(seg));
-	if (sendmsg(u->fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) >= 0)
-		return 0;
-	int e = errno;
-	if (e == EAGAIN || e == EWOULDBLOCK || e == ENOBUFS || e == EINTR)
-		return -EAGAIN;
-	return -e;
 }
 
 int srn_gro_batch_init(struct srn_gro_batch *b)

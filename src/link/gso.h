@@ -4,7 +4,7 @@
  * system-call cost on these machines from ~8 us to ~1 us (see the brief).
  *
  * Send: one gathered buffer of equal-sized datagrams (the last may be
- * shorter) in one sendmsg.  Receive: one recvmsg returns several
+ * shorter) as one message of a sendmmsg (srn_tx_msg.gso_seg, link/udp.h).  Receive: one recvmsg returns several
  * datagrams of one flow back to back with their size in a control message;
  * srn_udp_recv_gro splits them again and says each one's index within its
  * coalesced buffer (IPv4 ID guess, see transport/txq.c).
@@ -20,13 +20,10 @@
 #include "link/udp.h"
 
 #define SRN_GSO_MAX_SEGS 64            /* UDP_MAX_SEGMENTS in Linux */
-#define SRN_GSO_MAX_BYTES 60000        /* stay under the 64 KiB IP datagram limit */
+#define SRN_GSO_MAX_BYTES 65000        /* under the 64 KiB IP datagram limit (65507 payload) */
 
 /* Turn on UDP_GRO for the socket; false if the kernel does not have it. */
 bool srn_udp_enable_gro(struct srn_udp *u);
-/* 0, -EAGAIN (nothing sent), -EOPNOTSUPP/-EINVAL/-EIO (no GSO here), -errno. */
-int srn_udp_send_gso(struct srn_udp *u, const struct sockaddr *dst, socklen_t dstlen,
-		     const struct iovec *iov, int iovcnt, uint16_t seg);
 
 #define SRN_GRO_MSGS 8
 #define SRN_GRO_BUFSZ 65536

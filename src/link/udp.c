@@ -41,6 +41,10 @@
 
 #include "link/pcap.h"
 
+#ifndef UDP_SEGMENT
+#define UDP_SEGMENT 103         /* Linux 4.18; older headers lack it */
+#endif
+
 #define SRN_AUTO_LOOPBACK_LAST 254   /* 127.0.0.1 .. 127.0.0.254 */
 #define SRN_FALLBACK_MTU 1500        /* when the interface cannot be found: the common Ethernet MTU */
 
@@ -368,19 +372,38 @@ static int send_batch_hooked(struct srn_udp *u, const struct srn_tx_msg *m, int 
 int srn_udp_send_batch(struct srn_udp *u, const struct srn_tx_msg *m, int n)
 {
     struct mmsghdr mm[SRN_TX_BATCH];
+    union {
+        char buf[CMSG_SPACE(sizeof(uint16_t))];
+        struct cmsghdr align;
+    } ctrl[SRN_TX_BATCH];
     if (n > SRN_TX_BATCH)
         n = SRN_TX_BATCH;
-    if (__builtin_expect(u->hooked, 0))
+    if (__builtin_expect(u->hooked, 0)) {
+        for (int k = 0; k < n; k++)
+            if (m[k].gso_seg)
+                return -EINVAL;     /* the hooks judge one packet at a time */
         return send_batch_hooked(u, m, n);
+    }
     int k;
     for (k = 0; k < n; k++) {
         if (m[k].dst->sa_family != u->family)
             break;
+        struct msghdr *h = &mm[k].msg_hdr;
         memset(&mm[k], 0, sizeof(mm[k]));
-        mm[k].msg_hdr.msg_name = (void *)m[k].dst;
-        mm[k].msg_hdr.msg_namelen = m[k].dstlen;
-        mm[k].msg_hdr.msg_iov = (struct iovec *)m[k].iov;
-        mm[k].msg_hdr.msg_iovlen = (size_t)m[k].iovcnt;
+        h->msg_name = (void *)m[k].dst;
+        h->msg_namelen = m[k].dstlen;
+        h->msg_iov = (struct iovec *)m[k].iov;
+        h->msg_iovlen = (size_t)m[k].iovcnt;
+        if (m[k].gso_seg) {
+            memset(&ctrl[k], 0, sizeof(ctrl[k]));
+            h->msg_control = ctrl[k].buf;
+            h->msg_controllen = sizeof(ctrl[k].buf);
+            struct cmsghdr *c = CMSG_FIRSTHDR(h);
+            c->cmsg_level = SOL_UDP;
+            c->cmsg_type = UDP_SEGMENT;
+            c->cmsg_len = CMSG_LEN(sizeof(uint16_t));
+            memcpy(CMSG_DATA(c), &m[k].gso_seg, sizeof(uint16_t));
+        }
     }
     if (k == 0)
         return n > 0 ? -EAFNOSUPPORT : 0;

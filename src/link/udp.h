@@ -67,15 +67,21 @@ int srn_udp_sendv(struct srn_udp *u, const struct sockaddr *dst, socklen_t dstle
  * (link/shm.h): not RoCE, so never faulted nor traced.  0 or -errno. */
 int srn_udp_doorbell(struct srn_udp *u, const struct sockaddr *dst, socklen_t dstlen);
 
-/* Send up to n datagrams in one system call (sendmmsg). Returns how many
- * were sent (0..n; the caller retries the rest later), or -errno when the
- * first one failed with anything but a full buffer. */
+/* Send up to n messages in one system call (sendmmsg). A message is one
+ * datagram, or with gso_seg set a UDP GSO run (UDP_SEGMENT): the kernel
+ * cuts it into datagrams of gso_seg bytes, the last one possibly shorter,
+ * so singles and runs of a whole burst leave in one call.  GSO runs are
+ * for an unhooked socket only (no fault injector or trace: -EINVAL).
+ * Returns how many messages were sent (0..n; the caller retries the rest
+ * later), or -errno when the first one failed with anything but a full
+ * buffer (-EOPNOTSUPP/-EINVAL/-EIO from a run: no GSO on this path). */
 #define SRN_TX_BATCH 32
 struct srn_tx_msg {
     const struct sockaddr *dst;
     socklen_t dstlen;
     const struct iovec *iov;
     int iovcnt;
+    uint16_t gso_seg;           /* 0: one datagram */
 };
 int srn_udp_send_batch(struct srn_udp *u, const struct srn_tx_msg *m, int n);
 

@@ -7,7 +7,7 @@
  * segment k of such a send IPv4 ID k (segment 0 gets 0, as a plain send
  * does: link/udp.h), so segment k's ICRC is computed with ID k; receivers
  * that assume ID 0 find k by trying the next ID first (rx.c) or solving.
- * Everything else leaves through sendmmsg.
+ * Runs and single packets of a burst leave together in one sendmmsg.
  *
  * Packets to a same-host peer with an inbox (link/shm.h) do not wait
  * here: they are copied into its ring at once, while the payload's
@@ -139,14 +139,16 @@ static void doorbell(void *ctx, const struct sockaddr *dst, socklen_t len)
 		srn_count(nic->cnt, SRN_CNT_TX_ERR, 1);
 }
 
-void srn_txq_flush(struct srn_nic *nic)
+/* Messages for the queued packets from `i` on: each a GSO run (the
+ * longest run of equal-length packets to one peer that one send may
+ * carry) or a single packet, ICRCs sealed.  Returns how many, and in
+ * npkts[] how many packets each carries. */
+static int plan(struct srn_nic *nic, int i, struct srn_tx_msg *m, int *npkts)
 {
 	struct srn_txq *q = nic->txq;
-	int i = 0;
-	while (i < q->n) {
+	int nm = 0;
+	while (i < q->n && nm < SRN_TX_BATCH) {
 		struct srn_txq_pkt *k = &q->pkt[i];
-		/* The longest run of equal-length packets to one peer, capped
-		 * by what one GSO send may carry. */
 		int run = 1;
 		uint32_t total = k->len;
 		while (nic->gso_ok && i + run < q->n && run < SRN_GSO_MAX_SEGS &&
@@ -155,47 +157,50 @@ void srn_txq_flush(struct srn_nic *nic)
 			total += k->len;
 			run++;
 		}
-		int sent;
-		if (run > 1) {
-			for (int s = 0; s < run; s++)
-				seal(q, &q->pkt[i + s], (uint16_t)s);
-			int niov = q->pkt[i + run - 1].iov_first + q->pkt[i + run - 1].niov -
-				   k->iov_first;
-			int r = srn_udp_send_gso(&nic->udp, k->dst, k->dstlen, &q->iov[k->iov_first],
-						 niov, (uint16_t)k->len);
-			sent = r == 0 ? run : 0;
-			if (r && r != -EAGAIN)
-				srn_count(nic->cnt, SRN_CNT_TX_ERR, (uint64_t)run);
-			if (r == -EOPNOTSUPP || r == -EINVAL || r == -EIO)
-				nic->gso_ok = false;    /* no GSO here: plain sends from now on */
-		} else {
-			/* Singles: gather what follows (up to a batch) into one
-			 * sendmmsg. */
-			struct srn_tx_msg m[SRN_TX_BATCH];
-			int nm = 0;
-			while (i + nm < q->n && nm < SRN_TX_BATCH) {
-				struct srn_txq_pkt *x = &q->pkt[i + nm];
-				if (nm > 0 && i + nm + 1 < q->n && nic->gso_ok &&
-				    q->pkt[i + nm + 1].len == x->len && same_dst(x, &q->pkt[i + nm + 1]))
-					break;  /* a GSO run starts here */
-				seal(q, x, 0);
-				m[nm] = (struct srn_tx_msg){ x->dst, x->dstlen, &q->iov[x->iov_first],
-							     x->niov };
-				nm++;
-			}
-			int r = srn_udp_send_batch(&nic->udp, m, nm);
-			sent = r > 0 ? r : 0;
-			if (r < 0)
-				srn_count(nic->cnt, SRN_CNT_TX_ERR, 1);
-			run = nm;
-		}
-		for (int s = 0; s < sent; s++) {
-			srn_count(nic->cnt, SRN_CNT_SENT_PKTS, 1);
-			srn_count(nic->cnt, SRN_CNT_SENT_BYTES, q->pkt[i + s].len);
-		}
-		if (sent < run)
-			srn_count(nic->cnt, SRN_CNT_TX_EAGAIN, (uint64_t)(run - sent));
+		for (int s = 0; s < run; s++)
+			seal(q, &q->pkt[i + s], (uint16_t)s);
+		const struct srn_txq_pkt *last = &q->pkt[i + run - 1];
+		m[nm] = (struct srn_tx_msg){ k->dst, k->dstlen, &q->iov[k->iov_first],
+					     last->iov_first + last->niov - k->iov_first,
+					     run > 1 ? (uint16_t)k->len : 0 };
+		npkts[nm++] = run;
 		i += run;
+	}
+	return nm;
+}
+
+void srn_txq_flush(struct srn_nic *nic)
+{
+	struct srn_txq *q = nic->txq;
+	int i = 0;
+	while (i < q->n) {
+		/* One sendmmsg for the whole burst: the first packet of a
+		 * Write (it carries the RETH) cannot join the GSO run of the
+		 * packets after it, but it can share their system call. */
+		struct srn_tx_msg m[SRN_TX_BATCH];
+		int npkts[SRN_TX_BATCH];
+		int nm = plan(nic, i, m, npkts);
+		int r = srn_udp_send_batch(&nic->udp, m, nm);
+		if (r < 0) {
+			/* The first message failed (not a full buffer): drop
+			 * it, as the wire would, and try the others again. */
+			srn_count(nic->cnt, SRN_CNT_TX_ERR, (uint64_t)npkts[0]);
+			if (m[0].gso_seg && (r == -EOPNOTSUPP || r == -EINVAL || r == -EIO))
+				nic->gso_ok = false;    /* no GSO here: plain sends from now on */
+			i += npkts[0];
+			continue;
+		}
+		for (int j = 0; j < nm; j++) {
+			if (j < r) {
+				for (int s = 0; s < npkts[j]; s++) {
+					srn_count(nic->cnt, SRN_CNT_SENT_PKTS, 1);
+					srn_count(nic->cnt, SRN_CNT_SENT_BYTES, q->pkt[i + s].len);
+				}
+			} else {
+				srn_count(nic->cnt, SRN_CNT_TX_EAGAIN, (uint64_t)npkts[j]);
+			}
+			i += npkts[j];
+		}
 	}
 	q->n = 0;
 	q->niov = 0;
