@@ -30,6 +30,10 @@
 
 /* Transport tuning. */
 #define SRN_SEND_WINDOW 512           /* unacknowledged packets per QP */
+/* A full window reopens only once this many packets are acknowledged, so
+ * a stream leaves in bursts that share system calls, not one message per
+ * ACK. */
+#define SRN_SEND_WINDOW_REOPEN 128
 #define SRN_ACKREQ_EVERY 32           /* AckReq at least this often */
 
 #endif

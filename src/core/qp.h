@@ -123,6 +123,7 @@ struct srn_qp {
 	uint32_t req_una;              /* oldest unacknowledged PSN */
 	uint32_t req_pkts_since_ackreq;
 	bool req_blocked;              /* socket full: resume from the progress loop */
+	bool req_win_full;             /* wait for SRN_SEND_WINDOW_REOPEN free PSNs */
 	uint32_t rd_atomic_inflight;   /* READ/atomic WQEs sent, not completed */
 	uint32_t retry_left, rnr_left; /* reset whenever an ACK makes progress */
 	bool rnr_wait;                 /* stalled until rnr_deadline */

@@ -274,9 +274,15 @@ void srn_req_push(struct srn_qp *qp)
 		/* RTS sends; SQD finishes the message in progress only. */
 		if (qp->state != IBV_QPS_RTS && !(qp->state == IBV_QPS_SQD && qp->sq_cur_started))
 			return;
-		if (srn_qp_reliable(qp) &&
-		    srn_psn_diff(qp->req_psn, qp->req_una) >= SRN_SEND_WINDOW)
-			return;
+		if (srn_qp_reliable(qp)) {
+			uint32_t out = srn_psn_diff(qp->req_psn, qp->req_una);
+			if (out >= SRN_SEND_WINDOW)
+				qp->req_win_full = true;
+			else if (out <= SRN_SEND_WINDOW - SRN_SEND_WINDOW_REOPEN)
+				qp->req_win_full = false;
+			if (qp->req_win_full)
+				return;
+		}
 		/* FENCE and max_rd_atomic hold back new work only: a WQE
 		 * being resent was admitted when it first went out. */
 		if (qp->sq_cur == qp->sq_sent_end && !may_start(qp, w))
