@@ -8,7 +8,8 @@ PACKAGES=(
 	build-essential cmake pkg-config    # compiler (with libasan/libubsan/libtsan), build
 	libibverbs-dev                      # <infiniband/verbs.h>: the ABI we implement
 	ibverbs-utils ibverbs-providers     # unmodified ibv_* binaries the tests and demo run
-	libdeflate-dev                      # fast CRC32 for the ICRC
+	libisal-dev                         # ISA-L: fast (SIMD) CRC32 for the ICRC
+	zlib1g-dev                          # zlib: the reference CRC32 in the ICRC test
 	iproute2                            # ip netns / veth / ss for the tests
 	tshark                              # dissects captured RoCEv2 packets
 	python3                             # test helpers

@@ -8,7 +8,7 @@
  * byte 4 (FECN, BECN, Resv6).  The value goes on the wire least significant
  * byte first.
  *
- * Invariants: pure functions, no state; the CRC itself is libdeflate's
+ * Invariants: pure functions, no state; the CRC itself is ISA-L's
  * (never a byte-at-a-time loop on packet data).
  */
 #ifndef SRN_WIRE_ICRC_H
@@ -20,9 +20,9 @@
 #include <sys/uio.h>
 
 /*
- * libdeflate_crc32() value after the 8 x 0xff prefix.  The raw (not yet
- * inverted) CRC register after those bytes is 0xdebb20e3, the seed rxe
- * hands to crc32_le; libdeflate returns the inverted register, so its
+ * crc32_gzip_refl() (zlib's crc32()) value after the 8 x 0xff prefix.  The
+ * raw (not yet inverted) CRC register after those bytes is 0xdebb20e3, the
+ * seed rxe hands to crc32_le; these return the inverted register, so their
  * running value is ~0xdebb20e3.  test_wire_icrc recomputes it.
  */
 #define SRN_ICRC_SEED	0x2144df1cu
@@ -75,7 +75,7 @@ int srn_icrc_solve_ipv4_id(const struct srn_ip_meta *ip,
 			   uint32_t wire_icrc, uint16_t *id);
 
 /*
- * libdeflate_crc32(crc, <n zero bytes>, n) without touching n bytes:
+ * crc32_gzip_refl(crc, <n zero bytes>, n) without touching n bytes:
  * O(log n) multiplications by powers of x modulo the CRC polynomial.
  */
 uint32_t srn_crc32_zeros(uint32_t crc, uint64_t n);
