@@ -73,7 +73,7 @@ static void busy_poll(struct srn_nic *nic)
 	while (now - last < SRN_BG_SPIN_NS && !atomic_load_explicit(&nic->stop, memory_order_relaxed) &&
 	       !app_is_polling(nic, now, &left)) {
 		pthread_mutex_lock(&nic->lock);
-		int got = srn_progress_poll(nic, false);
+		int got = srn_progress_poll(nic, false, 0);
 		srn_nic_unlock(nic);
 		now = srn_now_ns();
 		if (got)
@@ -105,7 +105,7 @@ static void *progress_main(void *arg)
 		if (atomic_load(&nic->acks_deferred)) {
 			atomic_store(&nic->bg_deep_sleep, false);
 			pthread_mutex_lock(&nic->lock);
-			srn_progress_poll(nic, false);
+			srn_progress_poll(nic, false, 0);
 			srn_nic_unlock(nic);
 			continue;
 		}
@@ -128,7 +128,7 @@ static void *progress_main(void *arg)
 			atomic_store(&nic->bg_deep_sleep, false);
 			pthread_mutex_lock(&nic->lock);
 			srn_count(nic->cnt, SRN_CNT_BG_WAKEUPS, 1);
-			srn_progress_poll(nic, false);
+			srn_progress_poll(nic, false, 0);
 			srn_nic_unlock(nic);
 			continue;
 		}
@@ -149,7 +149,7 @@ static void *progress_main(void *arg)
 			pthread_mutex_lock(&nic->lock);
 			if (fdl)
 				srn_udp_fault_flush(&nic->udp, srn_now_ns());
-			srn_progress_poll(nic, false);     /* timers; delayed RX packets */
+			srn_progress_poll(nic, false, 0);     /* timers; delayed RX packets */
 			srn_nic_unlock(nic);
 			continue;
 		}
@@ -168,7 +168,7 @@ static void *progress_main(void *arg)
 			continue;
 		pthread_mutex_lock(&nic->lock);
 		srn_count(nic->cnt, SRN_CNT_BG_WAKEUPS, 1);
-		int got = srn_progress_poll(nic, false);
+		int got = srn_progress_poll(nic, false, 0);
 		srn_nic_unlock(nic);
 		if (got)
 			busy_poll(nic);
@@ -303,12 +303,13 @@ static bool udp_due(struct srn_nic *nic, bool from_app, uint64_t now)
 	return false;
 }
 
-int srn_progress_poll(struct srn_nic *nic, bool from_app)
+int srn_progress_poll(struct srn_nic *nic, bool from_app, uint64_t now)
 {
 	int total = 0;
 	/* One clock read serves the socket pacing, the timers, the held-ACK
 	 * stamp and the diagnostic tick: this runs on every empty poll. */
-	uint64_t now = srn_now_ns();
+	if (!now)
+		now = srn_now_ns();
 	/* ACKs owed from the previous call (or batch) go first. */
 	srn_ack_flush(nic);
 	if (nic->shm.in) {

@@ -22,6 +22,7 @@ bool srn_udp_enable_gro(struct srn_udp *u)
 int srn_gro_batch_init(struct srn_gro_batch *b)
 {
 	memset(b, 0, sizeof(*b));
+	b->dirty = SRN_GRO_MSGS;       /* the first call builds every descriptor */
 	b->bufs = malloc((size_t)SRN_GRO_MSGS * SRN_GRO_BUFSZ);
 	return b->bufs ? 0 : -ENOMEM;
 }
@@ -46,7 +47,11 @@ static uint16_t gro_size(struct msghdr *mh)
 
 int srn_udp_recv_gro(struct srn_udp *u, struct srn_gro_batch *b)
 {
-	for (int i = 0; i < SRN_GRO_MSGS; i++) {
+	/* The kernel writes back only the descriptors it filled (name and
+	 * control lengths, flags): rebuild those, not all of them, on a
+	 * path that mostly finds the socket empty.  The batch is allocated
+	 * once per device and never moves. */
+	for (int i = 0; i < b->dirty; i++) {
 		b->iov[i] = (struct iovec){ b->bufs + (size_t)i * SRN_GRO_BUFSZ, SRN_GRO_BUFSZ };
 		b->msgs[i].msg_hdr = (struct msghdr){
 			.msg_name = &b->src[i],
@@ -57,12 +62,13 @@ int srn_udp_recv_gro(struct srn_udp *u, struct srn_gro_batch *b)
 			.msg_controllen = sizeof(b->ctrl[i]),
 		};
 	}
+	b->dirty = 0;
 	b->count = 0;
 	b->datagrams = 0;
 	int n = recvmmsg(u->fd, b->msgs, SRN_GRO_MSGS, MSG_DONTWAIT, NULL);
 	if (n < 0)
 		return (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) ? 0 : -errno;
-	b->datagrams = n;
+	b->datagrams = b->dirty = n;
 	for (int i = 0; i < n; i++) {
 		uint8_t *p = b->iov[i].iov_base;
 		uint32_t len = b->msgs[i].msg_len;

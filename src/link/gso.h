@@ -32,6 +32,7 @@ bool srn_udp_enable_gro(struct srn_udp *u);
 struct srn_gro_batch {
 	int count;
 	int datagrams;                 /* received by the last call (<= SRN_GRO_MSGS) */
+	int dirty;                     /* descriptors the kernel wrote back since built */
 	struct {
 		uint8_t *data;
 		uint32_t len;

@@ -57,7 +57,7 @@ static int cq_ex_start(struct ibv_cq_ex *c, struct ibv_poll_cq_attr *attr)
 	pthread_mutex_lock(&cq->nic->lock);
 	bool got = cq_ex_fetch(cq);
 	if (!got) {
-		srn_progress_poll(cq->nic, true);
+		srn_progress_poll(cq->nic, true, now);
 		got = cq_ex_fetch(cq);
 	} else {
 		srn_progress_held_acks_due(cq->nic, now);
