@@ -110,7 +110,7 @@ void srn_nic_destroy(struct srn_nic *nic)
 		return;
 	srn_progress_stop(nic);
 	/* ACKs held for a post that never came still leave. */
-	pthread_mutex_lock(&nic->lock);
+	srn_nic_lock(nic);
 	srn_ack_flush(nic);
 	srn_txq_flush(nic);
 	pthread_mutex_unlock(&nic->lock);

@@ -46,6 +46,7 @@ struct srn_nic {
 	int ib_mtu;                    /* port max/active MTU (enum ibv_mtu) */
 
 	pthread_mutex_t lock;
+	_Atomic int lock_waiters;      /* threads blocked in srn_nic_lock */
 	struct srn_udp udp;
 	struct srn_rx_batch rx;        /* receive buffers, used under lock */
 	struct srn_txq *txq;           /* packets waiting for the end of the burst */
@@ -156,6 +157,18 @@ void srn_nic_mirror_faults(struct srn_nic *nic);
 
 uint64_t srn_now_ns(void);
 
+/* Take nic->lock.  A thread that has to wait says so, and the progress
+ * thread's busy poll (progress.c) stays off the lock until it got it:
+ * a mutex is not fair, and a poller that re-locks right after unlocking
+ * would keep an application's post waiting for as long as traffic lasts. */
+static inline void srn_nic_lock(struct srn_nic *nic)
+{
+	if (pthread_mutex_trylock(&nic->lock) == 0)
+		return;
+	atomic_fetch_add(&nic->lock_waiters, 1);
+	pthread_mutex_lock(&nic->lock);
+	atomic_fetch_sub(&nic->lock_waiters, 1);
+}
 /* Send what the transport queued, then release nic->lock: every path that
  * may have queued packets leaves the lock through here (txq.h). */
 void srn_nic_unlock(struct srn_nic *nic);

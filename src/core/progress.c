@@ -16,6 +16,7 @@
 #include "core/nic.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <stdint.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
@@ -72,8 +73,15 @@ static void busy_poll(struct srn_nic *nic)
 	uint64_t now = srn_now_ns(), last = now, left;
 	while (now - last < SRN_BG_SPIN_NS && !atomic_load_explicit(&nic->stop, memory_order_relaxed) &&
 	       !app_is_polling(nic, now, &left)) {
-		pthread_mutex_lock(&nic->lock);
-		int got = srn_progress_poll(nic, false, 0);
+		/* An application thread waits for the lock: let it have it
+		 * (it may well do this work itself). */
+		if (atomic_load_explicit(&nic->lock_waiters, memory_order_relaxed)) {
+			sched_yield();
+			now = srn_now_ns();
+			continue;
+		}
+		srn_nic_lock(nic);
+		int got = srn_progress_poll(nic, false, now);
 		srn_nic_unlock(nic);
 		now = srn_now_ns();
 		if (got)
@@ -104,7 +112,7 @@ static void *progress_main(void *arg)
 		atomic_store(&nic->bg_deep_sleep, true);
 		if (atomic_load(&nic->acks_deferred)) {
 			atomic_store(&nic->bg_deep_sleep, false);
-			pthread_mutex_lock(&nic->lock);
+			srn_nic_lock(nic);
 			srn_progress_poll(nic, false, 0);
 			srn_nic_unlock(nic);
 			continue;
@@ -126,7 +134,7 @@ static void *progress_main(void *arg)
 		/* Same-host senders ring the socket while this is raised. */
 		if (!srn_shm_sleep_begin(&nic->shm)) {
 			atomic_store(&nic->bg_deep_sleep, false);
-			pthread_mutex_lock(&nic->lock);
+			srn_nic_lock(nic);
 			srn_count(nic->cnt, SRN_CNT_BG_WAKEUPS, 1);
 			srn_progress_poll(nic, false, 0);
 			srn_nic_unlock(nic);
@@ -146,7 +154,7 @@ static void *progress_main(void *arg)
 		if (n < 0 && errno != EINTR)
 			break;
 		if (n == 0 && !app_is_polling(nic, srn_now_ns(), &left)) {
-			pthread_mutex_lock(&nic->lock);
+			srn_nic_lock(nic);
 			if (fdl)
 				srn_udp_fault_flush(&nic->udp, srn_now_ns());
 			srn_progress_poll(nic, false, 0);     /* timers; delayed RX packets */
@@ -166,7 +174,7 @@ static void *progress_main(void *arg)
 		 * leave the packets to it rather than contend for the lock. */
 		if (app_is_polling(nic, srn_now_ns(), &left))
 			continue;
-		pthread_mutex_lock(&nic->lock);
+		srn_nic_lock(nic);
 		srn_count(nic->cnt, SRN_CNT_BG_WAKEUPS, 1);
 		int got = srn_progress_poll(nic, false, 0);
 		srn_nic_unlock(nic);

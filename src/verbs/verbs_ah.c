@@ -38,7 +38,7 @@ SRN_EXPORT struct ibv_ah *ibv_create_ah(struct ibv_pd *ibpd, struct ibv_ah_attr 
 	ah->ibah.context = ibpd->context;
 	ah->ibah.pd = ibpd;
 	pd->refs++;
-	pthread_mutex_lock(&pd->nic->lock);
+	srn_nic_lock(pd->nic);
 	ah->diag = srn_diag_obj_add(pd->nic->diag, SRN_DIAG_AH, ah);
 	srn_diag_snap(ah->diag);
 	pthread_mutex_unlock(&pd->nic->lock);
@@ -49,7 +49,7 @@ SRN_EXPORT int ibv_destroy_ah(struct ibv_ah *ibah)
 {
 	struct srn_ah *ah = (struct srn_ah *)ibah;
 	struct srn_nic *nic = srn_pd(ibah->pd)->nic;
-	pthread_mutex_lock(&nic->lock);
+	srn_nic_lock(nic);
 	srn_diag_obj_del(ah->diag);
 	pthread_mutex_unlock(&nic->lock);
 	srn_pd(ibah->pd)->refs--;
@@ -114,7 +114,7 @@ SRN_EXPORT int ibv_attach_mcast(struct ibv_qp *ibqp, const union ibv_gid *gid, u
 	if (ret)
 		return ret;
 	struct srn_qp *qp = srn_qp(ibqp);
-	pthread_mutex_lock(&qp->nic->lock);
+	srn_nic_lock(qp->nic);
 	ret = srn_mcast_attach(qp->nic, qp, gid->raw);
 	pthread_mutex_unlock(&qp->nic->lock);
 	return -ret;
@@ -126,7 +126,7 @@ SRN_EXPORT int ibv_detach_mcast(struct ibv_qp *ibqp, const union ibv_gid *gid, u
 	if (ret)
 		return ret;
 	struct srn_qp *qp = srn_qp(ibqp);
-	pthread_mutex_lock(&qp->nic->lock);
+	srn_nic_lock(qp->nic);
 	ret = srn_mcast_detach(qp->nic, qp, gid->raw);
 	pthread_mutex_unlock(&qp->nic->lock);
 	return -ret;

@@ -59,7 +59,7 @@ struct ibv_cq *srn_cq_create(struct ibv_context *context, int cqe, void *cq_cont
 	cq->nic = ctx->nic;
 	cq->channel = channel ? srn_channel(channel) : NULL;
 	if (cq->channel) {
-		pthread_mutex_lock(&cq->nic->lock);
+		srn_nic_lock(cq->nic);
 		cq->channel->ncqs++;
 		pthread_mutex_unlock(&cq->nic->lock);
 	}
@@ -69,7 +69,7 @@ struct ibv_cq *srn_cq_create(struct ibv_context *context, int cqe, void *cq_cont
 	cq->ibcq.cqe = cqe;
 	pthread_mutex_init(&cq->ibcq.mutex, NULL);
 	pthread_cond_init(&cq->ibcq.cond, NULL);
-	pthread_mutex_lock(&cq->nic->lock);
+	srn_nic_lock(cq->nic);
 	cq->diag = srn_diag_obj_add(cq->nic->diag, SRN_DIAG_CQ, cq);
 	srn_diag_snap(cq->diag);
 	pthread_mutex_unlock(&cq->nic->lock);
@@ -81,7 +81,7 @@ SRN_EXPORT int ibv_resize_cq(struct ibv_cq *ibcq, int cqe)
 	struct srn_cq *cq = srn_cq(ibcq);
 	if (cqe < 1 || cqe > SRN_MAX_CQE)
 		return EINVAL;
-	pthread_mutex_lock(&cq->nic->lock);
+	srn_nic_lock(cq->nic);
 	uint32_t used = cq->head - cq->tail;
 	int ret = 0;
 	if ((uint32_t)cqe < used) {
@@ -117,7 +117,7 @@ SRN_EXPORT int ibv_resize_cq(struct ibv_cq *ibcq, int cqe)
 SRN_EXPORT int ibv_destroy_cq(struct ibv_cq *ibcq)
 {
 	struct srn_cq *cq = srn_cq(ibcq);
-	pthread_mutex_lock(&cq->nic->lock);
+	srn_nic_lock(cq->nic);
 	if (cq->nqps) {
 		pthread_mutex_unlock(&cq->nic->lock);
 		return EBUSY;
@@ -142,7 +142,7 @@ int srn_verbs_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 	if (n < 0)
 		return -EINVAL;
 	uint64_t now = srn_progress_app_active(nic);
-	pthread_mutex_lock(&nic->lock);
+	srn_nic_lock(nic);
 	int got = srn_cq_pop(cq, n, wc);
 	if (got < n) {
 		/* Empty (or short): do the NIC's work in this thread, then
@@ -162,7 +162,7 @@ int srn_verbs_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 	struct srn_cq *cq = srn_cq(ibcq);
 	if (!cq->channel)
 		return EINVAL;
-	pthread_mutex_lock(&cq->nic->lock);
+	srn_nic_lock(cq->nic);
 	/* "Next" is stronger than "solicited"; a pending "next" stays. */
 	if (!solicited_only)
 		cq->arm = SRN_CQ_ARM_NEXT;

@@ -54,7 +54,7 @@ static int cq_ex_start(struct ibv_cq_ex *c, struct ibv_poll_cq_attr *attr)
 	if (attr->comp_mask)
 		return EINVAL;
 	uint64_t now = srn_progress_app_active(cq->nic);
-	pthread_mutex_lock(&cq->nic->lock);
+	srn_nic_lock(cq->nic);
 	bool got = cq_ex_fetch(cq);
 	if (!got) {
 		srn_progress_poll(cq->nic, true, now);
@@ -69,7 +69,7 @@ static int cq_ex_start(struct ibv_cq_ex *c, struct ibv_poll_cq_attr *attr)
 static int cq_ex_next(struct ibv_cq_ex *c)
 {
 	struct srn_cq *cq = cq_of(c);
-	pthread_mutex_lock(&cq->nic->lock);
+	srn_nic_lock(cq->nic);
 	bool got = cq_ex_fetch(cq);
 	pthread_mutex_unlock(&cq->nic->lock);
 	return got ? 0 : ENOENT;
@@ -320,7 +320,7 @@ static void wr_set_inline_data(struct ibv_qp_ex *q, void *addr, size_t length)
 static void wr_start(struct ibv_qp_ex *q)
 {
 	struct srn_qp *qp = qpx(q);
-	pthread_mutex_lock(&qp->nic->lock);
+	srn_nic_lock(qp->nic);
 	struct srn_wr_stage *st = stage_of(qp);
 	st->open = false;
 	st->err = 0;

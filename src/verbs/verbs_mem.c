@@ -17,7 +17,7 @@ SRN_EXPORT struct ibv_pd *ibv_alloc_pd(struct ibv_context *context)
 	pd->nic = srn_ctx(context)->nic;
 	static _Atomic uint32_t handles;
 	pd->ibpd.handle = ++handles;
-	pthread_mutex_lock(&pd->nic->lock);
+	srn_nic_lock(pd->nic);
 	pd->diag = srn_diag_obj_add(pd->nic->diag, SRN_DIAG_PD, pd);
 	srn_diag_snap(pd->diag);
 	pthread_mutex_unlock(&pd->nic->lock);
@@ -29,7 +29,7 @@ SRN_EXPORT int ibv_dealloc_pd(struct ibv_pd *ibpd)
 	struct srn_pd *pd = srn_pd(ibpd);
 	if (pd->refs)
 		return EBUSY;   /* objects still use it, as the kernel answers */
-	pthread_mutex_lock(&pd->nic->lock);
+	srn_nic_lock(pd->nic);
 	srn_diag_obj_del(pd->diag);
 	pthread_mutex_unlock(&pd->nic->lock);
 	free(pd);
@@ -55,7 +55,7 @@ static struct ibv_mr *reg(struct ibv_pd *ibpd, void *addr, size_t length, uint64
 	mr->base = addr;
 	mr->length = length;
 	mr->access = access;
-	pthread_mutex_lock(&pd->nic->lock);
+	srn_nic_lock(pd->nic);
 	ret = srn_mr_insert(pd->nic, mr);
 	pthread_mutex_unlock(&pd->nic->lock);
 	if (ret) {
@@ -70,7 +70,7 @@ static struct ibv_mr *reg(struct ibv_pd *ibpd, void *addr, size_t length, uint64
 	mr->ibmr.handle = mr->key;
 	mr->ibmr.lkey = mr->key;
 	mr->ibmr.rkey = mr->key;
-	pthread_mutex_lock(&pd->nic->lock);
+	srn_nic_lock(pd->nic);
 	mr->diag = srn_diag_obj_add(pd->nic->diag, SRN_DIAG_MR, mr);
 	srn_diag_snap(mr->diag);
 	srn_diag_snap(pd->diag);
@@ -117,7 +117,7 @@ SRN_EXPORT int ibv_dereg_mr(struct ibv_mr *ibmr)
 	struct srn_nic *nic = mr->pd->nic;
 	/* Every access to a region happens under nic->lock, so once the key
 	 * is gone under that lock no access is in flight or can start. */
-	pthread_mutex_lock(&nic->lock);
+	srn_nic_lock(nic);
 	if (mr->mw_binds) {
 		/* Windows still bound to it: the kernel answers EBUSY. */
 		pthread_mutex_unlock(&nic->lock);

@@ -21,7 +21,7 @@ struct ibv_mw *srn_verbs_alloc_mw(struct ibv_pd *ibpd, enum ibv_mw_type type)
 		return srn_null_errno(-ENOMEM);
 	mw->is_mw = true;
 	mw->pd = pd;
-	pthread_mutex_lock(&pd->nic->lock);
+	srn_nic_lock(pd->nic);
 	int ret = srn_mr_insert(pd->nic, mw);
 	pthread_mutex_unlock(&pd->nic->lock);
 	if (ret) {
@@ -46,7 +46,7 @@ int srn_verbs_dealloc_mw(struct ibv_mw *ibmw)
 {
 	struct srn_mr *mw = mw_of(ibmw);
 	struct srn_nic *nic = mw->pd->nic;
-	pthread_mutex_lock(&nic->lock);
+	srn_nic_lock(nic);
 	if (mw->bound)
 		mw->bound->mw_binds--;
 	srn_mr_remove(nic, mw);

@@ -112,7 +112,7 @@ int srn_qp_create(struct ibv_context *c, struct ibv_pd *ibpd, struct ibv_qp_init
 	qp->cap.max_send_wr = qp->sq_size;
 	qp->cap.max_recv_wr = qp->srq ? 0 : qp->rq.max_wr;
 
-	pthread_mutex_lock(&nic->lock);
+	srn_nic_lock(nic);
 	ret = srn_nic_qp_add(nic, qp, &qp->qpn);
 	if (!ret) {
 		if (qp->scq)
@@ -144,7 +144,7 @@ int srn_qp_create(struct ibv_context *c, struct ibv_pd *ibpd, struct ibv_qp_init
 	pthread_mutex_init(&q->mutex, NULL);
 	pthread_cond_init(&q->cond, NULL);
 	init->cap = qp->cap;
-	pthread_mutex_lock(&nic->lock);
+	srn_nic_lock(nic);
 	qp->diag = srn_diag_obj_add(nic->diag, SRN_DIAG_QP, qp);
 	srn_diag_snap(qp->diag);
 	pthread_mutex_unlock(&nic->lock);
@@ -163,7 +163,7 @@ SRN_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int 
 	struct srn_qp_limits lim = limits_of(nic);
 	int ret;
 
-	pthread_mutex_lock(&nic->lock);
+	srn_nic_lock(nic);
 	srn_ack_flush(nic);             /* ACKs owed go before any state change */
 	ret = srn_qp_check_transition(qp->type, qp->state, attr, mask);
 	if (!ret)
@@ -183,7 +183,7 @@ SRN_EXPORT int ibv_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int m
 			    struct ibv_qp_init_attr *init)
 {
 	struct srn_qp *qp = srn_qp(ibqp);
-	pthread_mutex_lock(&qp->nic->lock);
+	srn_nic_lock(qp->nic);
 	*attr = qp->attr;
 	attr->qp_state = qp->state;
 	attr->cur_qp_state = qp->state;
@@ -207,7 +207,7 @@ SRN_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 {
 	struct srn_qp *qp = srn_qp(ibqp);
 	struct srn_nic *nic = qp->nic;
-	pthread_mutex_lock(&nic->lock);
+	srn_nic_lock(nic);
 	srn_ack_flush(nic);             /* an ACK it owes still leaves */
 	srn_txq_flush(nic);             /* queued packets point into this QP */
 	srn_qp_unlink(qp);
@@ -343,7 +343,7 @@ int srn_verbs_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_
 		*bad = wr;
 		return EINVAL;          /* no send queue */
 	}
-	pthread_mutex_lock(&qp->nic->lock);
+	srn_nic_lock(qp->nic);
 	/* IBTA: posting to the send queue before RTS is an immediate error;
 	 * in ERR work is accepted and flushed (as mlx5 and rxe do). */
 	if (qp->state == IBV_QPS_RESET || qp->state == IBV_QPS_INIT || qp->state == IBV_QPS_RTR) {
@@ -373,7 +373,7 @@ int srn_verbs_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_
 	struct srn_qp *qp = srn_qp(ibqp);
 	int ret = 0;
 
-	pthread_mutex_lock(&qp->nic->lock);
+	srn_nic_lock(qp->nic);
 	if (qp->state == IBV_QPS_RESET || qp->srq || qp->type == IBV_QPT_XRC_SEND ||
 	    qp->type == IBV_QPT_XRC_RECV) {
 		*bad = wr;

@@ -47,7 +47,7 @@ SRN_EXPORT struct ibv_srq *ibv_create_srq(struct ibv_pd *ibpd, struct ibv_srq_in
 	pd->refs++;
 	a->max_wr = srq->rq.max_wr;
 	a->max_sge = srq->rq.max_sge;
-	pthread_mutex_lock(&srq->nic->lock);
+	srn_nic_lock(srq->nic);
 	srq->diag = srn_diag_obj_add(srq->nic->diag, SRN_DIAG_SRQ, srq);
 	srn_diag_snap(srq->diag);
 	pthread_mutex_unlock(&srq->nic->lock);
@@ -62,7 +62,7 @@ SRN_EXPORT int ibv_modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr, 
 	if (mask & IBV_SRQ_MAX_WR)
 		return EOPNOTSUPP;      /* resizing is not supported (rxe allows it) */
 	int ret = 0;
-	pthread_mutex_lock(&srq->nic->lock);
+	srn_nic_lock(srq->nic);
 	if (attr->srq_limit > srq->rq.max_wr)
 		ret = EINVAL;
 	else
@@ -74,7 +74,7 @@ SRN_EXPORT int ibv_modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr, 
 SRN_EXPORT int ibv_query_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr)
 {
 	struct srn_srq *srq = srn_srq(ibsrq);
-	pthread_mutex_lock(&srq->nic->lock);
+	srn_nic_lock(srq->nic);
 	attr->max_wr = srq->rq.max_wr;
 	attr->max_sge = srq->rq.max_sge;
 	attr->srq_limit = srq->limit;
@@ -85,7 +85,7 @@ SRN_EXPORT int ibv_query_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr)
 SRN_EXPORT int ibv_destroy_srq(struct ibv_srq *ibsrq)
 {
 	struct srn_srq *srq = srn_srq(ibsrq);
-	pthread_mutex_lock(&srq->nic->lock);
+	srn_nic_lock(srq->nic);
 	int busy = srq->nqps;
 	if (!busy)
 		srn_diag_obj_del(srq->diag);
@@ -93,7 +93,7 @@ SRN_EXPORT int ibv_destroy_srq(struct ibv_srq *ibsrq)
 	if (busy)
 		return EBUSY;
 	if (srq->xrcd) {
-		pthread_mutex_lock(&srq->nic->lock);
+		srn_nic_lock(srq->nic);
 		srq->nic->srq_by_num[srq->srqn] = NULL;
 		srq->xrcd->users--;
 		srq->cq->nqps--;
@@ -111,7 +111,7 @@ int srn_verbs_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr, struc
 {
 	struct srn_srq *srq = srn_srq(ibsrq);
 	int ret = 0;
-	pthread_mutex_lock(&srq->nic->lock);
+	srn_nic_lock(srq->nic);
 	for (; wr; wr = wr->next) {
 		int r = srn_rq_post(&srq->rq, wr);
 		if (r) {

@@ -36,7 +36,7 @@ struct ibv_xrcd *srn_verbs_open_xrcd(struct ibv_context *c, struct ibv_xrcd_init
 	if (fd < 0 && !(oflags & O_CREAT))
 		return srn_null_errno(-EINVAL);   /* a private domain must be created */
 
-	pthread_mutex_lock(&nic->lock);
+	srn_nic_lock(nic);
 	struct srn_xrcd *x = NULL;
 	if (fd >= 0)
 		for (x = nic->xrcds; x; x = x->next)
@@ -70,7 +70,7 @@ int srn_verbs_close_xrcd(struct ibv_xrcd *ibx)
 {
 	struct srn_xrcd *x = (struct srn_xrcd *)ibx;
 	struct srn_nic *nic = x->nic;
-	pthread_mutex_lock(&nic->lock);
+	srn_nic_lock(nic);
 	if (x->refs == 1 && x->users) {
 		pthread_mutex_unlock(&nic->lock);
 		return EBUSY;
@@ -120,7 +120,7 @@ struct ibv_srq *srn_verbs_create_srq_ex(struct ibv_context *c, struct ibv_srq_in
 
 	struct srn_srq *srq = srn_srq(ibsrq);
 	struct srn_nic *nic = srq->nic;
-	pthread_mutex_lock(&nic->lock);
+	srn_nic_lock(nic);
 	uint32_t n = 0;
 	for (uint32_t i = 0; i < SRN_MAX_SRQ; i++) {
 		uint32_t k = (nic->srqn_next + i) % SRN_MAX_SRQ;
