@@ -1,6 +1,7 @@
 /*
  * cmd_perf.c - `softrnic perf`: perftest's latency and bandwidth tests in
- * one subcommand (op write|send|read|cas|faa, RC or UC, lat or bw).
+ * one subcommand (op write|send|read|cas|faa, RC or UC, send over UD too,
+ * lat or bw).
  *
  *   softrnic perf [options]          server: waits for one client on TCP
  *   softrnic perf [options] HOST     client: runs the test, prints results
@@ -44,10 +45,12 @@ void srn_usage_perf(FILE *out)
 "\n"
 "Test:\n"
 "  -o, --op OP          write | send | read | cas | faa        (default write)\n"
-"  -c, --qp-type T      rc | uc (read and atomics need rc)     (default rc)\n"
+"  -c, --qp-type T      rc | uc | ud (read and atomics need rc; ud: send only, size <= MTU)\n"
+"                                                              (default rc)\n"
 "  -T, --test T         lat | bw                               (default lat)\n"
-"  -s, --size N         message size in bytes, K/M suffixes    (lat 2, bw 65536)\n"
-"  -a, --sweep          every power of two from 2 B to 1 MiB\n"
+"  -s, --size N         message size in bytes, K/M suffixes    (lat 2, bw 65536;\n"
+"                                                              ud bw: the MTU)\n"
+"  -a, --sweep          every power of two from 2 B to 1 MiB (ud: to the MTU)\n"
 "      --sizes LIST     comma-separated sizes, e.g. 8,4096,65536\n"
 "  -n, --iters N        messages per size (lat: round trips)   (lat 1000, bw 5000)\n"
 "  -D, --duration SEC   run each size for SEC seconds instead\n"
@@ -181,7 +184,7 @@ static int parse_args(int argc, char *argv[], struct srn_perf_opts *o)
 	bool sweep = false, have_cq_mod = false, have_rx = false, have_iters = false;
 	uint32_t v32;
 	char why[160];
-	int opt, op;
+	int opt, op, v;
 
 	memset(o, 0, sizeof(*o));
 	*p = (struct srn_perf_params){ .op = SRN_PERF_WRITE, .qp_type = IBV_QPT_RC,
@@ -201,12 +204,10 @@ static int parse_args(int argc, char *argv[], struct srn_perf_opts *o)
 			p->op = (enum srn_perf_op)op;
 			break;
 		case 'c':
-			if (!strcmp(optarg, "rc"))
-				p->qp_type = IBV_QPT_RC;
-			else if (!strcmp(optarg, "uc"))
-				p->qp_type = IBV_QPT_UC;
-			else
-				return usage_error("unknown --qp-type '%s' (rc or uc)", optarg);
+			v = srn_perf_qp_type_parse(optarg);
+			if (v < 0)
+				return usage_error("unknown --qp-type '%s' (rc, uc or ud)", optarg);
+			p->qp_type = (enum ibv_qp_type)v;
 			break;
 		case 'T':
 			if (!strcmp(optarg, "lat"))
@@ -220,6 +221,7 @@ static int parse_args(int argc, char *argv[], struct srn_perf_opts *o)
 			if (!parse_u32(optarg, 1, SRN_PERF_MAX_SIZE, &o->sizes[0]))
 				return usage_error("bad --size '%s'", optarg);
 			o->nsizes = 1;
+			o->sizes_given = true;
 			break;
 		case 'a':
 			sweep = true;
@@ -227,6 +229,7 @@ static int parse_args(int argc, char *argv[], struct srn_perf_opts *o)
 		case OPT_SIZES:
 			if (!parse_sizes(optarg, o))
 				return usage_error("bad --sizes '%s'", optarg);
+			o->sizes_given = true;
 			break;
 		case 'n':
 			if (!parse_u64(optarg, 1, SRN_PERF_MAX_BW_ITERS, &o->iters))
@@ -334,6 +337,11 @@ static int parse_args(int argc, char *argv[], struct srn_perf_opts *o)
 		o->sizes[0] = p->test == SRN_PERF_LAT ? 2 : 65536;
 		o->nsizes = 1;
 	}
+	/* With --mtu the limit is known now; else the client settles the
+	 * sizes once it has seen the port (perf_session.c). */
+	if (p->qp_type == IBV_QPT_UD && p->mtu &&
+	    !srn_perf_ud_sizes(o->sizes, &o->nsizes, o->sizes_given, p->mtu, why, sizeof(why)))
+		return usage_error("%s", why);
 	if (!have_iters)
 		o->iters = o->duration_s > 0 ? SRN_PERF_MAX_BW_ITERS :
 			   p->test == SRN_PERF_LAT ? 1000 : 5000;

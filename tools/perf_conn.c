@@ -468,6 +468,60 @@ int srn_conn_local_qp(struct ibv_qp *qp, uint8_t port, int gid_index,
 	return 0;
 }
 
+/* The address of `remote` as RTR (RC, UC) and address handles (UD) take it. */
+static void fill_ah_attr(struct ibv_ah_attr *ah, const struct srn_conn_qp_attr *a,
+			 const struct srn_conn_qp *remote)
+{
+	memset(ah, 0, sizeof(*ah));
+	/* RoCE: the GRH carries the address, so is_global is mandatory. */
+	ah->is_global = 1;
+	ah->grh.dgid = remote->gid;
+	ah->grh.sgid_index = (uint8_t)a->gid_index;
+	ah->grh.hop_limit = 64;
+	ah->dlid = remote->lid;
+	ah->port_num = a->port;
+}
+
+/* UD: no peer in the QP, no path MTU, no ACKs; only the Q_Key that
+ * incoming datagrams must carry (INIT) and the first PSN (RTS). */
+static int ud_qp_up(struct ibv_qp *qp, const struct srn_conn_qp_attr *a,
+		    const struct srn_conn_qp *local, const char **step)
+{
+	struct ibv_qp_attr attr = {
+		.qp_state = IBV_QPS_INIT,
+		.pkey_index = 0,
+		.port_num = a->port,
+		.qkey = SRN_CONN_UD_QKEY,
+	};
+	int ret;
+
+	*step = "INIT";
+	ret = ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+					      IBV_QP_QKEY);
+	if (ret)
+		return -ret;
+	memset(&attr, 0, sizeof(attr));
+	attr.qp_state = IBV_QPS_RTR;
+	*step = "RTR";
+	ret = ibv_modify_qp(qp, &attr, IBV_QP_STATE);
+	if (ret)
+		return -ret;
+	attr.qp_state = IBV_QPS_RTS;
+	attr.sq_psn = local->psn;
+	*step = "RTS";
+	ret = ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_SQ_PSN);
+	return ret ? -ret : 0;
+}
+
+struct ibv_ah *srn_conn_ud_ah(struct ibv_pd *pd, const struct srn_conn_qp_attr *a,
+			      const struct srn_conn_qp *remote)
+{
+	struct ibv_ah_attr ah;
+
+	fill_ah_attr(&ah, a, remote);
+	return ibv_create_ah(pd, &ah);
+}
+
 int srn_conn_qp_up(struct ibv_qp *qp, const struct srn_conn_qp_attr *a,
 		   const struct srn_conn_qp *local,
 		   const struct srn_conn_qp *remote, const char **step)
@@ -481,6 +535,8 @@ int srn_conn_qp_up(struct ibv_qp *qp, const struct srn_conn_qp_attr *a,
 	};
 	int mask, ret;
 
+	if (qp->qp_type == IBV_QPT_UD)
+		return ud_qp_up(qp, a, local, step);
 	*step = "INIT";
 	ret = ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
 					      IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
@@ -492,13 +548,7 @@ int srn_conn_qp_up(struct ibv_qp *qp, const struct srn_conn_qp_attr *a,
 	attr.path_mtu = a->mtu;
 	attr.dest_qp_num = remote->qpn;
 	attr.rq_psn = remote->psn;
-	/* RoCE: the GRH carries the address, so is_global is mandatory. */
-	attr.ah_attr.is_global = 1;
-	attr.ah_attr.grh.dgid = remote->gid;
-	attr.ah_attr.grh.sgid_index = (uint8_t)a->gid_index;
-	attr.ah_attr.grh.hop_limit = 64;
-	attr.ah_attr.dlid = remote->lid;
-	attr.ah_attr.port_num = a->port;
+	fill_ah_attr(&attr.ah_attr, a, remote);
 	mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
 	       IBV_QP_RQ_PSN;
 	if (rc) {

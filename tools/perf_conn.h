@@ -7,7 +7,8 @@
  *     the caller encodes with the big-endian writer/reader below;
  *   - the address of one QP as its peer needs it (QPN, PSN, LID, GID) and
  *     its wire encoding;
- *   - bringing an RC or UC QP from RESET to RTS towards such a peer.
+ *   - bringing an RC, UC or UD QP from RESET to RTS towards such a peer,
+ *     and the address handle a UD QP sends through.
  *
  * The reader never reads past what was received: a short or overlong
  * payload sets `bad`, and srn_conn_rd_done() accepts a message only when it
@@ -104,6 +105,10 @@ uint32_t srn_conn_random_psn(void);
 int srn_conn_local_qp(struct ibv_qp *qp, uint8_t port, int gid_index,
 		      uint32_t psn, struct srn_conn_qp *out);
 
+/* The Q_Key of UD QPs: perftest's, fixed, so neither side has to tell the
+ * other (a UD receiver drops datagrams whose Q_Key differs, IBTA 10.2.4). */
+#define SRN_CONN_UD_QKEY 0x11111111u
+
 struct srn_conn_qp_attr {
 	uint8_t port;
 	int gid_index;
@@ -112,11 +117,17 @@ struct srn_conn_qp_attr {
 	unsigned access;        /* remote access flags granted to the peer */
 };
 
-/* RESET -> INIT -> RTR -> RTS towards `remote`, for RC and UC QPs.  On
- * failure *step names the transition that failed ("INIT", "RTR", "RTS"). */
+/* RESET -> INIT -> RTR -> RTS towards `remote` for RC and UC QPs; a UD QP
+ * gets port, P_Key index 0 and SRN_CONN_UD_QKEY instead (remote unused: its
+ * peers are named per send, see srn_conn_ud_ah).  On failure *step names
+ * the transition that failed ("INIT", "RTR", "RTS"). */
 int srn_conn_qp_up(struct ibv_qp *qp, const struct srn_conn_qp_attr *a,
 		   const struct srn_conn_qp *local,
 		   const struct srn_conn_qp *remote, const char **step);
+/* An address handle towards `remote` for UD sends, from its GID (RoCE
+ * routes by the GRH); NULL with errno set on failure. */
+struct ibv_ah *srn_conn_ud_ah(struct ibv_pd *pd, const struct srn_conn_qp_attr *a,
+			      const struct srn_conn_qp *remote);
 
 /* A GID as text: dotted IPv4 for IPv4-mapped GIDs, IPv6 otherwise. */
 const char *srn_conn_gid_str(const union ibv_gid *gid, char *buf, size_t len);

@@ -15,11 +15,6 @@
 
 #define RULE "------------------------------------------------------------------------------\n"
 
-static const char *qp_type_name(enum ibv_qp_type t)
-{
-	return t == IBV_QPT_RC ? "rc" : t == IBV_QPT_UC ? "uc" : "?";
-}
-
 static const char *test_name(enum srn_perf_test t)
 {
 	return t == SRN_PERF_LAT ? "lat" : "bw";
@@ -43,7 +38,7 @@ void srn_perf_describe(const struct srn_perf_report *r, char *buf, size_t len)
 {
 	snprintf(buf, len, "%s %s, %s, %u QP%s", srn_perf_op_title(r->p.op),
 		 r->p.test == SRN_PERF_LAT ? "latency" : "bandwidth",
-		 r->p.qp_type == IBV_QPT_RC ? "RC" : "UC", r->p.qps, r->p.qps == 1 ? "" : "s");
+		 srn_perf_qp_type_title(r->p.qp_type), r->p.qps, r->p.qps == 1 ? "" : "s");
 }
 
 static int cmp_u64(const void *a, const void *b)
@@ -70,6 +65,7 @@ struct srn_perf_row *srn_perf_report_add(struct srn_perf_report *r, uint32_t siz
 	memset(row, 0, sizeof(*row));
 	row->size = size;
 	row->iters = res->iters;
+	row->received = res->received;
 	row->elapsed_s = secs;
 	if (r->p.test == SRN_PERF_LAT && res->samples && res->iters) {
 		uint64_t *s = res->samples, n = res->iters, sum = 0;
@@ -170,7 +166,7 @@ void srn_perf_json(FILE *f, const struct srn_perf_report *r)
 
 	fprintf(f, "{\n  \"tool\": \"softrnic perf\",\n  \"op\": \"%s\",\n  \"qp_type\": \"%s\",\n"
 		   "  \"test\": \"%s\",\n  \"device\": ", srn_perf_op_name(p->op),
-		qp_type_name(p->qp_type), test_name(p->test));
+		srn_perf_qp_type_name(p->qp_type), test_name(p->test));
 	json_str(f, r->device);
 	fprintf(f, ",\n  \"local\": ");
 	json_str(f, r->local);
@@ -194,6 +190,9 @@ void srn_perf_json(FILE *f, const struct srn_perf_report *r)
 				   "\"t_max_us\": %.3f, \"t_avg_us\": %.3f}",
 				num(w->t_min), num(w->t_med), num(w->t_p99),
 				num(w->t_max), num(w->t_avg));
+		else if (p->op == SRN_PERF_SEND)
+			fprintf(f, "\"bw_MBps\": %.3f, \"bw_Gbps\": %.4f, \"msg_rate_Mpps\": %.5f, "
+				   "\"received\": %" PRIu64 "}", w->mbps, w->gbps, w->mmps, w->received);
 		else
 			fprintf(f, "\"bw_MBps\": %.3f, \"bw_Gbps\": %.4f, \"msg_rate_Mpps\": %.5f}",
 				w->mbps, w->gbps, w->mmps);
@@ -214,7 +213,7 @@ void srn_perf_csv(FILE *f, const struct srn_perf_report *r)
 		const struct srn_perf_row *w = &r->rows[i];
 
 		fprintf(f, "%s,%s,%s,%u,%u,%u,%" PRIu64 ",%.6f,", srn_perf_op_name(p->op),
-			qp_type_name(p->qp_type), test_name(p->test), p->qps, r->mtu, w->size,
+			srn_perf_qp_type_name(p->qp_type), test_name(p->test), p->qps, r->mtu, w->size,
 			w->iters, num(w->elapsed_s));
 		if (lat)
 			fprintf(f, "%.3f,%.3f,%.3f,%.3f,%.3f,%s\n", num(w->t_min),

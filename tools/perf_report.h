@@ -7,7 +7,9 @@
  * are half round trips, like perftest's, and for one-sided round trips
  * (read, atomics) the full round trip; `half_rtt` says which, and every
  * output states it.  Bandwidth is MB/s (10^6 bytes), Gb/s (10^9 bits) and
- * millions of messages per second.
+ * millions of messages per second, of what the client sent; for send
+ * bandwidth JSON also gives how many messages arrived (UC and UD may lose
+ * some: a loss is reported, not a failure).
  */
 #ifndef SRN_TOOLS_PERF_REPORT_H
 #define SRN_TOOLS_PERF_REPORT_H
@@ -26,7 +28,8 @@ struct srn_perf_row {
 	uint64_t iters;
 	double elapsed_s;
 	double t_min, t_med, t_p99, t_max, t_avg; /* lat, us */
-	double mbps, gbps, mmps;                  /* bw */
+	double mbps, gbps, mmps;                  /* bw, of the messages sent */
+	uint64_t received;                        /* send bw: of iters, arrived */
 };
 
 struct srn_perf_report {

@@ -7,7 +7,13 @@
  * in perf_run.h; both sides compute it from the same parameters and tell
  * each other the resulting addresses in HELLO.  The MR grants remote
  * atomic access only in atomics sessions, and the QPs grant the peer what
- * the test needs (write; read and atomics on RC).
+ * the test needs (write; read and atomics on RC).  UD QPs grant nothing
+ * but take datagrams with the shared Q_Key, and each sends through one
+ * address handle, made from the GID its peer QP announced in HELLO.
+ *
+ * Opening is two steps so that a client can learn the path MTU before it
+ * settles its sizes (a UD message must fit in one packet): the device and
+ * its port first, then the buffers and everything on them.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -83,7 +89,7 @@ static int create_qp(struct srn_perf_ctx *c, uint32_t q)
 	x->qp = ibv_create_qp(c->pd, &ia);
 	if (!x->qp)
 		return srn_perf_fail(c, -errno, "ibv_create_qp (%s, send %u, recv %u, inline %u): %s",
-				     p->qp_type == IBV_QPT_RC ? "RC" : "UC", ia.cap.max_send_wr,
+				     srn_perf_qp_type_title(p->qp_type), ia.cap.max_send_wr,
 				     ia.cap.max_recv_wr, p->inline_size, strerror(errno));
 	x->tx = c->buf + (size_t)q * c->stride;
 	x->rx = x->tx + c->rx_off;
@@ -96,15 +102,12 @@ static int create_qp(struct srn_perf_ctx *c, uint32_t q)
 	return 0;
 }
 
-int srn_perf_open(struct srn_perf_ctx *c, const struct srn_perf_params *p,
-		  const char *dev_name, uint8_t ib_port, int gid_index)
+int srn_perf_open_device(struct srn_perf_ctx *c, const struct srn_perf_params *p,
+			 const char *dev_name, uint8_t ib_port, int gid_index)
 {
 	struct ibv_device_attr da;
 	struct ibv_port_attr pa;
-	unsigned access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-			  IBV_ACCESS_REMOTE_READ;
-	size_t part;
-	int ret, cqe;
+	int ret;
 
 	memset(c, 0, sizeof(*c));
 	c->p = *p;
@@ -125,17 +128,42 @@ int srn_perf_open(struct srn_perf_ctx *c, const struct srn_perf_params *p,
 	if (!c->mtu || c->mtu > pa.active_mtu)
 		return srn_perf_fail(c, -EINVAL, "MTU %u is not possible on %s port %u (active MTU %d)",
 				     p->mtu, c->dev_name, ib_port, 128 << pa.active_mtu);
-	if (srn_perf_op_atomic(p->op)) {
-		if (da.atomic_cap == IBV_ATOMIC_NONE)
-			return srn_perf_fail(c, -EOPNOTSUPP, "%s does not support atomics (atomic_cap NONE)",
-					     c->dev_name);
-		access |= IBV_ACCESS_REMOTE_ATOMIC;
-	}
+	if (srn_perf_op_atomic(p->op) && da.atomic_cap == IBV_ATOMIC_NONE)
+		return srn_perf_fail(c, -EOPNOTSUPP, "%s does not support atomics (atomic_cap NONE)",
+				     c->dev_name);
+	return 0;
+}
 
+uint32_t srn_perf_mtu_bytes(const struct srn_perf_ctx *c)
+{
+	return 128u << c->mtu;
+}
+
+int srn_perf_create(struct srn_perf_ctx *c, const struct srn_perf_params *p)
+{
+	struct ibv_device_attr da;
+	unsigned access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+			  IBV_ACCESS_REMOTE_READ;
+	size_t part;
+	int ret, cqe;
+
+	c->p = *p;
+	ret = ibv_query_device(c->ctx, &da);
+	if (ret)
+		return srn_perf_fail(c, -ret, "ibv_query_device: %s", strerror(ret));
+	/* A datagram is one packet: the send would fail at post time. */
+	if (p->qp_type == IBV_QPT_UD && p->max_size > srn_perf_mtu_bytes(c))
+		return srn_perf_fail(c, -EMSGSIZE, "UD: a %u-byte message does not fit in one "
+				     "packet (path MTU %u)", p->max_size, srn_perf_mtu_bytes(c));
+	if (srn_perf_op_atomic(p->op))
+		access |= IBV_ACCESS_REMOTE_ATOMIC;
+
+	/* rx starts grh bytes into its part: the GRH lands just before it. */
+	c->grh = p->qp_type == IBV_QPT_UD ? SRN_PERF_UD_GRH : 0;
 	part = round_up(p->max_size, PAGE);
-	c->rx_off = part;
-	c->slots_off = 2 * part;
-	c->stride = 2 * part + round_up((size_t)(p->tx_depth + 1) * 8, PAGE);
+	c->rx_off = part + c->grh;
+	c->slots_off = part + round_up(c->grh + p->max_size, PAGE);
+	c->stride = c->slots_off + round_up((size_t)(p->tx_depth + 1) * 8, PAGE);
 	c->buf_len = c->stride * p->qps;
 	c->buf = mmap(NULL, c->buf_len, PROT_READ | PROT_WRITE,
 		      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -165,6 +193,29 @@ int srn_perf_open(struct srn_perf_ctx *c, const struct srn_perf_params *p,
 			return ret;
 	}
 	return 0;
+}
+
+int srn_perf_open(struct srn_perf_ctx *c, const struct srn_perf_params *p,
+		  const char *dev_name, uint8_t ib_port, int gid_index)
+{
+	return srn_perf_open_device(c, p, dev_name, ib_port, gid_index) ?:
+	       srn_perf_create(c, p);
+}
+
+/* UD: QP x reaches its peer QP through an address handle of its own. */
+static int ud_ah(struct srn_perf_ctx *c, const struct srn_conn_qp_attr *a,
+		 struct srn_perf_qp *x)
+{
+	char gid[64];
+	int err;
+
+	x->ah = srn_conn_ud_ah(c->pd, a, &x->remote.addr);
+	if (x->ah)
+		return 0;
+	err = errno ? errno : EINVAL;
+	return srn_perf_fail(c, -err, "ibv_create_ah(GID %s, QP 0x%x): %s",
+			     srn_conn_gid_str(&x->remote.addr.gid, gid, sizeof(gid)),
+			     x->remote.addr.qpn, strerror(err));
 }
 
 int srn_perf_connect(struct srn_perf_ctx *c, const struct srn_perf_peer_qp *peer,
@@ -199,15 +250,24 @@ int srn_perf_connect(struct srn_perf_ctx *c, const struct srn_perf_peer_qp *peer
 		if (ret)
 			return srn_perf_fail(c, ret, "ibv_modify_qp(QP 0x%x to %s): %s", x->qp->qp_num,
 					     step, strerror(-ret));
+		if (c->p.qp_type == IBV_QPT_UD) {
+			ret = ud_ah(c, &a, x);
+			if (ret)
+				return ret;
+		}
 	}
 	return 0;
 }
 
 void srn_perf_close(struct srn_perf_ctx *c)
 {
-	for (uint32_t q = 0; c->qps && q < c->p.qps; q++)
+	/* Handles and QPs go before the PD they were made in. */
+	for (uint32_t q = 0; c->qps && q < c->p.qps; q++) {
+		if (c->qps[q].ah)
+			ibv_destroy_ah(c->qps[q].ah);
 		if (c->qps[q].qp)
 			ibv_destroy_qp(c->qps[q].qp);
+	}
 	free(c->qps);
 	if (c->cq)
 		ibv_destroy_cq(c->cq);

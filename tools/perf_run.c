@@ -23,6 +23,8 @@
  *     byte, the final one 0xff, so a receiver polling that byte sees each
  *     new message and knows when the client stopped, with no count agreed
  *     in advance (this is what makes --duration work for ping-pong).
+ *   - UD: receives scatter to rx - grh, so the message starts at rx as
+ *     for RC and UC, and a receive's byte_len is its size + grh.
  *   - every wait polls the CQ (polling drives softrnic's progress, as it
  *     drives a real NIC's completion processing) and is bounded by
  *     run->stall_ns without progress; peer_poll lets a control message
@@ -55,6 +57,52 @@ static const struct {
 	[SRN_PERF_CAS] = { "cas", "Atomic Compare&Swap" },
 	[SRN_PERF_FAA] = { "faa", "Atomic Fetch&Add" },
 };
+
+static const struct {
+	enum ibv_qp_type type;
+	const char *name, *title;
+} qp_types[] = {
+	{ IBV_QPT_RC, "rc", "RC" },
+	{ IBV_QPT_UC, "uc", "UC" },
+	{ IBV_QPT_UD, "ud", "UD" },
+};
+
+#define NQP_TYPES (sizeof(qp_types) / sizeof(qp_types[0]))
+
+static int qp_type_index(enum ibv_qp_type t)
+{
+	for (size_t i = 0; i < NQP_TYPES; i++)
+		if (qp_types[i].type == t)
+			return (int)i;
+	return -1;
+}
+
+const char *srn_perf_qp_type_name(enum ibv_qp_type t)
+{
+	int i = qp_type_index(t);
+
+	return i < 0 ? "?" : qp_types[i].name;
+}
+
+const char *srn_perf_qp_type_title(enum ibv_qp_type t)
+{
+	int i = qp_type_index(t);
+
+	return i < 0 ? "?" : qp_types[i].title;
+}
+
+bool srn_perf_qp_type_known(enum ibv_qp_type t)
+{
+	return qp_type_index(t) >= 0;
+}
+
+int srn_perf_qp_type_parse(const char *s)
+{
+	for (size_t i = 0; i < NQP_TYPES; i++)
+		if (!strcmp(s, qp_types[i].name))
+			return (int)qp_types[i].type;
+	return -1;
+}
 
 const char *srn_perf_op_name(enum srn_perf_op op)
 {
@@ -120,8 +168,8 @@ static int post_recvs(struct srn_perf_ctx *c, uint32_t q, uint32_t n)
 {
 	struct srn_perf_qp *x = &c->qps[q];
 	struct ibv_recv_wr wr[RECV_CHAIN], *bad;
-	struct ibv_sge sge = { .addr = (uintptr_t)x->rx, .length = c->p.max_size,
-			       .lkey = c->mr->lkey };
+	struct ibv_sge sge = { .addr = (uintptr_t)(x->rx - c->grh),
+			       .length = c->grh + c->p.max_size, .lkey = c->mr->lkey };
 
 	while (n) {
 		uint32_t k = n < RECV_CHAIN ? n : RECV_CHAIN;
@@ -162,6 +210,11 @@ static void build_wr(struct srn_perf_ctx *c, uint32_t q, uint64_t idx, uint32_t 
 		break;
 	case SRN_PERF_SEND:
 		wr->opcode = IBV_WR_SEND;
+		if (p->qp_type == IBV_QPT_UD) {
+			wr->wr.ud.ah = x->ah;
+			wr->wr.ud.remote_qpn = x->remote.addr.qpn;
+			wr->wr.ud.remote_qkey = SRN_CONN_UD_QKEY;
+		}
 		break;
 	case SRN_PERF_READ:
 		wr->opcode = IBV_WR_RDMA_READ;
@@ -422,6 +475,17 @@ static int post_one(struct srn_perf_ctx *c, uint32_t q, uint32_t size, struct wa
 	return 0;
 }
 
+/* Every received message is one of the run's: `size` bytes, plus the
+ * GRH on UD. */
+static int check_recv_len(struct srn_perf_ctx *c, const struct ibv_wc *wc, uint32_t size)
+{
+	if (wc->byte_len != size + c->grh)
+		return srn_perf_fail(c, -EILSEQ, "data check: received %u bytes on QP 0x%x, "
+				     "expected %u (a %u-byte message%s)", wc->byte_len, wc->qp_num,
+				     size + c->grh, size, c->grh ? " after the 40-byte GRH" : "");
+	return 0;
+}
+
 /* A receive in a ping-pong: remember which QP, check the length. */
 struct pp_recv {
 	uint32_t size;
@@ -431,10 +495,10 @@ struct pp_recv {
 static int on_pp_recv(struct srn_perf_ctx *c, const struct ibv_wc *wc, void *arg)
 {
 	struct pp_recv *r = arg;
+	int ret = check_recv_len(c, wc, r->size);
 
-	if (wc->byte_len != r->size)
-		return srn_perf_fail(c, -EILSEQ, "data check: received %u bytes on QP 0x%x, sent %u",
-				     wc->byte_len, wc->qp_num, r->size);
+	if (ret)
+		return ret;
 	r->got = (int)(wc->wr_id >> WRID_SHIFT);
 	return 0;
 }
@@ -716,10 +780,10 @@ struct bw_recv {
 static int on_bw_recv(struct srn_perf_ctx *c, const struct ibv_wc *wc, void *arg)
 {
 	struct bw_recv *r = arg;
+	int ret = check_recv_len(c, wc, r->size);
 
-	if (wc->byte_len != r->size)
-		return srn_perf_fail(c, -EILSEQ, "data check: received %u bytes on QP 0x%x, sent %u",
-				     wc->byte_len, wc->qp_num, r->size);
+	if (ret)
+		return ret;
 	r->count++;
 	c->qps[wc->wr_id >> WRID_SHIFT].received++;
 	return 0;
@@ -727,7 +791,7 @@ static int on_bw_recv(struct srn_perf_ctx *c, const struct ibv_wc *wc, void *arg
 
 /* Receive until `expected` arrived (UINT64_MAX: until peer_poll fires or
  * `limit_ns` passed). Receive WRs are replaced in chains, before the queue
- * runs low: a missing receive would be an RNR NAK (RC) or a drop (UC). */
+ * runs low: a missing receive would be an RNR NAK (RC) or a drop (UC, UD). */
 static int receive(struct srn_perf_ctx *c, const struct srn_perf_run *run, uint64_t expected,
 		   uint64_t limit_ns, uint64_t *received)
 {
@@ -782,13 +846,18 @@ int srn_perf_serve(struct srn_perf_ctx *c, const struct srn_perf_run *run,
 }
 
 int srn_perf_drain(struct srn_perf_ctx *c, const struct srn_perf_run *run,
-		   uint64_t expected, uint64_t grace_ns, uint64_t *received)
+		   uint64_t expected, uint64_t grace_ns, uint64_t quiet_ns,
+		   uint64_t *received)
 {
 	struct srn_perf_run r = *run;
+	int ret;
 
 	/* The peer's control message was read; nothing more will come on the
 	 * socket during the grace period. */
 	r.peer_poll = NULL;
-	r.stall_ns = grace_ns + 1;
-	return receive(c, &r, expected, grace_ns, received);
+	r.stall_ns = quiet_ns ? quiet_ns : grace_ns + 1;
+	ret = receive(c, &r, expected, grace_ns, received);
+	/* The stall bound is the quiet period here: the end of the
+	 * messages that survived, not a failure. */
+	return ret == -ETIMEDOUT && quiet_ns ? 0 : ret;
 }

@@ -17,6 +17,11 @@
  *                             <-   RESULT (messages received)
  *   RUN ... | END
  *
+ * UD: before CONFIG, the client settles its sizes against its port's MTU
+ * and sends that MTU, so the server holds messages to the same limit.
+ * UC and UD may lose messages: send bw counts what arrived and reports it
+ * (RESULT), and fails on loss only for RC.
+ *
  * Each size runs twice: a short warm-up, then the measured run.  Every
  * wait for a message is bounded (--timeout), runs by their own stall
  * bound; an error on either side reaches the other as ABORT, so neither
@@ -45,11 +50,20 @@ enum msg_type {
 	MSG_ABORT,
 };
 
-#define PROTO_VERSION 1
+/* 2: CONFIG's QP type byte is a wire_qp_type (1 had a u8 "is UC"). */
+#define PROTO_VERSION 2
 #define STALL_NS (10ull * 1000000000ull) /* a run with no progress this long failed */
 #define RUN_WAIT_S 3600                  /* longest wait for the end of one run */
 #define DRAIN_GRACE_NS 2000000000ull     /* send bw: receives still arriving */
 #define UC_CHECK_NS 500000000ull         /* UC write: last packets still arriving */
+/* UC, UD send bw: after the client's last send completed, this long with
+ * no arrival means the rest was lost.  Its packets have left the sender
+ * by then: what is still coming arrives within microseconds, unless the
+ * receiver is descheduled. */
+#define LOSSY_QUIET_NS 200000000ull
+
+/* The QP type in CONFIG. */
+enum wire_qp_type { WIRE_RC, WIRE_UC, WIRE_UD, WIRE_NQP_TYPES };
 
 struct session {
 	const struct srn_perf_opts *o;
@@ -58,6 +72,10 @@ struct session {
 	bool server, quiet;
 	uint32_t seed;
 	struct srn_perf_progress pg;
+	/* client: o->p and o->sizes as run (UD: held to the path MTU) */
+	struct srn_perf_params p;
+	uint32_t sizes[SRN_PERF_MAX_ROWS];
+	size_t nsizes;
 	char peer_err[400];
 	uint8_t msg[SRN_CONN_MAX_PAYLOAD];
 };
@@ -70,11 +88,18 @@ bool srn_perf_params_valid(const struct srn_perf_params *p, char *why, size_t le
 			 p->op == SRN_PERF_FAA;
 
 	if (p->op >= SRN_PERF_NOPS || (p->test != SRN_PERF_LAT && p->test != SRN_PERF_BW) ||
-	    (p->qp_type != IBV_QPT_RC && p->qp_type != IBV_QPT_UC))
+	    !srn_perf_qp_type_known(p->qp_type))
 		snprintf(why, len, "unknown operation, test or QP type");
 	else if (one_sided && p->qp_type != IBV_QPT_RC)
-		snprintf(why, len, "--op %s needs --qp-type rc (UC has no %s)",
-			 srn_perf_op_name(p->op), p->op == SRN_PERF_READ ? "RDMA Read" : "atomics");
+		snprintf(why, len, "--op %s needs --qp-type rc (%s has no %s)",
+			 srn_perf_op_name(p->op), srn_perf_qp_type_title(p->qp_type),
+			 p->op == SRN_PERF_READ ? "RDMA Read" : "atomics");
+	else if (p->qp_type == IBV_QPT_UD && p->op != SRN_PERF_SEND)
+		snprintf(why, len, "--op %s is not possible over UD: --qp-type ud carries "
+			 "only --op send", srn_perf_op_name(p->op));
+	else if (p->qp_type == IBV_QPT_UD && p->mtu && p->max_size > p->mtu)
+		snprintf(why, len, "--qp-type ud: a %u-byte message does not fit in one packet "
+			 "(path MTU %u)", p->max_size, p->mtu);
 	else if (!p->qps || p->qps > SRN_PERF_MAX_QPS)
 		snprintf(why, len, "--qps must be 1..%d", SRN_PERF_MAX_QPS);
 	else if (p->mtu && (p->mtu < 256 || p->mtu > 4096 || (p->mtu & (p->mtu - 1))))
@@ -95,6 +120,27 @@ bool srn_perf_params_valid(const struct srn_perf_params *p, char *why, size_t le
 	else
 		return true;
 	return false;
+}
+
+bool srn_perf_ud_sizes(uint32_t *sizes, size_t *nsizes, bool given, uint32_t mtu,
+		       char *why, size_t len)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < *nsizes; i++) {
+		if (sizes[i] <= mtu) {
+			sizes[n++] = sizes[i];
+		} else if (given) {
+			snprintf(why, len, "--qp-type ud: a %u-byte message does not fit in one "
+				 "packet (path MTU %u)", sizes[i], mtu);
+			return false;
+		}
+	}
+	/* Only the bw default (64 KiB) can leave nothing: send the most. */
+	if (!n)
+		sizes[n++] = mtu;
+	*nsizes = n;
+	return true;
 }
 
 /* ---- messages ---- */
@@ -179,11 +225,16 @@ static int bad_msg(struct session *s, const char *what)
 	return -EPROTO;
 }
 
+static uint8_t wire_qp_type(enum ibv_qp_type t)
+{
+	return t == IBV_QPT_UD ? WIRE_UD : t == IBV_QPT_UC ? WIRE_UC : WIRE_RC;
+}
+
 static void put_params(struct srn_conn_wr *w, const struct srn_perf_params *p)
 {
 	srn_conn_put_u32(w, PROTO_VERSION);
 	srn_conn_put_u8(w, (uint8_t)p->op);
-	srn_conn_put_u8(w, p->qp_type == IBV_QPT_UC);
+	srn_conn_put_u8(w, wire_qp_type(p->qp_type));
 	srn_conn_put_u8(w, (uint8_t)p->test);
 	srn_conn_put_u32(w, p->qps);
 	srn_conn_put_u32(w, p->mtu);
@@ -198,14 +249,20 @@ static void put_params(struct srn_conn_wr *w, const struct srn_perf_params *p)
 /* Validated once here: the engine trusts srn_perf_params_valid()'s ranges. */
 static int get_params(struct session *s, struct srn_conn_rd *r, struct srn_perf_params *p)
 {
+	static const enum ibv_qp_type types[WIRE_NQP_TYPES] = {
+		[WIRE_RC] = IBV_QPT_RC, [WIRE_UC] = IBV_QPT_UC, [WIRE_UD] = IBV_QPT_UD,
+	};
 	char why[160];
+	uint8_t type;
 
 	if (srn_conn_get_u32(r) != PROTO_VERSION) {
 		snprintf(s->peer_err, sizeof(s->peer_err), "client speaks another protocol version");
 		return -EPROTO;
 	}
 	p->op = (enum srn_perf_op)srn_conn_get_u8(r);
-	p->qp_type = srn_conn_get_u8(r) ? IBV_QPT_UC : IBV_QPT_RC;
+	type = srn_conn_get_u8(r);
+	/* An unknown type stays unknown: srn_perf_params_valid rejects it. */
+	p->qp_type = type < WIRE_NQP_TYPES ? types[type] : IBV_QPT_DRIVER;
 	p->test = (enum srn_perf_test)srn_conn_get_u8(r);
 	p->qps = srn_conn_get_u32(r);
 	p->mtu = srn_conn_get_u32(r);
@@ -355,9 +412,11 @@ static int client_run(struct session *s, uint32_t size, uint64_t iters, uint64_t
 		ret = srn_perf_check_rx(&s->c, size, run.seed, per_qp);
 	if (ret)
 		goto local_error;
+	res->received = received;
+	/* RC never gets here with a loss: the server failed the run. */
 	if (p->op == SRN_PERF_SEND && p->test == SRN_PERF_BW && received != sent && measured)
-		say(s, "note: UC: the server received %" PRIu64 " of %" PRIu64 " messages "
-		    "of %u bytes", received, sent, size);
+		say(s, "note: %s: the server received %" PRIu64 " of %" PRIu64 " messages "
+		    "of %u bytes", srn_perf_qp_type_title(p->qp_type), received, sent, size);
 	return 0;
 
 local_error:
@@ -374,6 +433,29 @@ static uint64_t warmup_iters(const struct srn_perf_opts *o)
 	return o->duration_s > 0 || tenth > w ? w : tenth;
 }
 
+/* UD: settle the sizes against our port's MTU, and send that MTU in
+ * CONFIG so that the server holds messages to the same.  False: a usage
+ * error, told on stderr as cmd_perf.c tells its own. */
+static bool ud_sizes(struct session *s)
+{
+	uint32_t mtu = srn_perf_mtu_bytes(&s->c);
+	char why[160];
+
+	if (!srn_perf_ud_sizes(s->sizes, &s->nsizes, s->o->sizes_given, mtu, why, sizeof(why))) {
+		send_abort(s, why);
+		say(s, "%s", why);
+		fprintf(stderr, "\n");
+		srn_usage_perf(stderr);
+		return false;
+	}
+	s->p.mtu = mtu;
+	s->p.max_size = 0;
+	for (size_t i = 0; i < s->nsizes; i++)
+		if (s->sizes[i] > s->p.max_size)
+			s->p.max_size = s->sizes[i];
+	return true;
+}
+
 static int client_session(struct session *s)
 {
 	const struct srn_perf_opts *o = s->o;
@@ -386,14 +468,23 @@ static int client_session(struct session *s)
 	rep = calloc(1, sizeof(*rep));
 	if (!rep)
 		return say(s, "out of memory");
-	ret = srn_perf_open(&s->c, &o->p, o->dev, o->ib_port, o->gid_index);
+	s->p = o->p;
+	s->nsizes = o->nsizes;
+	memcpy(s->sizes, o->sizes, sizeof(s->sizes));
+	ret = srn_perf_open_device(&s->c, &s->p, o->dev, o->ib_port, o->gid_index);
+	if (!ret && s->p.qp_type == IBV_QPT_UD && !ud_sizes(s)) {
+		ret = SRN_EXIT_USAGE;
+		goto out;
+	}
+	if (!ret)
+		ret = srn_perf_create(&s->c, &s->p);
 	if (ret) {
 		send_abort(s, s->c.err);
 		ret = say(s, "%s", s->c.err);
 		goto out;
 	}
 	srn_conn_wr_init(&w, s->msg, sizeof(s->msg));
-	put_params(&w, &o->p);
+	put_params(&w, &s->p);
 	ret = send_msg(s, MSG_CONFIG, &w) ?: send_hello(s) ?: recv_hello_and_connect(s);
 	if (ret) {
 		if (ret != -ECANCELED && ret != -EIO)
@@ -401,21 +492,21 @@ static int client_session(struct session *s)
 		ret = say(s, "%s", s->peer_err);
 		goto out;
 	}
-	srn_perf_report_init(rep, &o->p, s->c.dev_name,
+	srn_perf_report_init(rep, &s->p, s->c.dev_name,
 			     srn_conn_gid_str(&s->c.qps[0].local.gid, local, sizeof(local)),
 			     srn_conn_gid_str(&s->c.qps[0].remote.addr.gid, remote, sizeof(remote)),
 			     128u << s->c.mtu, o->duration_s);
 	snprintf(label, sizeof(label), "%s %s %s", srn_perf_op_name(o->p.op),
-		 o->p.test == SRN_PERF_LAT ? "lat" : "bw", o->p.qp_type == IBV_QPT_RC ? "rc" : "uc");
+		 o->p.test == SRN_PERF_LAT ? "lat" : "bw", srn_perf_qp_type_name(o->p.qp_type));
 	srn_perf_progress_init(&s->pg, isatty(STDERR_FILENO) ? stderr : NULL, label,
 			       o->duration_s);
 
-	for (size_t i = 0; i < o->nsizes; i++) {
+	for (size_t i = 0; i < s->nsizes; i++) {
 		struct srn_perf_result res;
 		struct srn_perf_row *row;
 
-		ret = client_run(s, o->sizes[i], warmup_iters(o), 0, &res, false) ?:
-		      client_run(s, o->sizes[i], o->iters, dur_ns, &res, true);
+		ret = client_run(s, s->sizes[i], warmup_iters(o), 0, &res, false) ?:
+		      client_run(s, s->sizes[i], o->iters, dur_ns, &res, true);
 		if (ret) {
 			bool unsupported = ret == -EOPNOTSUPP;
 
@@ -426,7 +517,7 @@ static int client_session(struct session *s)
 				ret = say(s, "%s", s->peer_err);
 			goto out;
 		}
-		row = srn_perf_report_add(rep, o->sizes[i], &res);
+		row = srn_perf_report_add(rep, s->sizes[i], &res);
 		/* The header waits for the first row: a test that cannot run
 		 * leaves an error, not an empty table. */
 		if (o->out == SRN_PERF_OUT_TABLE && row && i == 0)
@@ -467,15 +558,20 @@ static int server_check(struct session *s, const struct srn_perf_run *run,
 	for (uint32_t q = 0; q < p->qps; q++)
 		total += sent[q];
 	if (p->op == SRN_PERF_SEND && p->test == SRN_PERF_BW) {
-		ret = srn_perf_drain(&s->c, run, total, DRAIN_GRACE_NS, received);
+		bool rc = p->qp_type == IBV_QPT_RC;
+
+		ret = srn_perf_drain(&s->c, run, total, DRAIN_GRACE_NS, rc ? 0 : LOSSY_QUIET_NS,
+				     received);
 		if (ret)
 			return ret;
-		if (*received != total && p->qp_type == IBV_QPT_RC) {
+		if (*received != total && rc) {
 			snprintf(s->c.err, sizeof(s->c.err), "RC: received %" PRIu64 " of %" PRIu64
 				 " messages", *received, total);
 			return -EILSEQ;
 		}
-		/* UC may drop messages: check the QPs that received some. */
+		/* UC and UD may drop messages (a UD receiver out of posted
+		 * receives drops, RNR is RC's): what arrived is reported, and
+		 * checked on the QPs that received some. */
 		for (uint32_t q = 0; q < p->qps; q++)
 			got[q] = s->c.qps[q].received;
 		return srn_perf_check_rx(&s->c, run->size, run->seed, got);
@@ -571,7 +667,7 @@ static int server_session(struct session *s)
 	if (!s->quiet)
 		fprintf(stderr, "softrnic perf: server: %s %s %s, %u QP%s, from %s\n",
 			srn_perf_op_name(p.op), p.test == SRN_PERF_LAT ? "lat" : "bw",
-			p.qp_type == IBV_QPT_RC ? "rc" : "uc", p.qps, p.qps == 1 ? "" : "s",
+			srn_perf_qp_type_name(p.qp_type), p.qps, p.qps == 1 ? "" : "s",
 			srn_conn_peer_name(s->fd, peer, sizeof(peer)));
 	ret = send_hello(s) ?: recv_hello_and_connect(s);
 	for (uint64_t runs = 0; !ret && runs < 2 * SRN_PERF_MAX_ROWS + 2; runs++) {

@@ -19,6 +19,7 @@ struct srn_perf_opts {
 	struct srn_perf_params p;           /* the test (client side) */
 	uint32_t sizes[SRN_PERF_MAX_ROWS];
 	size_t nsizes;
+	bool sizes_given;                   /* -s or --sizes, not a sweep or the default */
 	uint64_t iters;                     /* per size; a cap with duration */
 	double duration_s;                  /* 0: fixed counts */
 	const char *port, *dev, *host, *plot;
@@ -32,6 +33,13 @@ struct srn_perf_opts {
 /* The ranges the engine relies on; checked for the command line and for a
  * client's CONFIG alike.  On false, why says what is wrong. */
 bool srn_perf_params_valid(const struct srn_perf_params *p, char *why, size_t len);
+
+/* UD carries a message in one packet, so its sizes stop at the path MTU
+ * (bytes): a sweep or the default size is cut there, as perftest does for
+ * UD, while a size the user gave (`given`) above it is an error.  On false,
+ * why says which size. */
+bool srn_perf_ud_sizes(uint32_t *sizes, size_t *nsizes, bool given, uint32_t mtu,
+		       char *why, size_t len);
 
 /* Connect to host:port and run every size, printing the results. */
 int srn_perf_session_client(const struct srn_perf_opts *o, const char *host,
