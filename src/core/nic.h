@@ -59,6 +59,7 @@ struct srn_nic {
 	struct srn_shm shm;
 	uint64_t shm_rx_ns;            /* when a ring last delivered */
 	uint64_t udp_polled_ns;        /* when the socket was last asked */
+	uint64_t udp_rx_pkts;          /* packets the socket delivered (progress.c busy poll) */
 	/* Transmission waits for room in a ring (tx_list not empty after a
 	 * poll): nothing will wake the progress thread for it, so it looks
 	 * again after SRN_TX_RETRY_NS. */

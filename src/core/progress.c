@@ -62,12 +62,14 @@ static bool app_is_polling(struct srn_nic *nic, uint64_t now, uint64_t *left)
 	return true;
 }
 
-/* Traffic came while nobody polled (a passive target, a server between
- * calls): more is likely right behind it.  Poll on for a short while
- * before sleeping again, so a sender streaming at us does not pay a
+/* Socket traffic came while nobody polled (a passive target, a server
+ * between calls): more is likely right behind it.  Poll on for a short
+ * while before sleeping again, so a sender streaming at us does not pay a
  * wake-up (and this thread a context switch) per packet burst.  Bounded:
  * SRN_BG_SPIN_NS after the last packet, and never while an application
- * thread polls. */
+ * thread polls.  Ring traffic does not count: a same-host sender rings
+ * a doorbell only when this thread sleeps, and a spinning consumer at
+ * its heels made 1 MiB Writes 2.4x slower (21 -> 8.7 GB/s). */
 static void busy_poll(struct srn_nic *nic)
 {
 	uint64_t now = srn_now_ns(), last = now, left;
@@ -81,7 +83,9 @@ static void busy_poll(struct srn_nic *nic)
 			continue;
 		}
 		srn_nic_lock(nic);
-		int got = srn_progress_poll(nic, false, now);
+		uint64_t before = nic->udp_rx_pkts;
+		srn_progress_poll(nic, false, now);
+		bool got = nic->udp_rx_pkts != before;
 		srn_nic_unlock(nic);
 		now = srn_now_ns();
 		if (got)
@@ -176,7 +180,9 @@ static void *progress_main(void *arg)
 			continue;
 		srn_nic_lock(nic);
 		srn_count(nic->cnt, SRN_CNT_BG_WAKEUPS, 1);
-		int got = srn_progress_poll(nic, false, 0);
+		uint64_t before = nic->udp_rx_pkts;
+		srn_progress_poll(nic, false, 0);
+		bool got = nic->udp_rx_pkts != before;
 		srn_nic_unlock(nic);
 		if (got)
 			busy_poll(nic);
@@ -340,6 +346,7 @@ int srn_progress_poll(struct srn_nic *nic, bool from_app, uint64_t now)
 				      (const struct sockaddr *)nic->gro->pkt[i].src,
 				      nic->gro->pkt[i].seg_index);
 		total += n;
+		nic->udp_rx_pkts += (uint64_t)n;
 		/* A short batch drained the socket: asking again would be a
 		 * system call that finds nothing, on the latency path. */
 		if (nic->gro->datagrams < SRN_GRO_MSGS)
@@ -358,6 +365,7 @@ int srn_progress_poll(struct srn_nic *nic, bool from_app, uint64_t now)
 			srn_rx_packet(nic, nic->rx.pkt[i].data, nic->rx.pkt[i].len,
 				      (const struct sockaddr *)&nic->rx.pkt[i].src, 0);
 		total += n;
+		nic->udp_rx_pkts += (uint64_t)n;
 		if (n < SRN_RX_BATCH)
 			break;
 	}
