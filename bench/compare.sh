@@ -514,21 +514,31 @@ target("  the same on softrnic's UDP link (SOFTRNIC_SHM=0)", r, None if r is Non
 r = lat8 / ucx8 if lat8 and ucx8 else None
 target("RC Write 8 B latency <= 0.5 x UCX tcp put", r, None if r is None else r <= 0.5,
        "-" if r is None else "%.2f x" % r)
+UDP_LINK = "  the same on softrnic's UDP link"
 v = cell("lat", 4096)
 target("RC Write 4 KiB latency <= 7 us", v, None if v is None else v <= 7,
        "-" if v is None else "%.2f us" % v)
+v = cell("lat", 4096, "srudp")
+if v is not None:
+    target(UDP_LINK, v, v <= 7, "%.2f us" % v)
 for s in [s for s in sizes if s >= 65536]:
-    v = cell("bw", s)
-    target("RC Write %s bandwidth >= 4 GB/s" % human(s), v, None if v is None else v >= 4,
-           "-" if v is None else "%.2f GB/s" % v)
     peers = [p for p in (cell("bw", s, "ucx"), cell("bw", s, "libfabric")) if p]
     best = max(peers) if peers else None
-    target("RC Write %s bandwidth >= best TCP peer" % human(s), v and best and v / best,
-           None if v is None or best is None else v >= best,
-           "-" if v is None or best is None else "%.2f x" % (v / best))
+    for peer in ("softrnic", "srudp"):
+        v = cell("bw", s, peer)
+        if peer == "srudp" and v is None:
+            continue
+        target("RC Write %s bandwidth >= 4 GB/s" % human(s) if peer == "softrnic" else UDP_LINK,
+               v, None if v is None else v >= 4, "-" if v is None else "%.2f GB/s" % v)
+        target("RC Write %s bandwidth >= best TCP peer" % human(s) if peer == "softrnic" else UDP_LINK,
+               v and best and v / best, None if v is None or best is None else v >= best,
+               "-" if v is None or best is None else "%.2f x" % (v / best))
 v = cell("rate", 8)
 target("8 B Writes/s on one QP >= 1.5 M", v, None if v is None else v >= 1.5,
        "-" if v is None else "%.2f M/s" % v)
+v = cell("rate", 8, "srudp")
+if v is not None:
+    target(UDP_LINK, v, v >= 1.5, "%.2f M/s" % v)
 v = cell("idle", 0)
 target("idle process (connected QP) < 1 % of a core", v, None if v is None else v < 1,
        "-" if v is None else "%.2f %%" % v)
