@@ -503,7 +503,7 @@ static int on_pp_recv(struct srn_perf_ctx *c, const struct ibv_wc *wc, void *arg
 	return 0;
 }
 
-/* Wait for the next ping on QP q (client: -1 = any) and return its marker
+/* Wait for the next ping on QP q and return its marker
  * byte.  write: the last byte of rx changes to `want` or FINAL_BYTE;
  * send: a receive completion arrives, and is replaced at once. */
 static int wait_ping(struct srn_perf_ctx *c, int q, uint32_t size, uint8_t want,

@@ -138,9 +138,8 @@ void srn_progress_stop(struct srn_nic *nic);
 /* Receive and process what is waiting, then flush ACKs and deferred sends
  * and the transmit queue.  Must hold nic->lock.  Returns packets processed.
  * from_app: an application thread is polling; plain ACKs may then wait
- * for its next post or poll (progress.c).  now: srn_now_ns() if the caller
- * just read it (one clock read less per empty poll), else 0. */
-int srn_progress_poll(struct srn_nic *nic, bool from_app, uint64_t now);
+ * for its next post or poll (progress.c). */
+int srn_progress_poll(struct srn_nic *nic, bool from_app);
 /* An application thread is about to block (e.g. in ibv_get_cq_event): let
  * the progress thread take over at once. */
 void srn_progress_app_sleeps(struct srn_nic *nic);

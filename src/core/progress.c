@@ -84,7 +84,7 @@ static void busy_poll(struct srn_nic *nic)
 		}
 		srn_nic_lock(nic);
 		uint64_t before = nic->udp_rx_pkts;
-		srn_progress_poll(nic, false, now);
+		srn_progress_poll(nic, false);
 		bool got = nic->udp_rx_pkts != before;
 		srn_nic_unlock(nic);
 		now = srn_now_ns();
@@ -117,7 +117,7 @@ static void *progress_main(void *arg)
 		if (atomic_load(&nic->acks_deferred)) {
 			atomic_store(&nic->bg_deep_sleep, false);
 			srn_nic_lock(nic);
-			srn_progress_poll(nic, false, 0);
+			srn_progress_poll(nic, false);
 			srn_nic_unlock(nic);
 			continue;
 		}
@@ -140,7 +140,7 @@ static void *progress_main(void *arg)
 			atomic_store(&nic->bg_deep_sleep, false);
 			srn_nic_lock(nic);
 			srn_count(nic->cnt, SRN_CNT_BG_WAKEUPS, 1);
-			srn_progress_poll(nic, false, 0);
+			srn_progress_poll(nic, false);
 			srn_nic_unlock(nic);
 			continue;
 		}
@@ -161,7 +161,7 @@ static void *progress_main(void *arg)
 			srn_nic_lock(nic);
 			if (fdl)
 				srn_udp_fault_flush(&nic->udp, srn_now_ns());
-			srn_progress_poll(nic, false, 0);     /* timers; delayed RX packets */
+			srn_progress_poll(nic, false);     /* timers; delayed RX packets */
 			srn_nic_unlock(nic);
 			continue;
 		}
@@ -181,7 +181,7 @@ static void *progress_main(void *arg)
 		srn_nic_lock(nic);
 		srn_count(nic->cnt, SRN_CNT_BG_WAKEUPS, 1);
 		uint64_t before = nic->udp_rx_pkts;
-		srn_progress_poll(nic, false, 0);
+		srn_progress_poll(nic, false);
 		bool got = nic->udp_rx_pkts != before;
 		srn_nic_unlock(nic);
 		if (got)
@@ -270,7 +270,8 @@ uint64_t srn_progress_app_active(struct srn_nic *nic)
 
 void srn_progress_held_acks_due(struct srn_nic *nic, uint64_t now)
 {
-	if (nic->ack_list && now - nic->acks_held_ns >= SRN_ACK_HOLD_MAX_NS) {
+	/* now may predate the stamp (read before the lock): signed. */
+	if (nic->ack_list && (int64_t)(now - nic->acks_held_ns) >= (int64_t)SRN_ACK_HOLD_MAX_NS) {
 		srn_ack_flush(nic);
 		srn_txq_flush(nic);
 	}
@@ -317,13 +318,14 @@ static bool udp_due(struct srn_nic *nic, bool from_app, uint64_t now)
 	return false;
 }
 
-int srn_progress_poll(struct srn_nic *nic, bool from_app, uint64_t now)
+int srn_progress_poll(struct srn_nic *nic, bool from_app)
 {
 	int total = 0;
 	/* One clock read serves the socket pacing, the timers, the held-ACK
-	 * stamp and the diagnostic tick: this runs on every empty poll. */
-	if (!now)
-		now = srn_now_ns();
+	 * stamp and the diagnostic tick: this runs on every empty poll.  It
+	 * is read under the lock: a reading taken before waiting for it
+	 * could be older than stamps other threads wrote meanwhile. */
+	uint64_t now = srn_now_ns();
 	/* ACKs owed from the previous call (or batch) go first. */
 	srn_ack_flush(nic);
 	if (nic->shm.in) {
@@ -361,11 +363,13 @@ int srn_progress_poll(struct srn_nic *nic, bool from_app, uint64_t now)
 			break;
 		if (b)
 			srn_ack_flush(nic);     /* the previous batch's */
-		for (int i = 0; i < n; i++)
+		for (int i = 0; i < n; i++) {
 			srn_rx_packet(nic, nic->rx.pkt[i].data, nic->rx.pkt[i].len,
 				      (const struct sockaddr *)&nic->rx.pkt[i].src, 0);
+			/* A same-host doorbell (empty) is ring traffic. */
+			nic->udp_rx_pkts += nic->rx.pkt[i].len != 0;
+		}
 		total += n;
-		nic->udp_rx_pkts += (uint64_t)n;
 		if (n < SRN_RX_BATCH)
 			break;
 	}

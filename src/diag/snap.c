@@ -181,7 +181,8 @@ void srn_diag_tick(struct srn_diag *d, uint64_t now_ns)
 		return;
 	struct srn_diag_clock *c = srn_diag_clock(d);
 	uint64_t last = atomic_load_explicit(&c->last_ns, memory_order_relaxed);
-	if (last && now_ns - last < SRN_DIAG_TICK_NS) {
+	/* Signed: a caller's reading may predate one another thread stored. */
+	if (last && (int64_t)(now_ns - last) < (int64_t)SRN_DIAG_TICK_NS) {
 		/* Too soon: remember that something changed, so the idle
 		 * progress thread refreshes once more (srn_diag_deadline). */
 		if (!atomic_load_explicit(&c->due_ns, memory_order_relaxed))

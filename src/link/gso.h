@@ -21,6 +21,7 @@
 
 #define SRN_GSO_MAX_SEGS 64            /* UDP_MAX_SEGMENTS in Linux */
 #define SRN_GSO_MAX_BYTES 65000        /* under the 64 KiB IP datagram limit (65507 payload) */
+#define SRN_GSO_MAX_IOVS 1024          /* UIO_MAXIOV: pieces one sendmsg may gather */
 
 /* Turn on UDP_GRO for the socket; false if the kernel does not have it. */
 bool srn_udp_enable_gro(struct srn_udp *u);

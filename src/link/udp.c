@@ -379,9 +379,15 @@ int srn_udp_send_batch(struct srn_udp *u, const struct srn_tx_msg *m, int n)
     if (n > SRN_TX_BATCH)
         n = SRN_TX_BATCH;
     if (__builtin_expect(u->hooked, 0)) {
+        /* The hooks judge one packet at a time: the messages before the
+         * first GSO run go; the run itself is refused. */
         for (int k = 0; k < n; k++)
-            if (m[k].gso_seg)
-                return -EINVAL;     /* the hooks judge one packet at a time */
+            if (m[k].gso_seg) {
+                if (k == 0)
+                    return -EINVAL;
+                n = k;
+                break;
+            }
         return send_batch_hooked(u, m, n);
     }
     int k;

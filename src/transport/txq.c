@@ -141,8 +141,9 @@ static void doorbell(void *ctx, const struct sockaddr *dst, socklen_t len)
 
 /* Messages for the queued packets from `i` on: each a GSO run (the
  * longest run of equal-length packets to one peer that one send may
- * carry) or a single packet, ICRCs sealed.  Returns how many, and in
- * npkts[] how many packets each carries. */
+ * carry: 64 segments, 65 000 bytes, UIO_MAXIOV pieces) or a single packet,
+ * ICRCs sealed.  Returns how many, and in npkts[] how many packets each
+ * carries. */
 static int plan(struct srn_nic *nic, int i, struct srn_tx_msg *m, int *npkts)
 {
 	struct srn_txq *q = nic->txq;
@@ -150,23 +151,38 @@ static int plan(struct srn_nic *nic, int i, struct srn_tx_msg *m, int *npkts)
 	while (i < q->n && nm < SRN_TX_BATCH) {
 		struct srn_txq_pkt *k = &q->pkt[i];
 		int run = 1;
-		uint32_t total = k->len;
+		uint32_t total = k->len, niov = k->niov;
 		while (nic->gso_ok && i + run < q->n && run < SRN_GSO_MAX_SEGS &&
 		       q->pkt[i + run].len == k->len && same_dst(k, &q->pkt[i + run]) &&
-		       total + k->len <= SRN_GSO_MAX_BYTES) {
+		       total + k->len <= SRN_GSO_MAX_BYTES &&
+		       niov + q->pkt[i + run].niov <= SRN_GSO_MAX_IOVS) {
 			total += k->len;
+			niov += q->pkt[i + run].niov;
 			run++;
 		}
 		for (int s = 0; s < run; s++)
 			seal(q, &q->pkt[i + s], (uint16_t)s);
-		const struct srn_txq_pkt *last = &q->pkt[i + run - 1];
-		m[nm] = (struct srn_tx_msg){ k->dst, k->dstlen, &q->iov[k->iov_first],
-					     last->iov_first + last->niov - k->iov_first,
+		m[nm] = (struct srn_tx_msg){ k->dst, k->dstlen, &q->iov[k->iov_first], (int)niov,
 					     run > 1 ? (uint16_t)k->len : 0 };
 		npkts[nm++] = run;
 		i += run;
 	}
 	return nm;
+}
+
+static void count_sent(struct srn_nic *nic, int first, int n)
+{
+	for (int s = first; s < first + n; s++) {
+		srn_count(nic->cnt, SRN_CNT_SENT_PKTS, 1);
+		srn_count(nic->cnt, SRN_CNT_SENT_BYTES, nic->txq->pkt[s].len);
+	}
+}
+
+/* The kernel would not take a GSO run: no GSO on this path (an IPsec
+ * route, a device without checksum offload, ...). */
+static bool gso_refused(const struct srn_tx_msg *m, int r)
+{
+	return m->gso_seg && (r == -EOPNOTSUPP || r == -EINVAL || r == -EIO || r == -EMSGSIZE);
 }
 
 void srn_txq_flush(struct srn_nic *nic)
@@ -179,27 +195,36 @@ void srn_txq_flush(struct srn_nic *nic)
 		 * packets after it, but it can share their system call. */
 		struct srn_tx_msg m[SRN_TX_BATCH];
 		int npkts[SRN_TX_BATCH];
-		int nm = plan(nic, i, m, npkts);
-		int r = srn_udp_send_batch(&nic->udp, m, nm);
-		if (r < 0) {
-			/* The first message failed (not a full buffer): drop
-			 * it, as the wire would, and try the others again. */
-			srn_count(nic->cnt, SRN_CNT_TX_ERR, (uint64_t)npkts[0]);
-			if (m[0].gso_seg && (r == -EOPNOTSUPP || r == -EINVAL || r == -EIO))
-				nic->gso_ok = false;    /* no GSO here: plain sends from now on */
-			i += npkts[0];
-			continue;
-		}
-		for (int j = 0; j < nm; j++) {
-			if (j < r) {
-				for (int s = 0; s < npkts[j]; s++) {
-					srn_count(nic->cnt, SRN_CNT_SENT_PKTS, 1);
-					srn_count(nic->cnt, SRN_CNT_SENT_BYTES, q->pkt[i + s].len);
+		int nm = plan(nic, i, m, npkts), k = 0;
+		while (k < nm) {
+			int r = srn_udp_send_batch(&nic->udp, m + k, nm - k);
+			if (r > 0) {
+				/* sendmmsg stops at a message that fails and keeps
+				 * its error to itself: ask again for the rest, so a
+				 * refusal comes back as an error (a full buffer as 0). */
+				for (int j = k; j < k + r; j++) {
+					count_sent(nic, i, npkts[j]);
+					i += npkts[j];
 				}
+				k += r;
+			} else if (r == 0) {
+				/* Socket buffer full: these are lost, as on a wire
+				 * (RC resends them). */
+				for (; k < nm; k++) {
+					srn_count(nic->cnt, SRN_CNT_TX_EAGAIN, (uint64_t)npkts[k]);
+					i += npkts[k];
+				}
+			} else if (gso_refused(&m[k], r)) {
+				/* Plain sends from now on, these packets too: the
+				 * outer loop plans again from packet i. */
+				nic->gso_ok = false;
+				break;
 			} else {
-				srn_count(nic->cnt, SRN_CNT_TX_EAGAIN, (uint64_t)npkts[j]);
+				/* This message failed: drop it, as the wire would,
+				 * and go on with the others. */
+				srn_count(nic->cnt, SRN_CNT_TX_ERR, (uint64_t)npkts[k]);
+				i += npkts[k++];
 			}
-			i += npkts[j];
 		}
 	}
 	q->n = 0;

@@ -148,7 +148,7 @@ int srn_verbs_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 		/* Empty (or short): do the NIC's work in this thread, then
 		 * look again. */
 		srn_count(nic->cnt, SRN_CNT_APP_PROGRESS, 1);
-		srn_progress_poll(nic, true, now);
+		srn_progress_poll(nic, true);
 		got += srn_cq_pop(cq, n - got, wc + got);
 	} else {
 		srn_progress_held_acks_due(nic, now);

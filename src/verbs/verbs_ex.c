@@ -57,7 +57,7 @@ static int cq_ex_start(struct ibv_cq_ex *c, struct ibv_poll_cq_attr *attr)
 	srn_nic_lock(cq->nic);
 	bool got = cq_ex_fetch(cq);
 	if (!got) {
-		srn_progress_poll(cq->nic, true, now);
+		srn_progress_poll(cq->nic, true);
 		got = cq_ex_fetch(cq);
 	} else {
 		srn_progress_held_acks_due(cq->nic, now);
