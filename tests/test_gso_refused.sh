@@ -13,7 +13,8 @@
 # Checks, for UC Write bandwidth (no retransmission to hide a loss: the
 # data check fails if a tail is lost) and RC Write latency (both ends
 # send): the run passes its data checks, each sending process is refused
-# exactly once (then plain sends), and RC needed no retransmission.
+# once (then plain sends) and says so once (SOFTRNIC_LOG=warn), and RC
+# needed no retransmission.
 set -u
 : "${SRN_BUILD:?SRN_BUILD must point at the build directory}"
 SOFTRNIC="$SRN_BUILD/bin/softrnic"
@@ -35,7 +36,7 @@ preload="${SRN_ASAN_PRELOAD:+$SRN_ASAN_PRELOAD:}$LIB"
 run() {
 	local name=$1
 	shift
-	SOFTRNIC_SHM=0 SOFTRNIC_STATS=1 GSO_REFUSE_REPORT=1 LD_PRELOAD="$preload" \
+	SOFTRNIC_SHM=0 SOFTRNIC_STATS=1 SOFTRNIC_LOG=warn GSO_REFUSE_REPORT=1 LD_PRELOAD="$preload" \
 		timeout -k 5 60 "$SOFTRNIC" perf --loopback -m 1024 "$@" >"$tmp/$name.out" 2>"$tmp/$name.err"
 	rc=$?
 }
@@ -64,6 +65,9 @@ elif ! once_each "$tmp/uc.err" 1; then
 	# The UC target sends nothing; the writer is refused once, then
 	# sends plainly.
 	fail "UC Write bw: GSO refusals per refused process '$r', want one process, 1 or 2"
+elif [ "$(grep -c 'the path refused a UDP GSO send (Input/output error): one datagram per packet' \
+	"$tmp/uc.err")" -ne 1 ]; then
+	fail "UC Write bw: no (or more than one) SOFTRNIC_LOG warning about the refused GSO send"
 else
 	ok "UC Write bw, 300 x 3 KiB through a GSO-refusing path: data intact, refused once"
 fi

@@ -69,6 +69,7 @@ int srn_nic_create(struct srn_device *dev, struct srn_nic **out, char *err, size
 	/* Same-host rings bypass the fault injector, so with one every
 	 * packet stays on the socket where it acts.  The trace records ring
 	 * traffic too (transport/txq.c, rx.c). */
+	nic->bg_spin_ns = srn_progress_spin_ns(getenv("SOFTRNIC_SPIN_US"));
 	const char *shm_env = getenv("SOFTRNIC_SHM");
 	bool shm_on = !nic->udp.fault && !(shm_env && !strcmp(shm_env, "0"));
 	if (srn_shm_open(&nic->shm, (const struct sockaddr *)&nic->udp.local, nic->udp.local_len,

@@ -51,6 +51,7 @@ struct srn_nic {
 	struct srn_rx_batch rx;        /* receive buffers, used under lock */
 	struct srn_txq *txq;           /* packets waiting for the end of the burst */
 	bool gso_ok;                   /* send runs with UDP GSO */
+	uint64_t bg_spin_ns;           /* progress thread busy-polls this long after socket traffic */
 	struct srn_gro_batch *gro;     /* receive with UDP GRO (NULL: plain recvmmsg) */
 	uint16_t rx_id_next;           /* IPv4 ID the next packet probably has (GSO) */
 	/* Same-host peers: shared-memory rings instead of the socket
@@ -146,6 +147,10 @@ void srn_progress_app_sleeps(struct srn_nic *nic);
 /* A transmission was deferred (a full same-host ring): make sure the
  * progress thread retries it even if nothing else wakes it. */
 void srn_progress_tx_deferred(struct srn_nic *nic);
+/* SOFTRNIC_SPIN_US: how long the progress thread keeps polling after
+ * socket traffic woke it (default 50 us, 0 = sleep at once, at most 0.1 s;
+ * anything else gives the default). */
+uint64_t srn_progress_spin_ns(const char *env);
 /* Stamps and returns the time (srn_now_ns). */
 uint64_t srn_progress_app_active(struct srn_nic *nic);
 /* A poll that found its completions without receiving: held ACKs older

@@ -218,6 +218,9 @@ void srn_txq_flush(struct srn_nic *nic)
 				/* Plain sends from now on, these packets too: the
 				 * outer loop plans again from packet i. */
 				nic->gso_ok = false;
+				srn_diag_dev_log(nic->diag, SRN_LOG_WARN,
+						 "the path refused a UDP GSO send (%s): one datagram "
+						 "per packet from now on", strerror(-r));
 				break;
 			} else {
 				/* This message failed: drop it, as the wire would,
