@@ -172,10 +172,11 @@ static int plan(struct srn_nic *nic, int i, struct srn_tx_msg *m, int *npkts)
 
 static void count_sent(struct srn_nic *nic, int first, int n)
 {
-	for (int s = first; s < first + n; s++) {
-		srn_count(nic->cnt, SRN_CNT_SENT_PKTS, 1);
-		srn_count(nic->cnt, SRN_CNT_SENT_BYTES, nic->txq->pkt[s].len);
-	}
+	uint64_t bytes = 0;
+	for (int s = first; s < first + n; s++)
+		bytes += nic->txq->pkt[s].len;
+	srn_count(nic->cnt, SRN_CNT_SENT_PKTS, (uint64_t)n);
+	srn_count(nic->cnt, SRN_CNT_SENT_BYTES, bytes);
 }
 
 /* The kernel would not take a GSO run: no GSO on this path (an IPsec
