@@ -15,17 +15,6 @@ foreach(t test_wire_icrc test_wire_pkt)
   target_compile_definitions(${t} PRIVATE SRN_FRAMES_TSV="${SRN_WIRE_TSV}")
 endforeach()
 
-# libFuzzer harness for srn_pkt_parse: built with Clang only, never run by
-# ctest.  It compiles the parser sources itself so they carry the fuzzer's
-# coverage instrumentation.
-if(CMAKE_C_COMPILER_ID STREQUAL "Clang")
-  add_executable(fuzz_pkt_parse fuzz_pkt_parse.c
-                 ${CMAKE_SOURCE_DIR}/src/wire/pkt.c
-                 ${CMAKE_SOURCE_DIR}/src/wire/opcode.c)
-  target_include_directories(fuzz_pkt_parse PRIVATE ${CMAKE_SOURCE_DIR}/src)
-  target_compile_definitions(fuzz_pkt_parse PRIVATE _GNU_SOURCE)
-  target_compile_options(fuzz_pkt_parse PRIVATE
-                         -fsanitize=fuzzer,address,undefined)
-  target_link_options(fuzz_pkt_parse PRIVATE
-                      -fsanitize=fuzzer,address,undefined)
-endif()
+# The packet parser under the fuzz driver (CTest, every build) and, with
+# Clang, under libFuzzer (fuzz_pkt_parse_libfuzzer, by hand).
+srn_fuzz_target(fuzz_pkt_parse RUNS 200000 SOURCES fuzz_pkt_parse.c)
