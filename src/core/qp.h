@@ -20,6 +20,7 @@
 #define SRN_CORE_QP_H
 
 #include <infiniband/verbs.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/socket.h>
@@ -165,8 +166,12 @@ struct srn_qp {
 	struct srn_qp *ack_next;
 
 	/* ibv_wr_* staging (verbs_ex.c), allocated for QPs created with
-	 * send_ops_flags. */
+	 * send_ops_flags.  Such a QP also has sq_lock (error-checking): held
+	 * by a batch from ibv_wr_start to ibv_wr_complete/abort while it
+	 * writes WQEs into free SQ slots past sq_head without nic->lock, and
+	 * by ibv_post_send on that QP.  Order: sq_lock before nic->lock. */
 	struct srn_wr_stage *wr_stage;
+	pthread_mutex_t sq_lock;
 
 	/* Deferred transmit list (socket was full). */
 	struct srn_qp *tx_next;
@@ -205,6 +210,13 @@ static inline uint8_t srn_qp_transport(const struct srn_qp *qp)
 static inline struct srn_qp *srn_qp(struct ibv_qp *q)
 {
 	return (struct srn_qp *)q;
+}
+
+/* Take qp->sq_lock (QPs with wr_stage only): 0, or -EDEADLK when this
+ * thread already holds it (a post inside its own ibv_wr_* batch). */
+static inline int srn_sq_lock(struct srn_qp *qp)
+{
+	return -pthread_mutex_lock(&qp->sq_lock);
 }
 
 /* qp.c; must hold nic->lock */

@@ -9,10 +9,17 @@
  * does) and posting takes the same lock.  read_* are plain loads of the
  * copied-out completion.
  *
- * qp_ex: ibv_wr_start takes nic->lock; each ibv_wr_<op> call opens a
- * staged work request that the ibv_wr_set_* calls complete; it is checked
- * and queued by the same code as ibv_post_send when the next one opens or
- * at ibv_wr_complete.  An error anywhere makes ibv_wr_complete drop the
+ * qp_ex: a batch (ibv_wr_start .. ibv_wr_complete) holds only that QP's
+ * send-queue lock (qp->sq_lock), as rxe and mlx5 lock only the QP's send
+ * queue, so other verbs -- on this thread or any other -- run freely in
+ * between.  Each ibv_wr_<op> call opens a staged work request that the
+ * ibv_wr_set_* calls complete; when the next one opens, or at
+ * ibv_wr_complete, it is checked by the same code as ibv_post_send and
+ * written into the next free SQ slot past sq_head, which nothing else
+ * reads (the transport reads only [sq_tail, sq_head), and every poster of
+ * this QP holds sq_lock).  ibv_wr_complete takes nic->lock once: it checks
+ * the QP state, numbers the batch's WQEs, moves sq_head over them and
+ * rings the doorbell.  An error anywhere makes ibv_wr_complete drop the
  * whole batch and return it; ibv_wr_abort drops it silently.  So both APIs
  * queue identical work and send identical packets.
  */
@@ -24,6 +31,8 @@
 #include "core/limits.h"
 #include "core/nic.h"
 #include "core/qp.h"
+#include "transport/complete.h"
+#include "transport/retry.h"
 #include "transport/tx.h"
 #include "verbs/verbs.h"
 
@@ -153,7 +162,10 @@ struct ibv_cq_ex *srn_verbs_create_cq_ex(struct ibv_context *c, struct ibv_cq_in
 struct srn_wr_stage {
 	bool open;
 	int err;                       /* first error of the batch (positive errno) */
-	uint32_t batch_head;           /* sq_head at ibv_wr_start */
+	uint32_t head;                 /* sq_head at ibv_wr_start: the batch fills [head, head + n) */
+	uint32_t n;
+	uint32_t room;                 /* free slots from head, as last seen under nic->lock
+					* (completions only ever add to it) */
 	struct ibv_send_wr wr;
 	struct ibv_sge sge[SRN_MAX_SGE];
 	uint8_t inline_buf[SRN_MAX_INLINE];
@@ -169,7 +181,20 @@ static struct srn_wr_stage *stage_of(struct srn_qp *qp)
 	return qp->wr_stage;
 }
 
-/* Queue the staged work request, if any. */
+/* Free slots from st->head on (at ibv_wr_start, head becomes sq_head).
+ * A reset under the batch (sq_tail back to 0) leaves none:
+ * ibv_wr_complete then refuses the batch anyway. */
+static void stage_see_room(struct srn_qp *qp, struct srn_wr_stage *st, bool start)
+{
+	srn_nic_lock(qp->nic);
+	if (start)
+		st->head = qp->sq_head;
+	uint32_t used = st->head - qp->sq_tail;
+	st->room = used > qp->sq_size ? 0 : qp->sq_size - used;
+	pthread_mutex_unlock(&qp->nic->lock);
+}
+
+/* Write the staged work request, if any, into the batch's next slot. */
 static void stage_flush(struct srn_qp *qp)
 {
 	struct srn_wr_stage *st = stage_of(qp);
@@ -178,9 +203,17 @@ static void stage_flush(struct srn_qp *qp)
 	st->open = false;
 	if (st->err)
 		return;
-	int r = srn_qp_post_one(qp, &st->wr);
+	if (st->n == st->room)
+		stage_see_room(qp, st, false);
+	if (st->n >= st->room) {
+		st->err = ENOMEM;       /* as ibv_post_send on a full queue */
+		return;
+	}
+	int r = srn_sq_fill(qp, st->head + st->n, &st->wr);
 	if (r)
 		st->err = -r;
+	else
+		st->n++;
 }
 
 static void stage_open(struct ibv_qp_ex *q, enum ibv_wr_opcode op)
@@ -317,38 +350,53 @@ static void wr_set_inline_data(struct ibv_qp_ex *q, void *addr, size_t length)
 	wr_set_inline_data_list(q, 1, &b);
 }
 
+/* A second ibv_wr_start on the same thread before the batch ended starts
+ * the batch over (its lock is already ours). */
 static void wr_start(struct ibv_qp_ex *q)
 {
 	struct srn_qp *qp = qpx(q);
-	srn_nic_lock(qp->nic);
+	(void)srn_sq_lock(qp);
 	struct srn_wr_stage *st = stage_of(qp);
 	st->open = false;
 	st->err = 0;
-	st->batch_head = qp->sq_head;
-	/* The same state rule as ibv_post_send. */
-	if (qp->state == IBV_QPS_RESET || qp->state == IBV_QPS_INIT || qp->state == IBV_QPS_RTR)
-		st->err = EINVAL;
+	st->n = 0;
+	stage_see_room(qp, st, true);
 }
 
 static void wr_abort(struct ibv_qp_ex *q)
 {
 	struct srn_qp *qp = qpx(q);
-	stage_of(qp)->open = false;
-	qp->sq_head = stage_of(qp)->batch_head;
-	pthread_mutex_unlock(&qp->nic->lock);
+	stage_of(qp)->open = false;     /* the slots it wrote were never visible */
+	pthread_mutex_unlock(&qp->sq_lock);
 }
 
+/* Publish the batch: the only part under nic->lock. */
 static int wr_complete(struct ibv_qp_ex *q)
 {
 	struct srn_qp *qp = qpx(q);
 	struct srn_wr_stage *st = stage_of(qp);
 	stage_flush(qp);
+	srn_nic_lock(qp->nic);
 	int err = st->err;
-	if (err)
-		qp->sq_head = st->batch_head;   /* nothing of a failed batch runs */
-	else
-		srn_req_push(qp);
+	/* The same state rule as ibv_post_send, applied when the work
+	 * becomes visible.  sq_head moved only if the QP was reset under
+	 * the batch: its slots are then not where it thought. */
+	if (!err && (qp->state == IBV_QPS_RESET || qp->state == IBV_QPS_INIT ||
+		     qp->state == IBV_QPS_RTR || qp->sq_head != st->head))
+		err = EINVAL;
+	if (!err && st->n > qp->sq_size - (st->head - qp->sq_tail))
+		err = ENOMEM;
+	if (!err) {
+		for (uint32_t i = 0; i < st->n; i++)
+			srn_req_number(qp, &qp->sq[(st->head + i) & (qp->sq_size - 1)]);
+		qp->sq_head = st->head + st->n;
+		if (qp->state == IBV_QPS_ERR)
+			srn_qp_flush(qp);
+		else
+			srn_req_push(qp);
+	}
 	srn_nic_unlock(qp->nic);
+	pthread_mutex_unlock(&qp->sq_lock);
 	return err;
 }
 
@@ -387,11 +435,18 @@ struct ibv_qp *srn_verbs_create_qp_ex(struct ibv_context *c, struct ibv_qp_init_
 		return srn_null_errno(ret);
 	a->cap = init.cap;
 	if (ops) {
-		qp->wr_stage = calloc(1, sizeof(struct srn_wr_stage));
-		if (!qp->wr_stage) {
+		struct srn_wr_stage *st = calloc(1, sizeof(*st));
+		pthread_mutexattr_t ma;
+		pthread_mutexattr_init(&ma);
+		pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_ERRORCHECK);
+		int r = st ? pthread_mutex_init(&qp->sq_lock, &ma) : ENOMEM;
+		pthread_mutexattr_destroy(&ma);
+		if (r) {
+			free(st);
 			ibv_destroy_qp(&qp->ibqp_ex.qp_base);
-			return srn_null_errno(-ENOMEM);
+			return srn_null_errno(-r);
 		}
+		qp->wr_stage = st;
 		struct ibv_qp_ex *x = &qp->ibqp_ex;
 		x->comp_mask = 0;
 		x->wr_send = wr_send;

@@ -227,6 +227,8 @@ SRN_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 	pthread_mutex_unlock(&nic->lock);
 	pthread_mutex_destroy(&ibqp->mutex);
 	pthread_cond_destroy(&ibqp->cond);
+	if (qp->wr_stage)
+		pthread_mutex_destroy(&qp->sq_lock);
 	srn_qp_free_queues(qp);
 	free(qp);
 	return 0;
@@ -257,15 +259,16 @@ static int check_send_opcode(const struct srn_qp *qp, enum ibv_wr_opcode op)
 	}
 }
 
-int srn_qp_post_one(struct srn_qp *qp, const struct ibv_send_wr *wr)
+/* Everything here reads only what is fixed when the QP is created (type,
+ * cap, and a UD QP's MTU), so a batch of ibv_wr_* calls may run it without
+ * nic->lock.  The slot at pos belongs to the caller: see verbs.h. */
+int srn_sq_fill(struct srn_qp *qp, uint32_t pos, const struct ibv_send_wr *wr)
 {
 	int ret = check_send_opcode(qp, wr->opcode);
 	if (ret)
 		return ret;
 	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->cap.max_send_sge)
 		return -EINVAL;
-	if (qp->sq_head - qp->sq_tail >= qp->sq_size)
-		return -ENOMEM;
 	uint64_t total = 0;
 	if (!srn_wr_is_local(wr->opcode))
 		for (int i = 0; i < wr->num_sge; i++)
@@ -286,7 +289,7 @@ int srn_qp_post_one(struct srn_qp *qp, const struct ibv_send_wr *wr)
 			return -EINVAL;
 	}
 
-	uint32_t idx = qp->sq_head & (qp->sq_size - 1);
+	uint32_t idx = pos & (qp->sq_size - 1);
 	struct srn_swqe *w = &qp->sq[idx];
 	memset(w, 0, sizeof(*w));
 	w->wr_id = wr->wr_id;
@@ -329,7 +332,17 @@ int srn_qp_post_one(struct srn_qp *qp, const struct ibv_send_wr *wr)
 		memcpy(qp->sq_sge + (size_t)idx * qp->cap.max_send_sge, wr->sg_list,
 		       (size_t)wr->num_sge * sizeof(struct ibv_sge));
 	}
-	srn_req_number(qp, w);
+	return 0;
+}
+
+int srn_qp_post_one(struct srn_qp *qp, const struct ibv_send_wr *wr)
+{
+	if (qp->sq_head - qp->sq_tail >= qp->sq_size)
+		return -ENOMEM;
+	int ret = srn_sq_fill(qp, qp->sq_head, wr);
+	if (ret)
+		return ret;
+	srn_req_number(qp, &qp->sq[qp->sq_head & (qp->sq_size - 1)]);
 	qp->sq_head++;
 	return 0;
 }
@@ -342,6 +355,14 @@ int srn_verbs_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_
 	if (qp->type == IBV_QPT_XRC_RECV) {
 		*bad = wr;
 		return EINVAL;          /* no send queue */
+	}
+	/* A QP with the ibv_wr_* API has a send-queue lock that a batch
+	 * holds from ibv_wr_start to its end; posting waits for the batch of
+	 * another thread and is refused inside a batch of this thread (it
+	 * would otherwise wait for itself). */
+	if (qp->wr_stage && srn_sq_lock(qp)) {
+		*bad = wr;
+		return EBUSY;
 	}
 	srn_nic_lock(qp->nic);
 	/* IBTA: posting to the send queue before RTS is an immediate error;
@@ -365,6 +386,8 @@ int srn_verbs_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_
 		srn_req_push(qp);
 out:
 	srn_nic_unlock(qp->nic);
+	if (qp->wr_stage)
+		pthread_mutex_unlock(&qp->sq_lock);
 	return ret;
 }
 

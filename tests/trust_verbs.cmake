@@ -1,0 +1,19 @@
+# Issue 10, items 11-15: verbs corners found by rdma-core's own tests.
+# srn_trust_verbs_test(name [ARGS args...] SOURCES extra.c...): the program
+# tests/<prog>.c run as CTest test <name>.
+function(srn_trust_verbs_test name prog)
+  cmake_parse_arguments(T "" "" "ARGS;SOURCES" ${ARGN})
+  if(NOT TARGET ${prog})
+    add_executable(${prog} ${CMAKE_CURRENT_LIST_DIR}/${prog}.c
+      ${CMAKE_CURRENT_LIST_DIR}/rc_test_conn.c ${T_SOURCES})
+    target_link_libraries(${prog} PRIVATE softrnic Threads::Threads)
+    target_include_directories(${prog} PRIVATE ${IBVERBS_INCLUDE})
+  endif()
+  add_test(NAME ${name} COMMAND ${prog} ${T_ARGS})
+  set_tests_properties(${name} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120)
+endfunction()
+
+# Item 11: other verbs inside an ibv_wr_* batch, same thread and another
+# thread (also in scripts/test.sh's TSan list).
+srn_trust_verbs_test(test_trust_verbs_wr_batch test_trust_verbs_wr_batch
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_trust_verbs_peer.c)
