@@ -17,3 +17,8 @@ endfunction()
 # thread (also in scripts/test.sh's TSan list).
 srn_trust_verbs_test(test_trust_verbs_wr_batch test_trust_verbs_wr_batch
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_trust_verbs_peer.c)
+
+# Item 12: memory windows bound with LOCAL_WRITE in their rights, as
+# rdma-core's tests bind them (type 1, ibv_wr_bind_mw, IBV_WR_BIND_MW).
+srn_trust_verbs_test(test_trust_verbs_mw test_trust_verbs_mw
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_trust_verbs_peer.c)

@@ -41,10 +41,14 @@ int srn_mw_bind(struct srn_qp *qp, struct srn_mr *mw, uint32_t new_rkey,
 		return -EINVAL;
 	if (!(mr->access & IBV_ACCESS_MW_BIND))
 		return -EINVAL;
-	if (info->mw_access_flags & ~(unsigned)(SRN_MW_RIGHTS | IBV_ACCESS_ZERO_BASED))
+	/* Local write is accepted and has no effect, as in rxe and mlx5: a
+	 * window key is an rkey only, so only its remote rights mean
+	 * anything (rdma-core's memory-window tests bind with
+	 * LOCAL_WRITE | REMOTE_WRITE).  Zero-based windows are refused, as
+	 * mlx5 refuses them for type 1 and rxe for type 1 (o10-36.2.2); type
+	 * 2 zero-based windows (C10-75) are not implemented. */
+	if (info->mw_access_flags & ~(unsigned)(SRN_MW_RIGHTS | IBV_ACCESS_LOCAL_WRITE))
 		return -EINVAL;
-	if (info->mw_access_flags & IBV_ACCESS_ZERO_BASED)
-		return -EINVAL;         /* zero-based windows are not supported */
 	/* Remote write/atomic through a window needs local write on the
 	 * region, as for a region itself. */
 	if ((info->mw_access_flags & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
