@@ -22,3 +22,8 @@ srn_trust_verbs_test(test_trust_verbs_wr_batch test_trust_verbs_wr_batch
 # rdma-core's tests bind them (type 1, ibv_wr_bind_mw, IBV_WR_BIND_MW).
 srn_trust_verbs_test(test_trust_verbs_mw test_trust_verbs_mw
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_trust_verbs_peer.c)
+
+# Item 14: create_flags 0 accepted.  Item 15: cmd_fd a real descriptor,
+# closed with the context, that ibv_import_device refuses (EOPNOTSUPP).
+srn_trust_verbs_test(test_trust_verbs_create_flags test_trust_verbs_dev ARGS create_flags)
+srn_trust_verbs_test(test_trust_verbs_cmd_fd test_trust_verbs_dev ARGS fds)

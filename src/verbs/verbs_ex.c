@@ -409,7 +409,7 @@ static int wr_complete(struct ibv_qp_ex *q)
 struct ibv_qp *srn_verbs_create_qp_ex(struct ibv_context *c, struct ibv_qp_init_attr_ex *a)
 {
 	uint32_t known = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS |
-			 IBV_QP_INIT_ATTR_XRCD;
+			 IBV_QP_INIT_ATTR_XRCD | IBV_QP_INIT_ATTR_CREATE_FLAGS;
 	struct ibv_pd *pd = (a->comp_mask & IBV_QP_INIT_ATTR_PD) ? a->pd : NULL;
 	struct srn_xrcd *xrcd = (a->comp_mask & IBV_QP_INIT_ATTR_XRCD) ? (struct srn_xrcd *)a->xrcd
 									 : NULL;
@@ -417,6 +417,18 @@ struct ibv_qp *srn_verbs_create_qp_ex(struct ibv_context *c, struct ibv_qp_init_
 		return srn_null_errno(-EINVAL);
 	if (a->comp_mask & ~known)
 		return srn_null_errno(-EOPNOTSUPP);
+	/* Create flags as the kernel judges them: bits no verbs flag names
+	 * are EINVAL (uverbs), named flags EOPNOTSUPP (rxe supports none,
+	 * nor do we), and no flags at all is simply accepted. */
+	if (a->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) {
+		uint32_t named = IBV_QP_CREATE_BLOCK_SELF_MCAST_LB | IBV_QP_CREATE_SCATTER_FCS |
+				 IBV_QP_CREATE_CVLAN_STRIPPING | IBV_QP_CREATE_SOURCE_QPN |
+				 IBV_QP_CREATE_PCI_WRITE_END_PADDING;
+		if (a->create_flags & ~named)
+			return srn_null_errno(-EINVAL);
+		if (a->create_flags)
+			return srn_null_errno(-EOPNOTSUPP);
+	}
 	bool ops = a->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
 	if (ops && (a->send_ops_flags & ~(uint64_t)SRN_QP_EX_OPS))
 		return srn_null_errno(-EOPNOTSUPP);
