@@ -3,9 +3,11 @@
  * and asynchronous events.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "core/device.h"
 #include "core/limits.h"
@@ -66,18 +68,31 @@ SRN_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 	int ret = srn_async_init(&ctx->async);
 	if (ret)
 		goto fail;
+	/* cmd_fd: with rdma-core it is the uverbs character device that
+	 * commands are written to.  There is no kernel side here, but
+	 * programs dup it, fstat it and hand it to ibv_import_device, so it
+	 * is a real descriptor of this context: /dev/null opened read-only,
+	 * a character device on which any command written fails (EBADF)
+	 * instead of vanishing, closed with the context. */
+	int cmd_fd = open("/dev/null", O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (cmd_fd < 0) {
+		ret = -errno;
+		goto fail_async;
+	}
 	ret = srn_device_nic_get(dev, &ctx->nic);
 	if (ret)
-		goto fail_async;
+		goto fail_cmd_fd;
 	ctx->dev = dev;
 	struct ibv_context *c = &ctx->vctx.context;
 	c->device = device;
-	c->cmd_fd = -1;
+	c->cmd_fd = cmd_fd;
 	c->async_fd = ctx->async.efd;
 	c->num_comp_vectors = 1;
 	pthread_mutex_init(&c->mutex, NULL);
 	srn_verbs_set_ops(ctx);
 	return c;
+fail_cmd_fd:
+	close(cmd_fd);
 fail_async:
 	srn_async_destroy(&ctx->async);
 fail:
@@ -90,6 +105,7 @@ SRN_EXPORT int ibv_close_device(struct ibv_context *context)
 	struct srn_context *ctx = srn_ctx(context);
 	srn_device_nic_put(ctx->dev);
 	srn_async_destroy(&ctx->async);
+	close(context->cmd_fd);
 	pthread_mutex_destroy(&context->mutex);
 	free(ctx);
 	return 0;
