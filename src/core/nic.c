@@ -83,6 +83,9 @@ int srn_nic_create(struct srn_device *dev, struct srn_nic **out, char *err, size
 		goto fail;
 	}
 	nic->cnt = srn_diag_counters(nic->diag);
+	/* A name another user holds, or no inbox at all: said once. */
+	if (nic->shm.note[0])
+		srn_diag_dev_log(nic->diag, SRN_LOG_WARN, "%s", nic->shm.note);
 	/* Start QP numbers at a time-dependent generation so a restarted
 	 * process does not reuse the numbers its predecessor's peers knew. */
 	nic->qpn_gen = (uint32_t)(srn_now_ns() >> 10) & 0x7ff;

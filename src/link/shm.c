@@ -8,22 +8,21 @@
  * packet, rounded up to 64 bytes so neighbouring records do not share a
  * cache line, and never wraps: a WRAP record fills the end of the ring.
  *
- * Everything a peer wrote is read once into locals and bounded before use:
- * a broken or hostile peer can lose its own packets, not crash us.
+ * Everything a peer wrote is read once into locals and bounded before use
+ * (rec_check for a record; indices are the reader's and the writer's own
+ * copies): a broken or hostile same-user peer can lose its own packets,
+ * never make us read or write outside the mapping.
  *
- * Memory: the segment is sparse; the receiver reserves its header and
- * each sender the ring of the slot it claims (fallocate), before anyone
- * touches them.  A full /dev/shm (64 MiB in a default container) then
- * means "take UDP", never a SIGBUS on a page tmpfs cannot supply.
+ * Memory: the segment is a sealed memfd (shm_file.h): it cannot shrink
+ * under anyone's mapping.  It is sparse; the receiver reserves its header
+ * and each sender the ring of the slot it claims (fallocate), before
+ * anyone touches them: no fault later can find no page to give.
  */
 #include "link/shm.h"
 
 #include <arpa/inet.h>
-#include <dirent.h>
 #include <errno.h>
-#include <limits.h>
 #include <fcntl.h>
-#include <signal.h>
 #include <stdalign.h>
 #include <stddef.h>
 #include <stdatomic.h>
@@ -32,13 +31,16 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include <netinet/in.h>
+#include <poll.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 
-#define SHM_MAGIC 0x314b4e494c4e5253ull        /* "SRNLINK1", little-endian */
-#define SHM_LAYOUT 1
-#define SHM_PREFIX "softrnic-link-"              /* then netns-address-port */
+#include "link/shm_file.h"
+
+#define SHM_MAGIC SRN_SHM_LOC_MAGIC            /* header and locator agree */
+#define SHM_LAYOUT SRN_SHM_LAYOUT
 #define REC_HDR 16u
 #define REC_ALIGN 64u
 #define REC_PKT 1u
@@ -61,6 +63,7 @@ struct inbox_hdr {
 	uint64_t netns;
 	int32_t owner_pid;
 	_Atomic uint32_t closed;
+	uint64_t cookie;                   /* the locator's: this is the inbox it names */
 	alignas(64) _Atomic uint32_t sleeping;  /* the receiver is about to block */
 	alignas(64) _Atomic uint64_t active;    /* slots ever claimed */
 	alignas(64) struct slot_ctl slot[SRN_SHM_SLOTS];
@@ -80,6 +83,7 @@ struct rec {
 	uint32_t len, kind;
 	uint64_t reserved;
 };
+_Static_assert(sizeof(struct rec) == REC_HDR && REC_HDR <= REC_ALIGN, "record header");
 
 static uint8_t *ring_of(struct srn_shm_seg *g, uint64_t ring, uint32_t slot)
 {
@@ -116,52 +120,6 @@ static uint64_t coarse_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* A process that can still drain its inbox: it exists and is not a
- * zombie (killed but not yet reaped: kill(pid, 0) still succeeds, and a
- * container's pid 1 may take its time reaping). */
-static bool pid_alive(int32_t pid)
-{
-	if (pid <= 0 || (kill(pid, 0) != 0 && errno != EPERM))
-		return false;
-	char path[32], buf[512];
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return true;
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return true;
-	buf[n] = 0;
-	const char *rp = strrchr(buf, ')');   /* the name may hold anything */
-	return !(rp && rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X'));
-}
-
-/* The inbox name of a device: network namespace, address, port.  False
- * for addresses that never have one (multicast, other families). */
-static bool inbox_name(char *out, size_t n, uint64_t netns, const struct sockaddr *a)
-{
-	char ip[INET6_ADDRSTRLEN];
-	unsigned port;
-	if (a->sa_family == AF_INET) {
-		const struct sockaddr_in *s = (const void *)a;
-		if (IN_MULTICAST(ntohl(s->sin_addr.s_addr)))
-			return false;
-		inet_ntop(AF_INET, &s->sin_addr, ip, sizeof(ip));
-		port = ntohs(s->sin_port);
-	} else if (a->sa_family == AF_INET6) {
-		const struct sockaddr_in6 *s = (const void *)a;
-		if (s->sin6_addr.s6_addr[0] == 0xff)
-			return false;
-		inet_ntop(AF_INET6, &s->sin6_addr, ip, sizeof(ip));
-		port = ntohs(s->sin6_port);
-	} else {
-		return false;
-	}
-	return (size_t)snprintf(out, n, "/" SHM_PREFIX "%llx-%s-%u", (unsigned long long)netns, ip,
-				port) < n;
-}
-
 static bool same_addr(const struct sockaddr_storage *a, socklen_t alen, const struct sockaddr *b,
 		      socklen_t blen)
 {
@@ -186,67 +144,52 @@ static struct srn_shm_seg *map_seg(int fd, size_t len)
 	return p;
 }
 
-/* The identity part of an inbox header, read with pread: a read through a
- * mapping could fault on a page tmpfs cannot supply (SIGBUS). */
-static bool read_identity(int fd, struct inbox_hdr *out)
+/* The receiver's side of an inbox: a sealed memfd, its header, then a
+ * locator under the first of its names nobody else holds. */
+static int create_inbox(struct srn_shm *s)
 {
-	size_t n = offsetof(struct inbox_hdr, sleeping);
-	return pread(fd, out, n, 0) == (ssize_t)n && out->magic == SHM_MAGIC;
-}
-
-/* Retire the inbox `name` of a device that is gone: mark it closed, so
- * senders still mapping it go back to UDP (and look for a successor) at
- * once, and unlink it, but only the very file looked at, never one that
- * replaced it meanwhile.  only_if_dead: leave it if its owner lives. */
-static void retire_inbox(const char *name, bool only_if_dead)
-{
-	int fd = shm_open(name, O_RDWR | O_CLOEXEC, 0);
+	uint64_t ring = ring_size_setting();
+	int fd = srn_shm_memfd_create(seg_bytes(ring), HDR_BYTES);
 	if (fd < 0)
-		return;
-	struct stat st, now;
-	struct inbox_hdr id;
-	char path[NAME_MAX + 16];
-	snprintf(path, sizeof(path), "/dev/shm%s", name);
-	bool ours = fstat(fd, &st) == 0 && st.st_uid == geteuid();
-	bool valid = ours && (size_t)st.st_size >= HDR_BYTES && read_identity(fd, &id);
-	if (!ours || (only_if_dead && (!valid || pid_alive(id.owner_pid)))) {
+		return fd;
+	struct srn_shm_seg *g = map_seg(fd, seg_bytes(ring));
+	if (!g) {
+		int ret = -errno;
 		close(fd);
-		return;
+		return ret;
 	}
-	if (valid) {
-		/* Its header page is allocated (written before the magic). */
-		struct inbox_hdr *h = mmap(NULL, HDR_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-		if (h != MAP_FAILED) {
-			atomic_store(&h->closed, 1);
-			munmap(h, HDR_BYTES);
-		}
+	uint64_t cookie = 0;
+	if (getrandom(&cookie, sizeof(cookie), GRND_NONBLOCK) != (ssize_t)sizeof(cookie))
+		cookie = coarse_now_ns() ^ ((uint64_t)getpid() << 32);
+	g->h.layout = SHM_LAYOUT;
+	g->h.nslots = SRN_SHM_SLOTS;
+	g->h.ring_bytes = ring;
+	g->h.netns = s->netns;
+	g->h.owner_pid = (int32_t)getpid();
+	g->h.cookie = cookie;
+	atomic_store_explicit(&g->h.magic, SHM_MAGIC, memory_order_release);
+	struct srn_shm_locator loc = {
+		.magic = SRN_SHM_LOC_MAGIC, .layout = SHM_LAYOUT, .fd = fd, .ring_bytes = ring,
+		.netns = s->netns, .pid = (int32_t)getpid(), .cookie = cookie,
+	};
+	int ret = srn_shm_locator_publish(&loc, (const struct sockaddr *)&s->local, s->in_name,
+					  sizeof(s->in_name), s->note, sizeof(s->note));
+	if (ret) {
+		munmap(g, seg_bytes(ring));
+		close(fd);
+		return ret;
 	}
-	if (stat(path, &now) == 0 && now.st_ino == st.st_ino && now.st_dev == st.st_dev)
-		shm_unlink(name);
-	close(fd);
-}
-
-/* Inboxes of processes that died without closing (a crash, a kill) hold
- * memory in /dev/shm: retire those of this user whose owner is gone. */
-static void sweep_dead_inboxes(void)
-{
-	DIR *d = opendir("/dev/shm");
-	if (!d)
-		return;
-	struct dirent *e;
-	while ((e = readdir(d))) {
-		if (strncmp(e->d_name, SHM_PREFIX, strlen(SHM_PREFIX)))
-			continue;
-		char name[NAME_MAX + 2];
-		snprintf(name, sizeof(name), "/%s", e->d_name);
-		retire_inbox(name, true);
-	}
-	closedir(d);
+	s->in = g;
+	s->in_fd = fd;
+	s->in_ring = ring;
+	s->in_cookie = cookie;
+	return 0;
 }
 
 int srn_shm_open(struct srn_shm *s, const struct sockaddr *local, socklen_t len, bool enabled)
 {
 	memset(s, 0, sizeof(*s));
+	s->in_fd = -1;
 	s->enabled = enabled;
 	s->pid = getpid();
 	if (!enabled)
@@ -256,34 +199,13 @@ int srn_shm_open(struct srn_shm *s, const struct sockaddr *local, socklen_t len,
 		return -EINVAL;
 	memcpy(&s->local, local, len);
 	s->local_len = len;
-	if (!inbox_name(s->in_name, sizeof(s->in_name), s->netns, local))
-		return -EAFNOSUPPORT;
-	sweep_dead_inboxes();
-	/* This process bound the address and port (no SO_REUSEADDR), so an
-	 * inbox already there belongs to a device that is gone. */
-	retire_inbox(s->in_name, false);
-	int fd = shm_open(s->in_name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return -errno;
-	s->in_ring = ring_size_setting();
-	int ret = ftruncate(fd, (off_t)seg_bytes(s->in_ring)) || fallocate(fd, 0, 0, (off_t)HDR_BYTES)
-			  ? -errno : 0;
-	struct srn_shm_seg *g = ret ? NULL : map_seg(fd, seg_bytes(s->in_ring));
-	if (!ret && !g)
-		ret = -errno;
-	close(fd);
-	if (ret) {
-		shm_unlink(s->in_name);
-		return ret;
-	}
-	g->h.layout = SHM_LAYOUT;
-	g->h.nslots = SRN_SHM_SLOTS;
-	g->h.ring_bytes = s->in_ring;
-	g->h.netns = s->netns;
-	g->h.owner_pid = (int32_t)getpid();
-	atomic_store_explicit(&g->h.magic, SHM_MAGIC, memory_order_release);
-	s->in = g;
-	return 0;
+	srn_shm_sweep();
+	int ret = create_inbox(s);
+	if (ret && ret != -EAFNOSUPPORT && !s->note[0])
+		snprintf(s->note, sizeof(s->note),
+			 "no same-host inbox (%s): this device receives over UDP only",
+			 strerror(-ret));
+	return ret;
 }
 
 static void detach(struct srn_shm_peer *p)
@@ -295,6 +217,9 @@ static void detach(struct srn_shm_peer *p)
 	atomic_compare_exchange_strong(&p->seg->h.slot[p->slot].claim, &me, 0);
 	munmap(p->seg, seg_bytes(p->ring));
 	p->seg = NULL;
+	if (p->owner_fd >= 0)
+		close(p->owner_fd);
+	p->owner_fd = -1;
 }
 
 void srn_shm_exit(struct srn_shm *s)
@@ -302,13 +227,20 @@ void srn_shm_exit(struct srn_shm *s)
 	if (s->pid != getpid())
 		return;         /* a forked child: the mappings stayed with the parent */
 	if (s->in && !atomic_exchange(&s->in->h.closed, 1))
-		shm_unlink(s->in_name);
+		srn_shm_locator_remove(s->in_name, s->in_cookie);
 }
 
 void srn_shm_close(struct srn_shm *s)
 {
 	if (s->pid != getpid()) {
-		memset(s, 0, sizeof(*s));      /* a forked child: nothing here is mapped */
+		/* A forked child: nothing here is mapped (MADV_DONTFORK), but
+		 * the descriptors are its own copies. */
+		for (int i = 0; i < s->npeers; i++)
+			if (s->peer[i].seg && s->peer[i].owner_fd >= 0)
+				close(s->peer[i].owner_fd);
+		if (s->in)
+			close(s->in_fd);
+		memset(s, 0, sizeof(*s));
 		return;
 	}
 	for (int i = 0; i < s->npeers; i++)
@@ -316,7 +248,9 @@ void srn_shm_close(struct srn_shm *s)
 	if (s->in) {
 		srn_shm_exit(s);
 		munmap(s->in, seg_bytes(s->in_ring));
+		close(s->in_fd);
 		s->in = NULL;
+		s->in_fd = -1;
 	}
 	s->npeers = 0;
 	s->ndirty = 0;
@@ -335,7 +269,7 @@ static bool claim_slot(struct srn_shm_seg *g, uint32_t *slot)
 	/* All taken: take over one whose owner died without releasing it. */
 	for (uint32_t i = 0; i < SRN_SHM_SLOTS; i++) {
 		uint64_t owner = atomic_load(&g->h.slot[i].claim);
-		if (owner != me && !pid_alive((int32_t)owner) &&
+		if (owner != me && !srn_shm_pid_alive((int32_t)owner) &&
 		    atomic_compare_exchange_strong(&g->h.slot[i].claim, &owner, me)) {
 			*slot = i;
 			return true;
@@ -344,45 +278,45 @@ static bool claim_slot(struct srn_shm_seg *g, uint32_t *slot)
 	return false;
 }
 
-/* Open dst's inbox and claim a slot in it. */
-static int attach(struct srn_shm *s, struct srn_shm_peer *p)
+/* Has p's receiver exited?  Its pidfd turns readable then (a zombie
+ * included); without one, ask /proc. */
+static bool owner_gone(const struct srn_shm_peer *p)
 {
-	char name[sizeof(s->in_name)];
-	if (!inbox_name(name, sizeof(name), s->netns, (const struct sockaddr *)&p->addr))
-		return -EAFNOSUPPORT;
-	int fd = shm_open(name, O_RDWR | O_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
-	/* The header first: it says how large the rings are. */
-	struct stat st;
-	struct srn_shm_seg *g = NULL;
-	uint64_t ring = 0;
-	struct inbox_hdr id;
-	if (fstat(fd, &st) == 0 && (size_t)st.st_size > HDR_BYTES && read_identity(fd, &id))
-		ring = id.ring_bytes;
-	if (ring >= SRN_SHM_RING_MIN && ring <= SRN_SHM_RING_MAX && !(ring & 4095) &&
-	    (size_t)st.st_size == seg_bytes(ring))
-		g = map_seg(fd, seg_bytes(ring));
-	if (!g) {
-		close(fd);
-		return -ENOENT;
+	if (p->owner_fd >= 0) {
+		struct pollfd pf = { .fd = p->owner_fd, .events = POLLIN };
+		return poll(&pf, 1, 0) > 0;
 	}
-	struct inbox_hdr *h = &g->h;
+	return !srn_shm_pid_alive(p->owner_pid);
+}
+
+/* Map the inbox a checked locator names, check its header, claim a slot. */
+static int attach_inbox(struct srn_shm *s, struct srn_shm_peer *p,
+			const struct srn_shm_locator *loc)
+{
+	uint64_t ring = loc->ring_bytes;
+	if (ring < SRN_SHM_RING_MIN || ring > SRN_SHM_RING_MAX || (ring & 4095))
+		return -ENOENT;
+	/* The pidfd before the memfd: a pid reused meanwhile names another
+	 * process, whose descriptor then fails the cookie check. */
+	p->owner_fd = (int)syscall(SYS_pidfd_open, loc->pid, 0);
+	if (p->owner_fd < 0 && errno == ESRCH)
+		return -ENOENT;
+	p->owner_pid = loc->pid;
+	int fd = srn_shm_memfd_open(loc, seg_bytes(ring));
+	struct srn_shm_seg *g = fd < 0 ? NULL : map_seg(fd, seg_bytes(ring));
+	struct inbox_hdr *h = g ? &g->h : NULL;
 	uint32_t slot;
-	if (h->layout != SHM_LAYOUT || h->nslots != SRN_SHM_SLOTS || h->ring_bytes != ring ||
-	    h->netns != s->netns || atomic_load(&h->closed) || !pid_alive(h->owner_pid) ||
-	    !claim_slot(g, &slot)) {
-		close(fd);
-		munmap(g, seg_bytes(ring));
-		return -ENOENT;
-	}
+	/* Sealed at the checked size: the header is there to be read. */
+	if (!h || atomic_load_explicit(&h->magic, memory_order_acquire) != SHM_MAGIC ||
+	    h->layout != SHM_LAYOUT || h->nslots != SRN_SHM_SLOTS || h->ring_bytes != ring ||
+	    h->netns != s->netns || h->cookie != loc->cookie || h->owner_pid != loc->pid ||
+	    atomic_load(&h->closed) || owner_gone(p) || !claim_slot(g, &slot))
+		goto fail;
 	/* Reserve the ring's pages now (see the top of this file). */
 	if (fallocate(fd, 0, (off_t)(HDR_BYTES + (size_t)slot * ring), (off_t)ring)) {
 		uint64_t me = (uint64_t)getpid();
 		atomic_compare_exchange_strong(&h->slot[slot].claim, &me, 0);
-		close(fd);
-		munmap(g, seg_bytes(ring));
-		return -ENOSPC;
+		goto fail;
 	}
 	close(fd);
 	struct slot_ctl *c = &h->slot[slot];
@@ -392,12 +326,42 @@ static int attach(struct srn_shm *s, struct srn_shm_peer *p)
 	p->slot = slot;
 	p->ring = ring;
 	p->fresh = true;
-	p->prod = atomic_load_explicit(&c->prod, memory_order_acquire);
+	/* Our own index from here on, record-aligned whatever the word
+	 * said: an unaligned one would put a header across the ring's end
+	 * (the reader drops what lies between, see rec_check). */
+	p->prod = (atomic_load_explicit(&c->prod, memory_order_acquire) + REC_ALIGN - 1) &
+		  ~(uint64_t)(REC_ALIGN - 1);
 	p->published = p->prod;
 	p->cons_seen = atomic_load_explicit(&c->cons, memory_order_acquire);
 	p->dirty = false;
+	p->owner_check_ns = coarse_now_ns();
 	atomic_fetch_or_explicit(&h->active, 1ull << slot, memory_order_release);
 	return 0;
+fail:
+	if (g)
+		munmap(g, seg_bytes(ring));
+	if (fd >= 0)
+		close(fd);
+	if (p->owner_fd >= 0)
+		close(p->owner_fd);
+	p->owner_fd = -1;
+	return -ENOENT;
+}
+
+/* Find dst's inbox under its names, in order: the first that is ours,
+ * live and valid.  A name another user holds is passed over. */
+static int attach(struct srn_shm *s, struct srn_shm_peer *p)
+{
+	int ret = -ENOENT;
+	for (unsigned k = 0; k < SRN_SHM_NAMES; k++) {
+		struct srn_shm_locator loc;
+		ret = srn_shm_locator_read(s->netns, (const struct sockaddr *)&p->addr, k, &loc);
+		if (ret == -EAFNOSUPPORT)
+			return ret;
+		if (!ret && !(ret = attach_inbox(s, p, &loc)))
+			return 0;
+	}
+	return ret;
 }
 
 /* Give up p's ring (its receiver closed or died): unpublished records go
@@ -445,18 +409,25 @@ struct srn_shm_peer *srn_shm_route(struct srn_shm *s, const struct sockaddr *dst
 				return NULL;
 		}
 		memset(p, 0, sizeof(*p));
+		p->owner_fd = -1;
 		memcpy(&p->addr, dst, dstlen);
 		p->addrlen = dstlen;
 	}
+	uint64_t now = coarse_now_ns();
 	if (p->seg) {
-		if (!atomic_load_explicit(&p->seg->h.closed, memory_order_relaxed))
+		bool closed = atomic_load_explicit(&p->seg->h.closed, memory_order_relaxed);
+		if (!closed && now - p->owner_check_ns < SRN_SHM_OWNER_POLL_NS)
 			return p;
-		/* Its device closed, or died and a successor on the same
-		 * address retired its inbox: look for that successor's inbox
-		 * now, else UDP. */
+		if (!closed) {
+			p->owner_check_ns = now;
+			if (!owner_gone(p))
+				return p;
+		}
+		/* Its device closed, or died (nobody can mark a dead
+		 * process's inbox closed): look for a successor's inbox on
+		 * the same address now, else UDP. */
 		forget(s, p, 0);
 	}
-	uint64_t now = coarse_now_ns();
 	if (now < p->retry_ns)
 		return NULL;
 	if (attach(s, p)) {
@@ -474,7 +445,7 @@ static int full_ring(struct srn_shm *s, struct srn_shm_peer *p)
 	if (now - p->full_check_ns < SRN_SHM_OWNER_CHECK_NS)
 		return -EAGAIN;
 	p->full_check_ns = now;
-	if (pid_alive(p->seg->h.owner_pid))
+	if (!owner_gone(p))
 		return -EAGAIN;
 	forget(s, p, now + SRN_SHM_RETRY_NS);
 	return -EPIPE;
@@ -558,6 +529,75 @@ void srn_shm_publish(struct srn_shm *s,
 	s->ndirty = 0;
 }
 
+/* The one check of a record, before anything in it is used: `cons` and
+ * `prod` are private copies, the header is read once.  Returns the bytes
+ * the record spans (its step; *kind and *len filled), or 0 when this is
+ * not a ring we can read from here on. */
+static uint64_t rec_check(const uint8_t *ring, uint64_t rb, uint64_t cons, uint64_t prod,
+			  uint32_t *kind, uint32_t *len)
+{
+	uint64_t avail = prod - cons, off = cons % rb;
+	/* More published than the ring holds (or an index that went back):
+	 * the producer's word is a lie. */
+	if (avail > rb)
+		return 0;
+	/* Our index moves by whole records, so it is aligned, unless a bad
+	 * record made us skip to an unaligned prod: a header read there
+	 * could straddle the ring's end (4 bytes past the mapping when it
+	 * starts 4 bytes short of it). */
+	if (off % REC_ALIGN)
+		return 0;
+	/* Not even a header published.  Aligned, the header fits the ring
+	 * (rb is a multiple of REC_ALIGN >= REC_HDR). */
+	if (avail < REC_HDR)
+		return 0;
+	/* Once each: the producer may rewrite them while we look. */
+	*len = __atomic_load_n((const uint32_t *)(ring + off), __ATOMIC_RELAXED);
+	*kind = __atomic_load_n((const uint32_t *)(ring + off + 4), __ATOMIC_RELAXED);
+	uint64_t step;
+	if (*kind == REC_WRAP) {
+		step = rb - off;             /* to the ring's start: >= REC_ALIGN */
+	} else if (*kind == REC_PKT) {
+		/* Longer than any packet we send: a length we would copy
+		 * past the record on. */
+		if (*len > SRN_SHM_MAX_PKT)
+			return 0;
+		step = rec_bytes(*len);
+		/* Records never wrap: one that runs past the ring's end is
+		 * not a record. */
+		if (step > rb - off)
+			return 0;
+	} else {
+		return 0;                    /* a kind we never write */
+	}
+	/* Every step stays inside what was published. */
+	return step <= avail ? step : 0;
+}
+
+int srn_shm_ring_read(const uint8_t *ring, uint64_t rb, uint64_t *cons, uint64_t prod, int max,
+		      srn_shm_deliver_fn deliver, void *ctx, const struct sockaddr *src)
+{
+	if (!rb || rb % REC_ALIGN)
+		return 0;
+	uint64_t c = *cons;
+	int n = 0;
+	while (c != prod && n < max) {
+		uint32_t kind, len;
+		uint64_t step = rec_check(ring, rb, c, prod, &kind, &len);
+		if (!step) {
+			c = prod;       /* not a ring we can read: drop what is in it */
+			break;
+		}
+		if (kind == REC_PKT) {
+			deliver(ctx, ring + c % rb + REC_HDR, len, src);
+			n++;
+		}
+		c += step;
+	}
+	*cons = c;
+	return n;
+}
+
 int srn_shm_poll(struct srn_shm *s, int max, srn_shm_deliver_fn deliver, void *ctx)
 {
 	if (!s->in)
@@ -573,9 +613,10 @@ int srn_shm_poll(struct srn_shm *s, int max, srn_shm_deliver_fn deliver, void *c
 		uint32_t i = ((uint32_t)__builtin_ctzll(act) + first) % SRN_SHM_SLOTS;
 		act &= act - 1;
 		struct slot_ctl *c = &h->slot[i];
+		/* Pairs with the sender's release store of prod (srn_shm_put,
+		 * srn_shm_publish): the records below it are written. */
 		uint64_t prod = atomic_load_explicit(&c->prod, memory_order_acquire);
-		uint64_t cons = s->cons[i];
-		if (cons == prod)
+		if (s->cons[i] == prod)
 			continue;
 		struct sockaddr_storage src;
 		uint32_t srclen = atomic_load_explicit(&c->srclen, memory_order_acquire);
@@ -583,29 +624,11 @@ int srn_shm_poll(struct srn_shm *s, int max, srn_shm_deliver_fn deliver, void *c
 			srclen = 0;
 		memset(&src, 0, sizeof(src));
 		memcpy(&src, &c->src, srclen);
-		uint64_t rb = s->in_ring;
-		uint8_t *ring = ring_of(s->in, rb, i);
-		while (cons != prod && n < max) {
-			uint64_t off = cons % rb, avail = prod - cons;
-			const volatile struct rec *r = (const volatile struct rec *)(ring + off);
-			uint32_t kind = r->kind, len = r->len;
-			/* Every step must stay inside what was published. */
-			uint64_t step = kind == REC_WRAP ? rb - off : rec_bytes(len);
-			if (avail > rb || (kind != REC_WRAP && kind != REC_PKT) ||
-			    len > SRN_SHM_MAX_PKT || step > rb - off || step > avail) {
-				cons = prod;    /* not a ring we can read: drop what is in it */
-				break;
-			}
-			if (kind == REC_WRAP) {
-				cons += step;
-				continue;
-			}
-			deliver(ctx, ring + off + REC_HDR, len, (const struct sockaddr *)&src);
-			cons += step;
-			n++;
-		}
-		s->cons[i] = cons;
-		atomic_store_explicit(&c->cons, cons, memory_order_release);
+		n += srn_shm_ring_read(ring_of(s->in, s->in_ring, i), s->in_ring, &s->cons[i], prod,
+				       max - n, deliver, ctx, (const struct sockaddr *)&src);
+		/* Pairs with the sender's acquire load of cons: the space
+		 * below it may be written again. */
+		atomic_store_explicit(&c->cons, s->cons[i], memory_order_release);
 	}
 	return n;
 }

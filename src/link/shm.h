@@ -3,13 +3,15 @@
  *
  * Two softrnic devices on one host and in one network namespace need not
  * hand their packets to the kernel: each device that can receive this way
- * publishes an inbox, a shared-memory segment named after its network
- * namespace, address and UDP port (the same identity its socket binds, so
- * exactly one live device owns a name).  A sender that finds a live inbox
- * for a destination claims one of its slots and from then on copies each
- * packet into that slot's ring; the receiver's poll reads the rings.  Each
- * ring has one producer and one consumer, both under their nic's lock, so
- * a packet costs a copy and two cache lines, and no system call.
+ * publishes an inbox, a sealed memfd found through a locator file named
+ * after its network namespace, address and UDP port (the same identity
+ * its socket binds, so exactly one live device owns a name; see
+ * shm_file.h for the files and who may open them).  A sender that finds a
+ * live inbox of its own user for a destination claims one of its slots
+ * and from then on copies each packet into that slot's ring; the
+ * receiver's poll reads the rings.  Each ring has one producer and one
+ * consumer, both under their nic's lock, so a packet costs a copy and two
+ * cache lines, and no system call.
  *
  * What travels is the packet exactly as the UDP link would carry it (BTH
  * and all, the 4 ICRC bytes present but zero: shared memory does not
@@ -23,9 +25,10 @@
  * an empty UDP datagram (a doorbell) to the receiver's socket.  While
  * either side polls, no system call is made at all.
  *
- * A receiver that closes marks its inbox closed and unlinks it; senders
- * then go back to UDP.  One that crashed leaves a ring nobody drains: its
- * peers' QPs run out of retries, as with any peer that is gone.
+ * A receiver that closes marks its inbox closed and removes its locator;
+ * senders then go back to UDP.  One that crashed leaves a ring nobody
+ * drains: its senders notice (they watch the owner's pidfd) and look for
+ * a successor's inbox, else take UDP, where nobody answers.
  */
 #ifndef SRN_LINK_SHM_H
 #define SRN_LINK_SHM_H
@@ -45,6 +48,7 @@
 #define SRN_SHM_PEERS 16                    /* destinations a device remembers */
 #define SRN_SHM_RETRY_NS 1000000000ull      /* look again for an inbox after 1 s */
 #define SRN_SHM_OWNER_CHECK_NS 10000000ull  /* a full ring's owner: alive? every 10 ms */
+#define SRN_SHM_OWNER_POLL_NS 100000000ull  /* any ring's owner: every 100 ms */
 /* A long burst is published every this many bytes, so the receiver copies
  * the first packets out while the sender still copies the last ones in. */
 #define SRN_SHM_PUBLISH_BYTES (32u << 10)
@@ -66,13 +70,19 @@ struct srn_shm_peer {
 	bool fresh;                    /* just attached: earlier packets may wait for UDP */
 	uint64_t retry_ns;
 	uint64_t full_check_ns;        /* when a full ring last had its owner checked */
+	uint64_t owner_check_ns;       /* when the owner was last looked at */
+	int32_t owner_pid;             /* the receiver, from its locator */
+	int owner_fd;                  /* its pidfd (readable once it exited), -1: none */
 };
 
 struct srn_shm {
 	bool enabled;                  /* SOFTRNIC_SHM not 0, and no link hooks */
 	struct srn_shm_seg *in;        /* this device's inbox (NULL: none) */
+	int in_fd;                     /* its memfd, kept open: peers open /proc/PID/fd/N */
 	uint64_t in_ring;              /* its ring size */
-	char in_name[96];
+	uint64_t in_cookie;            /* in its header and its locator */
+	char in_name[128];             /* the locator's path */
+	char note[200];                /* for the device log: a name taken, no inbox */
 	uint64_t cons[SRN_SHM_SLOTS];  /* how far each slot was read */
 	uint32_t next_slot;            /* where the next poll starts */
 	uint64_t netns;                /* inode of this process's network namespace */
@@ -85,8 +95,10 @@ struct srn_shm {
 };
 
 /* Create the inbox of a device bound to `local` (replacing a stale one of
- * a dead owner), with rings of SOFTRNIC_SHM_RING_KB (default 4096).  With enabled false, or on any failure, the device simply
- * has no inbox and every packet takes UDP; returns 0 or -errno. */
+ * a dead owner), with rings of SOFTRNIC_SHM_RING_KB (default 4096).  With
+ * enabled false, or on any failure, the device simply has no inbox and
+ * receives over UDP; returns 0 or -errno.  s->note then says what the
+ * device log should (a name held by another user, or why no inbox). */
 int srn_shm_open(struct srn_shm *s, const struct sockaddr *local, socklen_t len, bool enabled);
 /* Mark the inbox closed, unlink it, release claimed slots, unmap all. */
 void srn_shm_close(struct srn_shm *s);
@@ -115,6 +127,15 @@ void srn_shm_publish(struct srn_shm *s,
 typedef void (*srn_shm_deliver_fn)(void *ctx, const uint8_t *data, uint32_t len,
 				   const struct sockaddr *src);
 int srn_shm_poll(struct srn_shm *s, int max, srn_shm_deliver_fn deliver, void *ctx);
+/* The reader of one ring of rb bytes (a multiple of 64) that a peer
+ * writes: deliver up to max records between *cons (the reader's own
+ * index) and prod (the producer's, read once by the caller), each one
+ * checked against the ring before any of it is used, and advance *cons.
+ * A record that is not valid drops everything up to prod.  Returns the
+ * packets delivered.  Every data pointer handed to deliver lies, with its
+ * length, inside the ring (tests/fuzz_shm_ring.c). */
+int srn_shm_ring_read(const uint8_t *ring, uint64_t rb, uint64_t *cons, uint64_t prod, int max,
+		      srn_shm_deliver_fn deliver, void *ctx, const struct sockaddr *src);
 /* Before the progress thread blocks: announce it, then look once more.
  * False if packets are waiting (announcement withdrawn: poll instead). */
 bool srn_shm_sleep_begin(struct srn_shm *s);
