@@ -11,9 +11,10 @@
 #   b. a server without an inbox (SOFTRNIC_SHM=0), and under its name a
 #      planted inbox that is our own user's but mode 0644, or another
 #      user's: the client never writes into it (UDP), both exit 0.
-#   c. while a ping-pong runs through the rings, every file behind both
-#      inboxes is shrunk to 0 bytes (as the same user could): no SIGBUS,
-#      both exit 0.
+#   c. the files behind the server's inbox are shrunk to 0 bytes (as the
+#      same user could) before the client starts, the client's as soon
+#      as it has one: no SIGBUS, both exit 0; the mapped ones refuse to
+#      shrink and the rings carry the run.
 set -u
 source "$SRN_SRC/tests/lib/pingpong.sh"
 command -v ibv_rc_pingpong >/dev/null || { echo "SKIP: ibverbs-utils not installed"; exit 77; }
@@ -59,7 +60,7 @@ pp() {
     local src=$?
     if [ "$crc" -ne 0 ] || [ "$src" -ne 0 ]; then
         bad "$name: ibv_rc_pingpong $* (server rc=$src, client rc=$crc)"
-        tail -5 "$tmp/$name.srv" "$tmp/$name.cli"
+        tail -n 5 "$tmp/$name.srv" "$tmp/$name.cli"
         return 1
     fi
     return 0
@@ -129,55 +130,76 @@ for who_mode in "self 0644" "attacker 0600" "attacker 0666"; do
     [ $nbad -eq $before ] && echo "ok: b. planted inbox ($1, mode $2) never written; UDP instead"
 done
 
-# c. Shrink both inboxes while they are in use.
-tcp=$((20000 + RANDOM % 20000))
-# shellcheck disable=SC2046
-env SOFTRNIC_STATS=1 SOFTRNIC_DEVICES="name=softrnic0,addr=$A,port=$port" $(srn_pp_env) \
-    timeout -k 5 60 "$SOFTRNIC" run -- ibv_rc_pingpong -p "$tcp" -g 0 -n 400000 -s 64 \
-    >"$tmp/shrink.srv" 2>&1 &
-spid=$!
-srn_pp_wait_listen "" "$tcp" || bad "c: server never listened"
-# shellcheck disable=SC2046
-env SOFTRNIC_STATS=1 SOFTRNIC_DEVICES="name=softrnic0,addr=$B,port=$port" $(srn_pp_env) \
-    timeout -k 5 60 "$SOFTRNIC" run -- ibv_rc_pingpong -p "$tcp" -g 0 -n 400000 -s 64 127.0.0.1 \
-    >"$tmp/shrink.cli" 2>&1 &
-cpid=$!
-for ((i = 0; i < 100; i++)); do
-    [ "$(find /dev/shm -maxdepth 1 -name "softrnic-link-$net-127.78.$sub.[12]-$port*" | wc -l)" -ge 2 ] && break
-    sleep 0.05
-done
-sleep 0.5
-shrunk=0 refused=0
-if kill -0 "$spid" 2>/dev/null && kill -0 "$cpid" 2>/dev/null; then
-    # The files in /dev/shm, and any memfd behind them in either process
-    # (the processes are the children of the two `timeout`s).
-    for f in /dev/shm/softrnic-link-"$net"-127.78."$sub".[12]-"$port"*; do
-        [ -e "$f" ] && truncate -s 0 "$f" && shrunk=$((shrunk + 1))
-    done
-    for t in $spid $cpid; do
-        # shellcheck disable=SC2013
-        for p in $(cat /proc/"$t"/task/*/children 2>/dev/null); do
-            for fd in /proc/"$p"/fd/*; do
-                case $(readlink "$fd" 2>/dev/null) in
-                /memfd:softrnic-link*)
-                    if truncate -s 0 "$fd" 2>/dev/null; then
-                        shrunk=$((shrunk + 1))
-                    else
-                        refused=$((refused + 1))
-                    fi ;;
-                esac
-            done
+# c. Shrink the inboxes under their live owners: the server's before the
+#    client starts (so all the traffic comes after), the client's as soon
+#    as it has an inbox.  c1 shrinks every file, in /dev/shm and behind
+#    it (a layout-1 inbox was the /dev/shm file: SIGBUS); c2 only the
+#    mapped ones, which must refuse, the rings carrying the whole run.
+# shrink WHAT TIMEOUT_PID ADDR: WHAT is all (the names in /dev/shm too) or
+# mapped (memfds of the process, the child of `timeout`, only).
+shrink() {
+    local what=$1 t=$2 addr=$3 f p fd
+    if [ "$what" = all ]; then
+        for f in /dev/shm/softrnic-link-"$net"-"$addr"-"$port"*; do
+            [ -e "$f" ] && truncate -s 0 "$f" && shrunk=$((shrunk + 1))
+        done
+    fi
+    # shellcheck disable=SC2013
+    for p in $(cat /proc/"$t"/task/*/children 2>/dev/null); do
+        for fd in /proc/"$p"/fd/*; do
+            case $(readlink "$fd" 2>/dev/null) in
+            /memfd:softrnic-link*)
+                if truncate -s 0 "$fd" 2>/dev/null; then
+                    shrunk=$((shrunk + 1))
+                else
+                    refused=$((refused + 1))
+                fi ;;
+            esac
         done
     done
-else
-    bad "c: the ping-pong ended before the shrink"
-fi
-wait "$cpid"; crc=$?
-wait "$spid"; src=$?
-if [ "$crc" -ne 0 ] || [ "$src" -ne 0 ]; then
-    bad "c: after the shrink: server rc=$src, client rc=$crc (SIGBUS is 135)"
-    tail -3 "$tmp/shrink.srv" "$tmp/shrink.cli"
-else
-    echo "ok: c. shrank $shrunk files, $refused refused (sealed): both ends exit 0, $(counter "$tmp/shrink.cli" shm_sent_pkts) packets through rings"
-fi
+}
+# wait_inbox ADDR: until a file under ADDR's inbox names exists (5 s).
+wait_inbox() {
+    local i
+    for ((i = 0; i < 500; i++)); do
+        compgen -G "/dev/shm/softrnic-link-$net-$1-$port*" >/dev/null && return 0
+        sleep 0.01
+    done
+    return 1
+}
+host=3
+for what in all mapped; do
+    # Addresses of their own: a shrunk locator stays until its name is used again.
+    CA=127.78.$sub.$host CB=127.78.$sub.$((host + 1))
+    host=$((host + 2))
+    shrunk=0 refused=0
+    tcp=$((20000 + RANDOM % 20000))
+    # shellcheck disable=SC2046
+    env SOFTRNIC_STATS=1 SOFTRNIC_DEVICES="name=softrnic0,addr=$CA,port=$port" $(srn_pp_env) \
+        timeout -k 5 120 "$SOFTRNIC" run -- ibv_rc_pingpong -p "$tcp" -g 0 -n 20000 -s 64 \
+        >"$tmp/shrink.srv" 2>&1 &
+    spid=$!
+    srn_pp_wait_listen "" "$tcp" || bad "c: server never listened"
+    wait_inbox "$CA" || bad "c: the server has no inbox"
+    shrink $what "$spid" "$CA"
+    sleep 0.2
+    # shellcheck disable=SC2046
+    env SOFTRNIC_STATS=1 SOFTRNIC_DEVICES="name=softrnic0,addr=$CB,port=$port" $(srn_pp_env) \
+        timeout -k 5 120 "$SOFTRNIC" run -- ibv_rc_pingpong -p "$tcp" -g 0 -n 20000 -s 64 127.0.0.1 \
+        >"$tmp/shrink.cli" 2>&1 &
+    cpid=$!
+    wait_inbox "$CB" && shrink $what "$cpid" "$CB"
+    wait "$cpid"; crc=$?
+    wait "$spid"; src=$?
+    shm_s=$(counter "$tmp/shrink.srv" shm_sent_pkts)
+    shm_c=$(counter "$tmp/shrink.cli" shm_sent_pkts)
+    if [ "$crc" -ne 0 ] || [ "$src" -ne 0 ]; then
+        bad "c ($what): after the shrink: server rc=$src, client rc=$crc (SIGBUS is 135)"
+        tail -n 3 "$tmp/shrink.srv" "$tmp/shrink.cli"
+    elif [ $what = mapped ] && { [ "$shm_s" -lt 20000 ] || [ "$shm_c" -lt 20000 ] || [ $shrunk -ne 0 ] || [ $refused -lt 2 ]; }; then
+        bad "c ($what): $shrunk shrunk, $refused refused, rings carried $shm_s (server) and $shm_c (client) packets"
+    else
+        echo "ok: c. shrank $shrunk files ($what), $refused refused (sealed): both ends exit 0, $shm_c + $shm_s packets through rings"
+    fi
+done
 exit $fail
