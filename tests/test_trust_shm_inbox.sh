@@ -191,6 +191,8 @@ for what in all mapped; do
     wait_inbox "$CB" && shrink $what "$cpid" "$CB"
     wait "$cpid"; crc=$?
     wait "$spid"; src=$?
+    # The shrunk locators stay (not even a header to tell whose they were).
+    rm -f /dev/shm/softrnic-link-"$net"-127.78."$sub".*-"$port"*
     shm_s=$(counter "$tmp/shrink.srv" shm_sent_pkts)
     shm_c=$(counter "$tmp/shrink.cli" shm_sent_pkts)
     if [ "$crc" -ne 0 ] || [ "$src" -ne 0 ]; then
