@@ -31,7 +31,7 @@
 int srn_pkt_parse(const uint8_t *buf, size_t len, struct srn_pkt *p)
 {
 	const struct srn_opcode_info *info;
-	const struct srn_bth *bth;
+	struct srn_bth bth;
 	size_t rem;
 	uint32_t w;
 
@@ -40,15 +40,18 @@ int srn_pkt_parse(const uint8_t *buf, size_t len, struct srn_pkt *p)
 	/* Shorter than BTH + ICRC: not a transport packet at all. */
 	if (len < SRN_BTH_LEN + SRN_ICRC_LEN)
 		return -EBADMSG;
-	bth = HDR(const struct srn_bth, buf, 0);
+	/* One private copy of the BTH: a same-host ring packet is parsed in
+	 * place in memory a peer process can write, so every decision below
+	 * (layout, pad, fields) must come from the same read. */
+	memcpy(&bth, buf, sizeof(bth));
 
 	/* A future transport version whose layout we cannot know; rxe drops
 	 * these too (rxe_recv.c hdr_check). */
-	if (bth->flags & SRN_BTH_TVER_MASK)
+	if (bth.flags & SRN_BTH_TVER_MASK)
 		return -EPROTONOSUPPORT;
 
 	/* RD, XRC, reserved or vendor opcode: no layout to trust. */
-	info = srn_opcode_info(bth->opcode);
+	info = srn_opcode_info(bth.opcode);
 	if (!info)
 		return -EPROTONOSUPPORT;
 
@@ -56,7 +59,7 @@ int srn_pkt_parse(const uint8_t *buf, size_t len, struct srn_pkt *p)
 	if (len - SRN_ICRC_LEN < info->hdr_len)
 		return -EBADMSG;
 	rem = len - SRN_ICRC_LEN - info->hdr_len;	/* payload + pad */
-	p->pad = (bth->flags & SRN_BTH_PAD_MASK) >> SRN_BTH_PAD_SHIFT;
+	p->pad = (bth.flags & SRN_BTH_PAD_MASK) >> SRN_BTH_PAD_SHIFT;
 
 	if (!(info->hdr_mask & SRN_HDR_PAYLOAD)) {
 		/* Bytes after a header-only packet (ACK, READ request,
@@ -71,15 +74,15 @@ int srn_pkt_parse(const uint8_t *buf, size_t len, struct srn_pkt *p)
 	}
 
 	p->info = info;
-	p->opcode = bth->opcode;
-	p->se = bth->flags & SRN_BTH_SE;
-	p->mig = bth->flags & SRN_BTH_MIG;
-	p->pkey = be16toh(bth->pkey);
-	w = be32toh(bth->qpn);
+	p->opcode = bth.opcode;
+	p->se = bth.flags & SRN_BTH_SE;
+	p->mig = bth.flags & SRN_BTH_MIG;
+	p->pkey = be16toh(bth.pkey);
+	w = be32toh(bth.qpn);
 	p->fecn = w & SRN_BTH_FECN;
 	p->becn = w & SRN_BTH_BECN;
 	p->dqpn = w & SRN_QPN_MASK;
-	w = be32toh(bth->apsn);
+	w = be32toh(bth.apsn);
 	p->ackreq = w & SRN_BTH_ACKREQ;
 	p->psn = w & SRN_PSN_MASK;
 
