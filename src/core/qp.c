@@ -14,6 +14,7 @@
 
 #include "core/cq.h"
 #include "core/nic.h"
+#include "core/srq.h"
 #include "link/udp.h"
 #include "transport/complete.h"
 #include "transport/timers.h"
@@ -78,11 +79,26 @@ static void unlink_lists(struct srn_qp *qp)
 	srn_timer_stop(qp);
 }
 
+void srn_qp_bind_xrc_srq(struct srn_qp *qp, struct srn_srq *srq)
+{
+	if (qp->srq == srq)
+		return;
+	if (qp->srq)
+		qp->srq->nqps--;
+	if (srq)
+		srq->nqps++;
+	qp->srq = srq;
+	qp->pd = srq ? srq->pd : NULL;
+	qp->rcq = srq ? srq->cq : NULL;
+}
+
 /* Back to RESET: queues emptied without completions, transport state
  * forgotten (IBTA: a QP in RESET has no work requests). */
 static void reset(struct srn_qp *qp)
 {
 	unlink_lists(qp);
+	if (qp->type == IBV_QPT_XRC_RECV)
+		srn_qp_bind_xrc_srq(qp, NULL);   /* no message in progress holds it */
 	qp->sq_head = qp->sq_cur = qp->sq_tail = 0;
 	qp->sq_cur_off = 0;
 	qp->sq_cur_started = false;
@@ -106,6 +122,10 @@ static void reset(struct srn_qp *qp)
 void srn_qp_unlink(struct srn_qp *qp)
 {
 	unlink_lists(qp);
+	/* The QP is going away: its SRQ may now be destroyed (the caller
+	 * releases the SRQ of other QP types, which hold it from creation). */
+	if (qp->type == IBV_QPT_XRC_RECV)
+		srn_qp_bind_xrc_srq(qp, NULL);
 }
 
 void srn_ip_meta_for(const struct srn_nic *nic, const struct sockaddr *dst, struct srn_ip_meta *m)

@@ -224,5 +224,10 @@ int srn_qp_alloc_queues(struct srn_qp *qp);
 void srn_qp_free_queues(struct srn_qp *qp);
 int srn_qp_apply(struct srn_qp *qp, const struct ibv_qp_attr *attr, int mask);
 void srn_qp_unlink(struct srn_qp *qp);
+/* An XRC receive QP takes the messages into the SRQ their XRCETH names
+ * (NULL: none), using that SRQ's PD and CQ.  It counts as a user of the
+ * SRQ it is bound to (srq->nqps, as a QP created on an SRQ does), so the
+ * SRQ, and with it that PD and CQ, cannot be destroyed under it. */
+void srn_qp_bind_xrc_srq(struct srn_qp *qp, struct srn_srq *srq);
 
 #endif

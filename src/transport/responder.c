@@ -623,22 +623,27 @@ static void ud_request(struct srn_qp *qp, const struct srn_pkt *p, const struct 
  * NAK invalid request (a duplicate just goes through rc_request). */
 static bool xrc_target(struct srn_qp *qp, const struct srn_pkt *p)
 {
-	if (qp->resp_in_msg && qp->srq && p->xrc_srqn == qp->srq->srqn)
+	if (qp->srq && p->xrc_srqn == qp->srq->srqn)
 		return true;
 	struct srn_srq *srq = srn_srq_lookup(qp->nic, p->xrc_srqn);
-	if (!srq || srq->xrcd != qp->xrcd) {
-		if (srn_psn_cmp(p->psn, qp->resp_epsn) != 0)
-			return true;    /* out of sequence or duplicate: rc_request decides */
+	if (srq && srq->xrcd == qp->xrcd && !qp->resp_in_msg) {
+		/* Bound until another SRQ is named or the QP is reset or
+		 * destroyed: the SRQ cannot be destroyed meanwhile
+		 * (ibv_destroy_srq: EBUSY). */
+		srn_qp_bind_xrc_srq(qp, srq);
+		return true;
+	}
+	if (srn_psn_cmp(p->psn, qp->resp_epsn) != 0)
+		return true;    /* out of sequence or duplicate: rc_request decides */
+	if (qp->resp_in_msg)    /* its receive WQE came from the SRQ it started in */
+		refuse(qp, EXEC_NAK_INVALID, "XRC SRQ number %u inside a message that started "
+		       "in SRQ %u", p->xrc_srqn, qp->srq ? qp->srq->srqn : 0);
+	else
 		refuse(qp, EXEC_NAK_INVALID, "XRC SRQ number %u is not an XRC SRQ of this "
 		       "QP's domain", p->xrc_srqn);
-		nak(qp, p, SRN_AETH_NAK_INVALID, "invalid request");
-		srn_qp_fail(qp, IBV_EVENT_QP_REQ_ERR);
-		return false;
-	}
-	qp->srq = srq;
-	qp->pd = srq->pd;
-	qp->rcq = srq->cq;
-	return true;
+	nak(qp, p, SRN_AETH_NAK_INVALID, "invalid request");
+	srn_qp_fail(qp, IBV_EVENT_QP_REQ_ERR);
+	return false;
 }
 
 void srn_resp_packet(struct srn_qp *qp, const struct srn_pkt *p, const struct sockaddr *src)

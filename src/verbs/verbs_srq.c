@@ -82,24 +82,27 @@ SRN_EXPORT int ibv_query_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr)
 	return 0;
 }
 
+/* EBUSY while a QP uses it: one created on it, or an XRC receive QP
+ * bound to it by the last message it took (srn_qp_bind_xrc_srq); the
+ * kernel refuses on srq->usecnt alike.  Everything that lets a packet
+ * find it goes in the same lock hold as the check, so none can start
+ * using it between the two. */
 SRN_EXPORT int ibv_destroy_srq(struct ibv_srq *ibsrq)
 {
 	struct srn_srq *srq = srn_srq(ibsrq);
 	srn_nic_lock(srq->nic);
-	int busy = srq->nqps;
-	if (!busy)
-		srn_diag_obj_del(srq->diag);
-	pthread_mutex_unlock(&srq->nic->lock);
-	if (busy)
+	if (srq->nqps) {
+		pthread_mutex_unlock(&srq->nic->lock);
 		return EBUSY;
+	}
+	srn_diag_obj_del(srq->diag);
 	if (srq->xrcd) {
-		srn_nic_lock(srq->nic);
 		srq->nic->srq_by_num[srq->srqn] = NULL;
 		srq->xrcd->users--;
 		srq->cq->nqps--;
-		pthread_mutex_unlock(&srq->nic->lock);
 	}
 	srq->pd->refs--;
+	pthread_mutex_unlock(&srq->nic->lock);
 	srn_rq_fini(&srq->rq);
 	pthread_mutex_destroy(&ibsrq->mutex);
 	pthread_cond_destroy(&ibsrq->cond);
