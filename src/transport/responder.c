@@ -13,8 +13,10 @@
  *
  * READ and atomic requests take a responder resource (qp->res ring of
  * max_dest_rd_atomic entries).  READ responses are read from memory as
- * they are sent (zero copy), possibly over several progress rounds when
- * the socket fills; a duplicate READ re-reads memory from its PSN on;
+ * they are sent (zero copy), in slices of SRN_RESP_SLICE packets per
+ * progress pass with nic->lock released between them (and later when the
+ * link is full): the resource's next_psn is where the answer resumes.  A
+ * duplicate READ re-reads memory from its PSN on;
  * a duplicate atomic is answered from the saved original value and never
  * executed again (IBTA 9.7.5.1.4, rxe duplicate_request).
  */
@@ -35,6 +37,12 @@
 #include "transport/rx.h"
 #include "transport/tx.h"
 #include "wire/roce_hdr.h"
+
+/* READ response packets one call of srn_resp_push sends for a QP: a
+ * progress pass sends a slice, then releases nic->lock.  128 packets is
+ * what a Write's window reopens by (SRN_SEND_WINDOW_REOPEN), 512 KiB at
+ * MTU 4096: about a millisecond's work under the lock. */
+#define SRN_RESP_SLICE 128
 
 /* Outcome of executing one request packet. */
 enum exec_result {
@@ -322,15 +330,23 @@ static int send_atomic_ack(struct srn_qp *qp, const struct srn_resp_res *r)
 	return srn_xmit(qp, &a, NULL, 0);
 }
 
-/* Send READ response packets of one resource until done or the socket is
- * full (-EAGAIN). */
-static int send_read(struct srn_qp *qp, struct srn_resp_res *r)
+/* Send READ response packets of one resource until it is answered, the
+ * slice is spent (*budget packets; then -EBUSY) or the link has no room
+ * (-EAGAIN).  r->next_psn is where it resumes: the next progress pass,
+ * a duplicate request going back, or go-back-N all restart there. */
+static int send_read(struct srn_qp *qp, struct srn_resp_res *r, uint32_t *budget)
 {
 	uint32_t n = srn_psn_diff(r->last_psn, r->first_psn) + 1;
 	while (r->pending) {
+		if (*budget == 0)
+			return -EBUSY;
 		uint32_t idx = srn_psn_diff(r->next_psn, r->first_psn);
-		uint32_t off = idx * qp->mtu;
-		uint32_t len = r->len - off < qp->mtu ? r->len - off : qp->mtu;
+		uint64_t off = (uint64_t)idx * qp->mtu;
+		if (off > r->len) {     /* cannot happen while len <= max_msg_sz */
+			r->pending = false;
+			return 0;
+		}
+		uint32_t len = r->len - off < qp->mtu ? (uint32_t)(r->len - off) : qp->mtu;
 		struct srn_pkt p = {
 			.opcode = (uint8_t)(srn_qp_transport(qp) |
 					    srn_opcode_read_resp(srn_seg_of(idx, n))),
@@ -356,6 +372,7 @@ static int send_read(struct srn_qp *qp, struct srn_resp_res *r)
 		int ret = srn_xmit(qp, &p, &iov, len ? 1 : 0);
 		if (ret)
 			return ret;
+		(*budget)--;
 		if (r->next_psn == r->last_psn)
 			r->pending = false;
 		r->next_psn = srn_psn_add(r->next_psn, 1);
@@ -367,14 +384,19 @@ bool srn_resp_push(struct srn_qp *qp)
 {
 	if (!qp->resp_tx_pending)
 		return true;
+	/* A READ is answered in slices, at most SRN_RESP_SLICE packets per
+	 * call: the rest waits for the progress loop (srn_tx_resume), with
+	 * nic->lock released in between, so a 1 GiB READ cannot hold the
+	 * NIC (and every verbs call of the target) for seconds. */
+	uint32_t budget = SRN_RESP_SLICE;
 	/* Oldest first, so responses leave in PSN order: READ response
 	 * packets and atomic ACKs alike wait for room behind older ones. */
 	for (uint32_t i = 0; i < qp->res_size; i++) {
 		struct srn_resp_res *r = &qp->res[(qp->res_head + i) & (qp->res_size - 1)];
 		if (!r->valid || !r->pending)
 			continue;
-		int ret = r->is_atomic ? send_atomic_ack(qp, r) : send_read(qp, r);
-		if (ret == -EAGAIN) {
+		int ret = r->is_atomic ? send_atomic_ack(qp, r) : send_read(qp, r, &budget);
+		if (ret == -EAGAIN || ret == -EBUSY) {     /* link full, or slice spent */
 			srn_tx_defer(qp);
 			return false;
 		}
