@@ -26,6 +26,7 @@
 #include <string.h>
 #include <netinet/in.h>
 
+#include "core/limits.h"
 #include "core/mr.h"
 #include "core/mw.h"
 #include "core/nic.h"
@@ -179,6 +180,9 @@ static enum exec_result exec_write(struct srn_qp *qp, const struct srn_pkt *p)
 		if (!(qp->attr.qp_access_flags & IBV_ACCESS_REMOTE_WRITE))
 			return refuse(qp, EXEC_NAK_ACCESS, "RDMA WRITE to a QP without "
 				      "IBV_ACCESS_REMOTE_WRITE in its qp_access_flags");
+		if (p->reth_len > SRN_MAX_MSG_SZ)
+			return refuse(qp, EXEC_NAK_INVALID, "RDMA WRITE of %u bytes: more than "
+				      "max_msg_sz (%u)", p->reth_len, SRN_MAX_MSG_SZ);
 		/* A zero-length WRITE checks no key (IBTA 9.4.2.1). */
 		if (p->reth_len &&
 		    !srn_mr_resolve(qp->nic, qp->pd, qp->qpn, p->reth_rkey, p->reth_va, p->reth_len,
@@ -231,9 +235,13 @@ static struct srn_resp_res *res_alloc(struct srn_qp *qp)
 	return r;
 }
 
+/* Response packets (and PSNs) of a READ of len bytes.  In 64 bits: in 32,
+ * len + mtu - 1 wrapped to a count of 0 for len > 2^32 - mtu, which stood
+ * for 2^24 packets.  Callers keep len <= SRN_MAX_MSG_SZ, so the count is
+ * at most 2^23 and fits the PSN space. */
 static uint32_t read_npkts(const struct srn_qp *qp, uint32_t len)
 {
-	return len ? (len + qp->mtu - 1) / qp->mtu : 1;
+	return len ? (uint32_t)(((uint64_t)len + qp->mtu - 1) / qp->mtu) : 1;
 }
 
 static enum exec_result exec_read(struct srn_qp *qp, const struct srn_pkt *p, bool dup)
@@ -248,6 +256,11 @@ static enum exec_result exec_read(struct srn_qp *qp, const struct srn_pkt *p, bo
 	if (!(qp->attr.qp_access_flags & IBV_ACCESS_REMOTE_READ))
 		return refuse(qp, EXEC_NAK_ACCESS, "RDMA READ from a QP without "
 			      "IBV_ACCESS_REMOTE_READ in its qp_access_flags");
+	/* A message larger than the device's max_msg_sz is an invalid
+	 * request (rxe check_length); it also keeps read_npkts in range. */
+	if (p->reth_len > SRN_MAX_MSG_SZ)
+		return refuse(qp, EXEC_NAK_INVALID, "RDMA READ of %u bytes: more than max_msg_sz "
+			      "(%u)", p->reth_len, SRN_MAX_MSG_SZ);
 	if (p->reth_len &&
 	    !srn_mr_resolve(qp->nic, qp->pd, qp->qpn, p->reth_rkey, p->reth_va, p->reth_len,
 			    IBV_ACCESS_REMOTE_READ, &why))
@@ -440,8 +453,8 @@ static void duplicate_rd_atomic(struct srn_qp *qp, const struct srn_pkt *p)
 		if (!r->is_atomic && (p->info->flags & SRN_OPF_READ_REQ) && p->reth_rkey == r->rkey) {
 			/* The re-request must lie inside the original; if it
 			 * does not, it is answered as asked below. */
-			uint32_t off = srn_psn_diff(p->psn, r->first_psn) * qp->mtu;
-			if (p->reth_va != r->va + off || p->reth_len != r->len - off)
+			uint64_t off = (uint64_t)srn_psn_diff(p->psn, r->first_psn) * qp->mtu;
+			if (off > r->len || p->reth_va != r->va + off || p->reth_len != r->len - off)
 				break;
 			srn_count(qp->nic->cnt, SRN_CNT_DUP_READ, 1);
 			r->next_psn = p->psn;
