@@ -76,7 +76,8 @@ static void send_pkt(struct srn_pkt *p, const uint8_t *payload)
 	uint8_t b[SRN_MAX_HDR_LEN + 4096 + 8];
 	int hl = srn_pkt_build_hdr(b, p);
 	CHECK(hl > 0);
-	memcpy(b + hl, payload, p->paylen);
+	if (p->paylen)
+		memcpy(b + hl, payload, p->paylen);
 	size_t n = (size_t)hl + p->paylen;
 	memset(b + n, 0, srn_pad_of(p->paylen));
 	n += srn_pad_of(p->paylen);

@@ -38,7 +38,7 @@
 #include "core/nic.h"
 #include "rc_test_conn.h"
 
-#define MAX_PER_PASS 512        /* responder.c SRN_RESP_SLICE is 128 */
+#define MAX_PER_PASS 512        /* responder.c SRN_RESP_SLICE is 128 (at most) */
 #define QUERY_BOUND_S 2.0       /* generous: a pass is about a millisecond */
 
 struct info {

@@ -82,6 +82,7 @@ struct srn_resp_res {
 	uint64_t va;                   /* READ: RETH va of first_psn */
 	uint32_t rkey, len;
 	uint64_t orig;                 /* atomic: original value */
+	uint64_t next_slice_ns;        /* READ pacing: the next slice not before (responder.c) */
 };
 
 

@@ -39,11 +39,20 @@
 #include "transport/tx.h"
 #include "wire/roce_hdr.h"
 
-/* READ response packets one call of srn_resp_push sends for a QP: a
- * progress pass sends a slice, then releases nic->lock.  128 packets is
- * what a Write's window reopens by (SRN_SEND_WINDOW_REOPEN), 512 KiB at
- * MTU 4096: about a millisecond's work under the lock. */
+/* READ responses have no ACK clock: nothing tells the responder what
+ * arrived.  So a READ of more than SRN_RESP_SLICE packets leaves in
+ * slices of that many, at most one per SRN_RESP_SLICE_GAP_NS; and a call
+ * of srn_resp_push sends at most a slice for the QP, after which a
+ * progress pass releases nic->lock.  128 packets is what a Write's window
+ * reopens by (SRN_SEND_WINDOW_REOPEN), 512 KiB at MTU 4096: about a
+ * millisecond's work under the lock.  The gap is the progress thread's
+ * retry period for deferred transmits (progress.c SRN_TX_RETRY_NS); it
+ * caps a READ at 128 packets per 50 us, without it a target polling in a
+ * loop overran the requester's socket until the READ failed (ASan).
+ * (Halving the slice on each repeated READ request was tried: random
+ * loss then starved the stress test's READs into retry exhaustion.) */
 #define SRN_RESP_SLICE 128
+#define SRN_RESP_SLICE_GAP_NS 50000ull
 
 /* Outcome of executing one request packet. */
 enum exec_result {
@@ -350,9 +359,23 @@ static int send_atomic_ack(struct srn_qp *qp, const struct srn_resp_res *r)
 static int send_read(struct srn_qp *qp, struct srn_resp_res *r, uint32_t *budget)
 {
 	uint32_t n = srn_psn_diff(r->last_psn, r->first_psn) + 1;
+	/* Only a READ larger than a slice is paced; a smaller one goes out
+	 * whole as long as this call's budget lasts. */
+	bool paced = n > SRN_RESP_SLICE;
+	uint64_t now = 0;
+	if (paced && r->next_slice_ns) {
+		now = srn_now_ns();
+		if ((int64_t)(now - r->next_slice_ns) < 0)
+			return -EBUSY;      /* the previous slice left too recently */
+	}
+	uint32_t own = paced ? SRN_RESP_SLICE : UINT32_MAX, sent = 0;
 	while (r->pending) {
 		if (*budget == 0)
+			return -EBUSY;      /* the next pass goes on */
+		if (sent == own) {
+			r->next_slice_ns = (now ? now : srn_now_ns()) + SRN_RESP_SLICE_GAP_NS;
 			return -EBUSY;
+		}
 		uint32_t idx = srn_psn_diff(r->next_psn, r->first_psn);
 		uint64_t off = (uint64_t)idx * qp->mtu;
 		if (off > r->len) {     /* cannot happen while len <= max_msg_sz */
@@ -386,6 +409,7 @@ static int send_read(struct srn_qp *qp, struct srn_resp_res *r, uint32_t *budget
 		if (ret)
 			return ret;
 		(*budget)--;
+		sent++;
 		if (r->next_psn == r->last_psn)
 			r->pending = false;
 		r->next_psn = srn_psn_add(r->next_psn, 1);
