@@ -1,6 +1,7 @@
 /* Tests for the diagnostic segment (src/diag/shm.c, log.c, snap.c):
- * - the file: name, mode 0644, size, header, counter names, and counters
- *   written through srn_count() visible through a second, read-only mapping;
+ * - the file: name, mode 0600 (its owner's alone), size, header, counter
+ *   names, and counters written through srn_count() visible through a
+ *   second, read-only mapping;
  * - the slot seqlock: one thread rewrites a QP slot (fields that must stay
  *   consistent with each other) while another reads it; every successful
  *   read is consistent and PSNs never go backwards (bounded; TSan-clean:
@@ -80,7 +81,7 @@ static void test_file_and_counters(struct srn_diag *d, const struct srn_diag_seg
 	seg_path("testdev", path, sizeof(path));
 	struct stat st;
 	CHECK(stat(path, &st) == 0, "segment file %s missing", path);
-	CHECK((st.st_mode & 0777) == 0644, "mode %o", st.st_mode & 0777);
+	CHECK((st.st_mode & 0777) == 0600, "mode %o", st.st_mode & 0777);
 	CHECK((size_t)st.st_size == sizeof(struct srn_diag_seg), "size %lld", (long long)st.st_size);
 	CHECK(srn_diag_is_shared(d) && !strcmp(srn_diag_path(d), path), "path %s",
 	      srn_diag_path(d));

@@ -5,9 +5,9 @@
 #
 #   diag_leak_prog (127.0.0.x:4791, QP -> itself) ──segment──> softrnic stat
 #
-# Checks: the segment file appears with mode 0644; `stat --json` parses and
-# shows the process running with non-zero packet counters (the library's
-# counters live in the segment); after kill -9 the process is "dead" with
+# Checks: the segment file appears with mode 0600 (its owner's alone);
+# `stat --json` parses and shows the process running with non-zero packet
+# counters (the library's counters live in the segment); after kill -9 the process is "dead" with
 # the same last values; `stat` counts the stale file; `--cleanup` removes
 # it.  Needs the library to create segments (srn_diag_create in the nic):
 # without that the first check fails and says so.
@@ -23,7 +23,7 @@ if [ -z "$seg" ]; then
 	exit 1
 fi
 ok "segment $seg"
-[ "$(stat -c %a "$seg")" = 644 ] && ok "mode 0644" || fail "mode $(stat -c %a "$seg")"
+[ "$(stat -c %a "$seg")" = 600 ] && ok "mode 0600" || fail "mode $(stat -c %a "$seg")"
 dev=${seg##*.}
 
 out=$(timeout 30 "$SOFTRNIC" stat --json --pid "$pid")

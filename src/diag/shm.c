@@ -6,9 +6,9 @@
  * - The segment is written only by this process, under the nic->lock of
  *   its device (srn_diag_create/close excepted: nothing else can reach
  *   the segment then).
- * - The file is created O_EXCL, so two processes never share one; a file
- *   of ours that is already there is from a closed earlier nic of this
- *   process or from a dead process that had our pid, and is replaced.
+ * - The file is created O_EXCL and 0600 in a checked directory, so two
+ *   processes never share one and no other user reads it; a stale segment
+ *   of ours at the name is replaced, anything else left alone (seg_file.h).
  * - Pages of a sparse tmpfs file are allocated when first touched, and a
  *   full tmpfs answers a touch with SIGBUS.  So the pages every segment
  *   uses are fallocate()d at creation, and a slot's pages when the slot is
@@ -22,6 +22,7 @@
  *   process touches only as many slot pages as it has objects.
  */
 #include "diag/shm.h"
+#include "diag/seg_file.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -60,8 +61,10 @@ _Static_assert(sizeof(srn_diag_qp_counter_names) / sizeof(srn_diag_qp_counter_na
 struct srn_diag {
 	struct srn_diag_seg *seg;
 	int fd;                        /* -1: private mapping */
+	int dirfd;                     /* its directory (removal is relative to it) */
 	int pid;                       /* creator: a forked child must not close or unlink it */
-	char path[256];
+	char name[128];                /* file name in dirfd */
+	char path[256];                /* directory and name, for messages */
 	uint64_t secret;               /* scrambles handles */
 	uint32_t nfree;
 	uint32_t hwm;                  /* slots [hwm, SLOTS) were never used */
@@ -125,54 +128,32 @@ static int back_pages(struct srn_diag *d, size_t off, size_t len)
 	return r == 0 || r == EOPNOTSUPP || r == EINVAL ? 0 : -r;
 }
 
-/* An existing file with our name: replace it when it is from our own
- * closed nic or from a dead process that had our pid. */
-static bool replaceable(const char *path, int pid, uint64_t start_ticks)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	if (fd < 0)
-		return false;
-	struct srn_diag_hdr h;
-	ssize_t n = pread(fd, &h, sizeof(h), 0);
-	close(fd);
-	if (n != (ssize_t)sizeof(h) || h.magic != SRN_DIAG_MAGIC || h.pid != pid)
-		return true;    /* not a segment of a live process of ours */
-	return h.proc_start_ticks != start_ticks || h.closed != 0;
-}
-
+/* The shared file: in the checked directory, created exclusively and
+ * 0600 (seg_file.c), sized to the whole segment but sparse: only the pages
+ * back_pages() allocates use memory.  Then our own dead segments beyond
+ * the newest SRN_DIAG_KEEP_DEAD are swept.  *note gets a line for the
+ * device log when the usual name was taken. */
 static int open_file(struct srn_diag *d, const char *devname, int pid, uint64_t start_ticks,
-		     char *err, size_t errlen)
+		     char *note, size_t notelen, char *err, size_t errlen)
 {
+	int dirfd = srn_diag_dir_open(err, errlen);
+	if (dirfd < 0)
+		return dirfd;
 	const char *dir = getenv(SRN_DIAG_DIR_ENV);
 	if (!dir || !*dir)
 		dir = SRN_DIAG_DEFAULT_DIR;
-	char name[64];
-	snprintf(name, sizeof(name), "%s", devname);
-	for (char *c = name; *c; c++)   /* a name is one path component */
-		if (*c == '/')
-			*c = '_';
-	if ((size_t)snprintf(d->path, sizeof(d->path), "%s/" SRN_DIAG_FILE_PREFIX "%d.%s", dir, pid,
-			     name) >= sizeof(d->path)) {
-		snprintf(err, errlen, "diagnostic segment path too long");
-		return -ENAMETOOLONG;
+	char name[sizeof(d->name)];
+	int fd = srn_diag_file_create(dirfd, devname, pid, start_ticks, sizeof(struct srn_diag_seg),
+				      name, sizeof(name), note, notelen, err, errlen);
+	if (fd < 0) {
+		close(dirfd);
+		return fd;
 	}
-	for (int attempt = 0; attempt < 2; attempt++) {
-		d->fd = open(d->path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
-		if (d->fd >= 0)
-			break;
-		if (errno != EEXIST || attempt || !replaceable(d->path, pid, start_ticks) ||
-		    unlink(d->path)) {
-			snprintf(err, errlen, "%s: %s", d->path, strerror(errno));
-			return -errno;
-		}
-	}
-	/* 0644 whatever the umask: `softrnic stat` run by another user (or
-	 * root) reads it; nobody but us writes it. */
-	int ret = 0;
-	if (fchmod(d->fd, 0644) || ftruncate(d->fd, (off_t)sizeof(struct srn_diag_seg)))
-		ret = -errno;
-	else
-		ret = back_pages(d, 0, offsetof(struct srn_diag_seg, slots));
+	d->fd = fd;
+	d->dirfd = dirfd;
+	snprintf(d->name, sizeof(d->name), "%s", name);
+	snprintf(d->path, sizeof(d->path), "%s/%s", dir, name);
+	int ret = back_pages(d, 0, offsetof(struct srn_diag_seg, slots));
 	if (!ret) {
 		void *p = mmap(NULL, sizeof(struct srn_diag_seg), PROT_READ | PROT_WRITE, MAP_SHARED,
 			       d->fd, 0);
@@ -183,26 +164,21 @@ static int open_file(struct srn_diag *d, const char *devname, int pid, uint64_t 
 	}
 	if (ret) {
 		snprintf(err, errlen, "%s: %s", d->path, strerror(-ret));
+		srn_diag_unlink_if_same(dirfd, name, fd);
 		close(d->fd);
-		d->fd = -1;
-		unlink(d->path);
+		close(d->dirfd);
+		d->fd = d->dirfd = -1;
+		return ret;
 	}
-	return ret;
+	srn_diag_sweep(dirfd, SRN_DIAG_KEEP_DEAD);
+	return 0;
 }
 
 static void fill_header(struct srn_diag *d, const char *devname, const uint8_t gid[16], int pid,
 			uint64_t start_ticks)
 {
 	struct srn_diag_hdr *h = &d->seg->hdr;
-	h->layout = SRN_DIAG_LAYOUT;
-	h->hdr_size = sizeof(*h);
-	h->seg_size = sizeof(struct srn_diag_seg);
-	h->nslots = SRN_DIAG_SLOTS;
-	h->slot_size = sizeof(struct srn_diag_slot);
-	h->log_entries = SRN_DIAG_LOG_ENTRIES;
-	h->dev_log_entries = SRN_DIAG_DEV_LOG_ENTRIES;
-	h->entry_size = sizeof(struct srn_diag_log_entry);
-	h->log_msg_len = SRN_DIAG_LOG_MSG;
+	srn_diag_hdr_layout(h);
 	h->ncounters = SRN_CNT__MAX;
 	h->nqp_counters = SRN_QPC__MAX;
 	h->pid = pid;
@@ -244,7 +220,7 @@ struct srn_diag *srn_diag_create(const char *devname, const uint8_t gid[16], cha
 		snprintf(err, errlen, "diagnostics: out of memory");
 		return NULL;
 	}
-	d->fd = -1;
+	d->fd = d->dirfd = -1;
 	int pid = (int)getpid();
 	d->pid = pid;
 	uint64_t start_ticks = srn_diag_proc_start_ticks(pid);
@@ -255,7 +231,8 @@ struct srn_diag *srn_diag_create(const char *devname, const uint8_t gid[16], cha
 		err[0] = '\0';
 
 	bool want_file = env_true("SOFTRNIC_DIAG", true);
-	if (!want_file || open_file(d, devname, pid, start_ticks, err, errlen)) {
+	char note[400] = "";
+	if (!want_file || open_file(d, devname, pid, start_ticks, note, sizeof(note), err, errlen)) {
 		/* Private and anonymous: same layout, nobody else sees it. */
 		void *p = mmap(NULL, sizeof(struct srn_diag_seg), PROT_READ | PROT_WRITE,
 			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -286,6 +263,8 @@ struct srn_diag *srn_diag_create(const char *devname, const uint8_t gid[16], cha
 	if (want_file && d->fd < 0)
 		srn_diag_dev_log(d, SRN_LOG_WARN, "diagnostics private to this process: %s",
 				 err ? err : "cannot create the segment file");
+	if (note[0])
+		srn_diag_dev_log(d, SRN_LOG_WARN, "%s", note);
 	return d;
 }
 
@@ -314,8 +293,9 @@ void srn_diag_close(struct srn_diag *d)
 		atomic_store_explicit(&d->seg->hdr.closed, 1, memory_order_release);
 	if (d->fd >= 0) {
 		if (mine && !keep_file(d))
-			unlink(d->path);
+			srn_diag_unlink_if_same(d->dirfd, d->name, d->fd);
 		close(d->fd);
+		close(d->dirfd);
 	}
 	munmap(d->seg, sizeof(struct srn_diag_seg));
 	free(d);
@@ -334,7 +314,7 @@ __attribute__((destructor)) static void diag_at_exit(void)
 		uint32_t zero = 0;
 		atomic_compare_exchange_strong(&d->seg->hdr.closed, &zero, 2);
 		if (d->fd >= 0 && !keep_file(d))
-			unlink(d->path);
+			srn_diag_unlink_if_same(d->dirfd, d->name, d->fd);
 	}
 	pthread_mutex_unlock(&open_lock);
 }
@@ -396,8 +376,12 @@ struct srn_diag_obj *srn_diag_obj_add(struct srn_diag *d, enum srn_diag_kind kin
 		return &d->sink[kind];
 	}
 	d->nfree--;
-	if (idx >= d->hwm)
+	if (idx >= d->hwm) {
 		d->hwm = idx + 1;
+		/* Readers look at slots below it only; the slot's own seqlock
+		 * orders its contents (this store may be seen before them). */
+		atomic_store_explicit(&h->slots_hwm, d->hwm, memory_order_release);
+	}
 
 	struct srn_diag_obj *o = &d->objs[idx];
 	*o = (struct srn_diag_obj){ .s = &d->seg->slots[idx], .log = &d->seg->logs[idx], .d = d,

@@ -2,6 +2,8 @@
  * shm.h - the diagnostic segment: one shared-memory file per open device
  * per process, /dev/shm/softrnic.<pid>.<devname>, that `softrnic stat`,
  * `res` and `explain` read from outside the process without its help.
+ * The file is its owner's alone (0600; who may create, replace and remove
+ * what: seg_file.h); readers pread it, never map it (tools/diag_seg.h).
  *
  * Layout (struct srn_diag_seg, one fixed-size struct, so every offset is
  * an offsetof and the file size is its sizeof):
@@ -54,7 +56,9 @@
 #ifndef SRN_DIAG_SHM_H
 #define SRN_DIAG_SHM_H
 
+#include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -67,7 +71,7 @@
 #include "diag/counters.h"
 
 #define SRN_DIAG_MAGIC        0x31474149444e5253ull /* "SRNDIAG1", little-endian */
-#define SRN_DIAG_LAYOUT       1                     /* bump on any layout change */
+#define SRN_DIAG_LAYOUT       2                     /* bump on any layout change */
 #define SRN_DIAG_SLOTS        4096
 #define SRN_DIAG_MAX_COUNTERS 128
 #define SRN_DIAG_MAX_QP_COUNTERS 32
@@ -137,7 +141,7 @@ struct srn_diag_hdr {
 	uint32_t entry_size, log_msg_len;
 	uint32_t ncounters, nqp_counters;
 	int32_t pid;
-	uint32_t reserved0;
+	_Atomic uint32_t slots_hwm;    /* slots [slots_hwm, nslots) were never used */
 	uint64_t proc_start_ticks;     /* /proc/<pid>/stat field 22: tells a reused pid apart */
 	uint64_t start_realtime_ns;    /* CLOCK_REALTIME at creation */
 	uint64_t start_mono_ns;        /* CLOCK_MONOTONIC at creation; all other times are monotonic */
@@ -291,6 +295,33 @@ _Static_assert((SRN_DIAG_LOG_ENTRIES & (SRN_DIAG_LOG_ENTRIES - 1)) == 0, "ring s
 _Static_assert((SRN_DIAG_DEV_LOG_ENTRIES & (SRN_DIAG_DEV_LOG_ENTRIES - 1)) == 0,
 	       "ring size a power of two");
 
+/* The header fields that describe the layout, as this build writes them
+ * (shm.c) and as readers require them (tools/diag_seg.c): every offset a
+ * reader computes assumes these. */
+static inline void srn_diag_hdr_layout(struct srn_diag_hdr *h)
+{
+	h->layout = SRN_DIAG_LAYOUT;
+	h->hdr_size = sizeof(*h);
+	h->seg_size = sizeof(struct srn_diag_seg);
+	h->nslots = SRN_DIAG_SLOTS;
+	h->slot_size = sizeof(struct srn_diag_slot);
+	h->log_entries = SRN_DIAG_LOG_ENTRIES;
+	h->dev_log_entries = SRN_DIAG_DEV_LOG_ENTRIES;
+	h->entry_size = sizeof(struct srn_diag_log_entry);
+	h->log_msg_len = SRN_DIAG_LOG_MSG;
+}
+
+static inline bool srn_diag_hdr_layout_ok(const struct srn_diag_hdr *h)
+{
+	return h->layout == SRN_DIAG_LAYOUT && h->hdr_size == sizeof(*h) &&
+	       h->seg_size == sizeof(struct srn_diag_seg) && h->nslots == SRN_DIAG_SLOTS &&
+	       h->slot_size == sizeof(struct srn_diag_slot) &&
+	       h->log_entries == SRN_DIAG_LOG_ENTRIES &&
+	       h->dev_log_entries == SRN_DIAG_DEV_LOG_ENTRIES &&
+	       h->entry_size == sizeof(struct srn_diag_log_entry) &&
+	       h->log_msg_len == SRN_DIAG_LOG_MSG;
+}
+
 /* ---- writer API (library; must hold the nic->lock of the device) ------- */
 
 struct srn_diag;
@@ -434,6 +465,36 @@ static inline uint64_t srn_diag_proc_stat(int pid, char *state)
 static inline uint64_t srn_diag_proc_start_ticks(int pid)
 {
 	return srn_diag_proc_stat(pid, NULL);
+}
+
+/* "softrnic.<pid>.<rest>": the pid, or -1 when the name is not a segment's. */
+static inline int srn_diag_name_pid(const char *name)
+{
+	size_t plen = strlen(SRN_DIAG_FILE_PREFIX);
+	if (strncmp(name, SRN_DIAG_FILE_PREFIX, plen))
+		return -1;
+	char *end;
+	errno = 0;
+	long pid = strtol(name + plen, &end, 10);
+	if (errno || end == name + plen || *end != '.' || !end[1] || pid <= 0 || pid > INT32_MAX)
+		return -1;
+	return (int)pid;
+}
+
+/* Is the process that wrote a segment (pid, started at start_ticks; 0 =
+ * unknown) still alive?  A zombie has died and only waits for its parent;
+ * a live process with that pid but another start time is a newer one. */
+static inline bool srn_diag_proc_alive(int pid, uint64_t start_ticks)
+{
+	if (pid <= 0)
+		return false;
+	char state = '?';
+	uint64_t t = srn_diag_proc_stat(pid, &state);
+	if (!t)   /* /proc hides it, or no such process: ask the kernel */
+		return !(kill(pid, 0) && errno == ESRCH);
+	if (state == 'Z' || state == 'X')
+		return false;
+	return !(start_ticks && t != start_ticks);
 }
 
 /* Copy n bytes (a multiple of 8, 8-aligned) with acquire loads (each
