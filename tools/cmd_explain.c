@@ -307,6 +307,7 @@ static int explain_recent(const struct srn_seg_filter *f, bool has_qp, uint32_t 
 	if (!n)
 		printf("no errors recorded%s (%zu softrnic device%s checked)\n",
 		       has_qp ? " for that QP" : "", set.n, set.n == 1 ? "" : "s");
+	srn_segs_note_others(stdout, &set);
 	free(lines);
 	srn_segs_free(&set);
 	return SRN_EXIT_OK;
@@ -325,11 +326,9 @@ static int explain_qp_log(const struct srn_seg_filter *f, uint32_t qpn)
 	struct srn_diag_log_entry e[SRN_DIAG_LOG_ENTRIES];
 	for (size_t i = 0; i < set.n; i++) {
 		const struct srn_seg *s = &set.v[i];
-		for (uint32_t idx = 0; idx < SRN_DIAG_SLOTS; idx++) {
-			const struct srn_diag_slot *src = &s->seg->slots[idx];
-			if (__atomic_load_n(&src->last_kind, __ATOMIC_RELAXED) != SRN_DIAG_QP)
+		for (uint32_t idx = 0; idx < s->nslots; idx++) {
+			if (!srn_seg_slot_any(s, idx, &sl))
 				continue;
-			srn_diag_slot_read(src, &sl);
 			/* A freed slot keeps its last QP's body and log until reused. */
 			if (sl.last_kind != SRN_DIAG_QP || sl.qp.qpn != qpn)
 				continue;
@@ -353,6 +352,7 @@ static int explain_qp_log(const struct srn_seg_filter *f, uint32_t qpn)
 	if (!found)
 		printf("no QP 0x%06x in any softrnic process%s\n", qpn,
 		       f->pid || f->dev ? " matching the filter" : "");
+	srn_segs_note_others(stdout, &set);
 	srn_segs_free(&set);
 	return found ? SRN_EXIT_OK : SRN_EXIT_FAIL;
 }

@@ -48,7 +48,8 @@ void srn_usage_res(FILE *out)
 		"`rdma resource show`): PDs, MRs (address, length, keys, access, age),\n"
 		"CQs (depth, fill), QPs (type, state, PSNs, outstanding work, peer,\n"
 		"retry state), SRQs and AHs. Read from the processes' diagnostic\n"
-		"segments, so it works while they run and after they crashed.\n"
+		"segments, so it works while they run and after they crashed. You see\n"
+		"your own processes (root sees all) and how many of other users not.\n"
 		"\n"
 		"Options:\n"
 		"  --pid N             only process N\n"
@@ -74,7 +75,7 @@ static int load_live(const struct srn_seg *s, struct live_set *ls)
 	ls->n = 0;
 	size_t cap = 0;
 	struct srn_diag_slot tmp;
-	for (uint32_t i = 0; i < SRN_DIAG_SLOTS; i++) {
+	for (uint32_t i = 0; i < s->nslots; i++) {
 		int r = srn_seg_slot(s, i, &tmp);
 		if (r == 0)
 			continue;
@@ -317,7 +318,7 @@ static void print_seg(struct srn_out *o, const struct res_opts *op, const struct
 		if (ls->v[i].s.kind == SRN_DIAG_MR)
 			mr_bytes += ls->v[i].s.mr.length;
 	}
-	uint64_t untracked = atomic_load_explicit(&s->seg->hdr.table_full, memory_order_relaxed);
+	uint64_t untracked = atomic_load_explicit(&s->hdr.table_full, memory_order_relaxed);
 
 	snprintf(o->prefix, sizeof(o->prefix), "%d\t%s\t%s", s->pid, s->dev,
 		 srn_proc_state_name(s->state));
@@ -435,10 +436,15 @@ int srn_cmd_res(int argc, char *argv[])
 		free(ls.v);
 	}
 	srn_out_arr_end(&o);
+	srn_out_u64(&o, "stale_files", set.stale);
+	srn_out_u64(&o, "unreadable_files", set.unreadable);
+	srn_out_u64(&o, "other_users_files", set.others);
 	srn_out_obj_end(&o);
 	if (o.mode == SRN_OUT_TABLE && !set.n)
 		printf("no softrnic devices in use%s\n",
 		       op.filt.pid || op.filt.dev ? " matching the filter" : "");
+	if (o.mode == SRN_OUT_TABLE)
+		srn_segs_note_others(stdout, &set);
 	srn_segs_free(&set);
 	return ret;
 bad:

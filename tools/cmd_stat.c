@@ -7,8 +7,8 @@
  *                 [--json | --dump] [--watch [SECS] [--count N]]
  *   softrnic stat --cleanup
  *
- * Invariants: read-only except --cleanup, which removes only files whose
- * process is gone.  --watch computes rates from two samples of the same
+ * Invariants: read-only except --cleanup, which removes only the caller's
+ * own files whose process is gone.  --watch computes rates from two samples of the same
  * file, keyed by path, QP slot generation and counter, so a counter of a
  * process that restarted under another file is never differenced against
  * the old one.
@@ -56,13 +56,15 @@ void srn_usage_stat(FILE *out)
 		"  --dump           tab-separated, one counter per line, for scripts:\n"
 		"                   pid dev state scope counter value [rate]\n"
 		"                   (scope is \"dev\" or \"qp:0x<qpn>\")\n"
-		"  --cleanup        remove the files of processes that no longer exist\n"
+		"  --cleanup        remove your files of processes that no longer exist\n"
 		"  -h, --help       show this help\n"
 		"\n"
 		"States: running; closed (device closed cleanly); exited (process ended\n"
 		"without closing the device); dead (process gone without exiting: crashed\n"
 		"or killed). Files stay after a crash so the last values remain readable;\n"
-		"`softrnic stat` says how many belong to processes that are gone.\n");
+		"`softrnic stat` says how many belong to processes that are gone.\n"
+		"Each file is readable by its owner only: you see your own processes\n"
+		"(root sees all), and how many files of other users were not shown.\n");
 }
 
 /* ---- previous samples for rates (open addressing, bounded) ------------- */
@@ -169,7 +171,7 @@ static void print_qps(struct srn_out *o, const struct stat_opts *op, const struc
 {
 	struct srn_diag_slot sl;
 	srn_out_arr_begin(o, "qps");
-	for (uint32_t i = 0; i < SRN_DIAG_SLOTS; i++) {
+	for (uint32_t i = 0; i < s->nslots; i++) {
 		if (srn_seg_slot(s, i, &sl) == 0 || !qp_wanted(op, &sl))
 			continue;
 		(*nqps)++;
@@ -195,7 +197,7 @@ static void print_qps(struct srn_out *o, const struct stat_opts *op, const struc
 static void print_seg(struct srn_out *o, const struct stat_opts *op, const struct srn_seg *s,
 		      struct sample *smp, unsigned *nqps)
 {
-	const struct srn_diag_hdr *h = &s->seg->hdr;
+	const struct srn_diag_hdr *h = &s->hdr;   /* private copy */
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	uint64_t now_real = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
@@ -258,6 +260,7 @@ static int show(const struct stat_opts *op, struct sample *smp)
 	srn_out_arr_end(&o);
 	srn_out_u64(&o, "stale_files", set.stale);
 	srn_out_u64(&o, "unreadable_files", set.unreadable);
+	srn_out_u64(&o, "other_users_files", set.others);
 	srn_out_obj_end(&o);
 
 	if (o.mode == SRN_OUT_TABLE) {
@@ -270,6 +273,7 @@ static int show(const struct stat_opts *op, struct sample *smp)
 			printf("\n%u file%s of processes that are gone; `softrnic stat --cleanup` "
 			       "removes them\n",
 			       set.stale, set.stale == 1 ? "" : "s");
+		srn_segs_note_others(stdout, &set);
 	}
 	fflush(stdout);
 	srn_segs_free(&set);
@@ -382,8 +386,11 @@ int srn_cmd_stat(int argc, char *argv[])
 		return SRN_EXIT_USAGE;
 	}
 	if (op.cleanup) {
-		unsigned n = srn_segs_cleanup(&op.filt, true);
+		unsigned others;
+		unsigned n = srn_segs_cleanup(&op.filt, true, &others);
 		printf("removed %u file%s of processes that are gone\n", n, n == 1 ? "" : "s");
+		if (others)
+			printf("%u file%s of other users left alone\n", others, others == 1 ? "" : "s");
 		return SRN_EXIT_OK;
 	}
 	if (op.count && !op.watch_ms)

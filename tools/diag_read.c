@@ -2,12 +2,13 @@
  * diag_read.c - finding, mapping and reading diagnostic segments, and the
  * shared output layer (see diag_read.h).
  *
- * Invariants: a segment is another process's memory, so nothing read from
- * it is trusted: the header must carry the magic, layout and sizes this
- * tool was built with, every count read from it is clamped to the
- * compiled maximum, every string is copied and NUL-terminated, every ring
- * index is masked.  Mappings are read-only.  Every loop is bounded by the
- * compiled table sizes or by the number of directory entries.
+ * Invariants: a name is opened only after fstatat (not following links)
+ * said it is a regular file the caller may read: its own, or anybody's
+ * for root; then with O_NOFOLLOW|O_NONBLOCK, and the fd is checked again
+ * (same inode, regular).  Nothing is mapped (diag_seg.h).  Cleanup removes
+ * only the caller's own regular files of processes that are gone, after
+ * checking the name still names the inode it judged.  Every loop is
+ * bounded by the number of directory entries.
  */
 #include "diag_read.h"
 
@@ -16,15 +17,15 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <infiniband/verbs.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #define MAX_SEGMENTS 4096   /* more files than this: the rest are ignored */
+#define MAX_ENTRIES 65536   /* directory entries looked at */
 
 const char *srn_diag_dir(void)
 {
@@ -39,123 +40,72 @@ uint64_t srn_mono_now(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* "softrnic.<pid>.<dev>": the pid, or -1 when the name is not ours. */
-static int name_pid(const char *name)
+static const char *file_type(mode_t m)
 {
-	size_t plen = strlen(SRN_DIAG_FILE_PREFIX);
-	if (strncmp(name, SRN_DIAG_FILE_PREFIX, plen))
-		return -1;
-	char *end;
-	errno = 0;
-	long pid = strtol(name + plen, &end, 10);
-	if (errno || end == name + plen || *end != '.' || !end[1] || pid <= 0 || pid > INT_MAX)
-		return -1;
-	return (int)pid;
+	return S_ISFIFO(m) ? "a FIFO"
+	     : S_ISLNK(m)  ? "a symbolic link"
+	     : S_ISDIR(m)  ? "a directory"
+	     : S_ISSOCK(m) ? "a socket"
+	     : S_ISREG(m)  ? "a regular file"
+			   : "a device node";
 }
 
-static bool proc_exists(int pid, uint64_t start_ticks)
-{
-	if (pid <= 0)
-		return false;
-	if (kill(pid, 0) && errno == ESRCH)
-		return false;
-	/* A live process with that pid may be a newer one; a zombie has
-	 * died and only waits for its parent. */
-	char state = '?';
-	uint64_t t = srn_diag_proc_stat(pid, &state);
-	if (state == 'Z' || state == 'X')
-		return false;
-	return !(start_ticks && t && t != start_ticks);
-}
-
-static void copy_str(char *dst, size_t dlen, const char *src, size_t slen)
-{
-	size_t n = strnlen(src, slen < dlen ? slen : dlen - 1);
-	memcpy(dst, src, n);
-	dst[n] = '\0';
-}
-
-/* Map and validate one file.  0 ok; 1 not (yet) a segment, skip quietly;
- * -1 unreadable (reason printed unless quiet). */
-static int map_one(const char *dir, const char *name, struct srn_seg *s, bool quiet)
+/* Open and load one file the caller may read (st: its fstatat).  0 ok;
+ * 1 skip quietly (gone, or being created); -1 unreadable (reason printed
+ * unless quiet). */
+static int open_one(int dirfd, const char *dir, const char *name, const struct stat *st,
+		    struct srn_seg *s, bool quiet)
 {
 	snprintf(s->path, sizeof(s->path), "%s/%s", dir, name);
-	int fd = open(s->path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	snprintf(s->name, sizeof(s->name), "%s", name);
+	s->fd = -1;
+	/* O_NONBLOCK: should a FIFO have been swapped in since the fstatat,
+	 * opening it does not wait for a writer; the fd says what it is. */
+	int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
 	if (fd < 0) {
-		if (!quiet && errno != ENOENT)
+		if (errno == ENOENT)
+			return 1;
+		if (!quiet)
 			fprintf(stderr, "softrnic: %s: %s\n", s->path, strerror(errno));
-		return errno == ENOENT ? 1 : -1;
-	}
-	struct stat st;
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
-		close(fd);
 		return -1;
 	}
-	if ((uint64_t)st.st_size < sizeof(struct srn_diag_seg)) {
-		close(fd);
-		/* Being created (not yet sized), or not a segment of this layout. */
-		if (st.st_size == 0)
-			return 1;
-		if (!quiet)
-			fprintf(stderr, "softrnic: %s: %lld bytes, not a softrnic segment of layout %d\n",
-				s->path, (long long)st.st_size, SRN_DIAG_LAYOUT);
-		return -1;
-	}
-	void *p = mmap(NULL, sizeof(struct srn_diag_seg), PROT_READ, MAP_SHARED, fd, 0);
-	close(fd);
-	if (p == MAP_FAILED) {
-		if (!quiet)
-			fprintf(stderr, "softrnic: %s: mmap: %s\n", s->path, strerror(errno));
-		return -1;
-	}
-	const struct srn_diag_seg *seg = p;
-	const struct srn_diag_hdr *h = &seg->hdr;
-	/* Pairs with the writer's release store of magic (shm.h). */
-	uint64_t magic = atomic_load_explicit(&h->magic, memory_order_acquire);
+	struct stat fst;
 	const char *why = NULL;
-	if (magic == 0)
-		why = "";   /* header not written yet */
-	else if (magic != SRN_DIAG_MAGIC)
-		why = "bad magic";
-	else if (h->layout != SRN_DIAG_LAYOUT)
-		why = "written by a softrnic with another segment layout";
-	else if (h->hdr_size != sizeof(*h) || h->seg_size != sizeof(struct srn_diag_seg) ||
-		 h->nslots != SRN_DIAG_SLOTS || h->slot_size != sizeof(struct srn_diag_slot) ||
-		 h->log_entries != SRN_DIAG_LOG_ENTRIES ||
-		 h->dev_log_entries != SRN_DIAG_DEV_LOG_ENTRIES ||
-		 h->entry_size != sizeof(struct srn_diag_log_entry) ||
-		 h->log_msg_len != SRN_DIAG_LOG_MSG)
-		why = "sizes do not match this tool's layout";
+	if (fstat(fd, &fst))
+		why = strerror(errno);
+	else if (fst.st_ino != st->st_ino || fst.st_dev != st->st_dev || !S_ISREG(fst.st_mode) ||
+		 fst.st_uid != st->st_uid)
+		why = "replaced while being opened";
 	if (why) {
-		munmap(p, sizeof(struct srn_diag_seg));
-		if (!*why)
-			return 1;
+		close(fd);
 		if (!quiet)
 			fprintf(stderr, "softrnic: %s: %s\n", s->path, why);
 		return -1;
 	}
-	s->seg = seg;
-	s->pid = h->pid;
-	copy_str(s->comm, sizeof(s->comm), h->comm, sizeof(h->comm));
-	copy_str(s->dev, sizeof(s->dev), h->devname, sizeof(h->devname));
-	copy_str(s->addr, sizeof(s->addr), h->addr, sizeof(h->addr));
-	memcpy(s->gid, h->gid, sizeof(s->gid));
-	s->start_realtime_ns = h->start_realtime_ns;
-	s->start_mono_ns = h->start_mono_ns;
-	s->ncounters = h->ncounters < SRN_DIAG_MAX_COUNTERS ? h->ncounters : SRN_DIAG_MAX_COUNTERS;
-	s->nqp_counters = h->nqp_counters < SRN_DIAG_MAX_QP_COUNTERS ? h->nqp_counters
-								      : SRN_DIAG_MAX_QP_COUNTERS;
-	for (uint32_t i = 0; i < s->ncounters; i++)
-		copy_str(s->cnames[i], SRN_DIAG_NAME_LEN, seg->counter_names[i], SRN_DIAG_NAME_LEN);
-	for (uint32_t i = 0; i < s->nqp_counters; i++)
-		copy_str(s->qpcnames[i], SRN_DIAG_NAME_LEN, seg->qp_counter_names[i],
-			 SRN_DIAG_NAME_LEN);
-	s->gone = !proc_exists(s->pid, h->proc_start_ticks);
-	uint32_t closed = atomic_load_explicit(&h->closed, memory_order_acquire);
-	s->state = closed == 1 ? SRN_PROC_CLOSED
-		 : closed == 2 ? SRN_PROC_EXITED
-		 : s->gone     ? SRN_PROC_DEAD
-			       : SRN_PROC_RUNNING;
+	if (fst.st_size == 0) {
+		close(fd);
+		return 1;   /* being created, not yet sized */
+	}
+	char msg[160];
+	int r = srn_seg_load(s, srn_seg_pread, (void *)(intptr_t)fd, (uint64_t)fst.st_size, msg,
+			     sizeof(msg));
+	if (!r && s->pid != srn_diag_name_pid(name)) {
+		snprintf(msg, sizeof(msg), "written by pid %d, named for another", s->pid);
+		r = -1;
+	}
+	if (r) {
+		close(fd);
+		if (r < 0 && !quiet)
+			fprintf(stderr, "softrnic: %s: %s\n", s->path, msg);
+		return r;
+	}
+	s->fd = fd;
+	s->uid = fst.st_uid;
+	s->st_dev = fst.st_dev;
+	s->st_ino = fst.st_ino;
+	s->gone = !srn_diag_proc_alive(s->pid, s->hdr.proc_start_ticks);
+	if (s->gone && s->state == SRN_PROC_RUNNING)
+		s->state = SRN_PROC_DEAD;
 	return 0;
 }
 
@@ -167,26 +117,54 @@ static int seg_cmp(const void *a, const void *b)
 	return strcmp(x->dev, y->dev);
 }
 
-static bool name_passes(const char *name, const struct srn_seg_filter *f)
+/* Each loaded segment keeps its fd: allow as many as the hard limit. */
+static void raise_fd_limit(void)
 {
-	int pid = name_pid(name);
-	if (pid < 0)
-		return false;
-	return !f || !f->pid || f->pid == pid;
+	struct rlimit rl;
+	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
 }
 
 int srn_segs_load(struct srn_seg_set *set, const struct srn_seg_filter *f, bool quiet)
 {
 	memset(set, 0, sizeof(*set));
+	set->dirfd = -1;
 	const char *dir = srn_diag_dir();
 	DIR *dp = opendir(dir);
 	if (!dp)
 		return -errno;
+	set->dirfd = fcntl(dirfd(dp), F_DUPFD_CLOEXEC, 0);
+	if (set->dirfd < 0) {
+		int e = errno;
+		closedir(dp);
+		return -e;
+	}
+	raise_fd_limit();
+	uid_t me = geteuid();
 	struct dirent *de;
 	size_t cap = 0;
-	while ((de = readdir(dp)) && set->n < MAX_SEGMENTS) {
-		if (!name_passes(de->d_name, f))
+	for (unsigned seen = 0; seen < MAX_ENTRIES && set->n < MAX_SEGMENTS && (de = readdir(dp));
+	     seen++) {
+		int pid = srn_diag_name_pid(de->d_name);
+		if (pid < 0 || (f && f->pid && f->pid != pid))
 			continue;
+		struct stat st;
+		if (fstatat(set->dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW))
+			continue;   /* gone since readdir */
+		/* Another user's: not ours to read (root reads all). */
+		if (me != 0 && st.st_uid != me) {
+			set->others++;
+			continue;
+		}
+		if (!S_ISREG(st.st_mode)) {
+			set->unreadable++;
+			if (!quiet)
+				fprintf(stderr, "softrnic: %s/%s: %s, not a segment: skipped\n", dir,
+					de->d_name, file_type(st.st_mode));
+			continue;
+		}
 		if (set->n == cap) {
 			size_t ncap = cap ? cap * 2 : 16;
 			struct srn_seg *v = realloc(set->v, ncap * sizeof(*v));
@@ -197,13 +175,13 @@ int srn_segs_load(struct srn_seg_set *set, const struct srn_seg_filter *f, bool 
 		}
 		struct srn_seg *s = &set->v[set->n];
 		memset(s, 0, sizeof(*s));
-		int r = map_one(dir, de->d_name, s, quiet);
+		int r = open_one(set->dirfd, dir, de->d_name, &st, s, quiet);
 		if (r < 0)
 			set->unreadable++;
 		if (r)
 			continue;
 		if (f && f->dev && strcmp(f->dev, s->dev)) {
-			munmap((void *)s->seg, sizeof(struct srn_diag_seg));
+			close(s->fd);
 			continue;
 		}
 		if (s->gone)
@@ -219,22 +197,44 @@ int srn_segs_load(struct srn_seg_set *set, const struct srn_seg_filter *f, bool 
 void srn_segs_free(struct srn_seg_set *set)
 {
 	for (size_t i = 0; i < set->n; i++)
-		munmap((void *)set->v[i].seg, sizeof(struct srn_diag_seg));
+		if (set->v[i].fd >= 0)
+			close(set->v[i].fd);
+	if (set->dirfd >= 0)
+		close(set->dirfd);
 	free(set->v);
 	memset(set, 0, sizeof(*set));
+	set->dirfd = -1;
 }
 
-unsigned srn_segs_cleanup(const struct srn_seg_filter *f, bool verbose)
+void srn_segs_note_others(FILE *f, const struct srn_seg_set *set)
+{
+	if (set->others)
+		fprintf(f, "%u segment%s of other users not shown\n", set->others,
+			set->others == 1 ? "" : "s");
+}
+
+unsigned srn_segs_cleanup(const struct srn_seg_filter *f, bool verbose, unsigned *others)
 {
 	struct srn_seg_set set;
 	unsigned removed = 0;
+	if (others)
+		*others = 0;
 	if (srn_segs_load(&set, f, true))
 		return 0;
+	if (others)
+		*others = set.others;
+	uid_t me = geteuid();
 	for (size_t i = 0; i < set.n; i++) {
 		const struct srn_seg *s = &set.v[i];
-		if (!s->gone)
+		/* Only our own (root too: it reads everybody's, removes its own). */
+		if (!s->gone || s->uid != me)
 			continue;
-		if (unlink(s->path) == 0) {
+		/* Still the file we judged: a regular file of ours, same inode. */
+		struct stat st;
+		if (fstatat(set.dirfd, s->name, &st, AT_SYMLINK_NOFOLLOW) || st.st_ino != s->st_ino ||
+		    st.st_dev != s->st_dev || !S_ISREG(st.st_mode) || st.st_uid != me)
+			continue;
+		if (unlinkat(set.dirfd, s->name, 0) == 0) {
 			removed++;
 			if (verbose)
 				printf("removed %s (pid %d %s, %s)\n", s->path, s->pid, s->comm,
@@ -256,69 +256,6 @@ const char *srn_proc_state_name(enum srn_proc_state s)
 	case SRN_PROC_DEAD: return "dead";
 	}
 	return "?";
-}
-
-uint64_t srn_seg_counter(const struct srn_seg *s, uint32_t i)
-{
-	if (i >= s->ncounters)
-		return 0;
-	return atomic_load_explicit(&s->seg->counters.v[i], memory_order_relaxed);
-}
-
-int srn_seg_slot(const struct srn_seg *s, uint32_t i, struct srn_diag_slot *out)
-{
-	if (i >= SRN_DIAG_SLOTS)
-		return 0;
-	const struct srn_diag_slot *src = &s->seg->slots[i];
-	/* Cheap pre-check: most slots of a segment were never used. */
-	if (__atomic_load_n(&src->kind, __ATOMIC_RELAXED) == SRN_DIAG_FREE &&
-	    __atomic_load_n(&src->last_kind, __ATOMIC_RELAXED) == SRN_DIAG_FREE)
-		return 0;
-	int torn = srn_diag_slot_read(src, out);
-	if (out->kind >= SRN_DIAG__KINDS)
-		return 0;   /* garbage: not a kind we know */
-	if (out->kind == SRN_DIAG_FREE)
-		return 0;
-	return torn ? -1 : 1;
-}
-
-/* Read the entries [head - nent, head) of a ring, oldest first. */
-static size_t ring_read(const struct srn_diag_log_entry *ring, _Atomic const uint64_t *headp,
-			uint32_t nent, bool check_gen, uint32_t gen, struct srn_diag_log_entry *out,
-			size_t max)
-{
-	/* Pairs with the writer's release store of head (log.c). */
-	uint64_t head = atomic_load_explicit(headp, memory_order_acquire);
-	uint64_t first = head > nent ? head - nent : 0;
-	size_t k = 0;
-	for (uint64_t n = first; n < head && k < max; n++) {
-		if (srn_diag_entry_read(ring, nent, n, &out[k]))
-			continue;   /* overwritten while we read, or torn */
-		if (check_gen && out[k].gen != gen)
-			continue;   /* a previous occupant's line */
-		k++;
-	}
-	return k;
-}
-
-size_t srn_seg_dev_log(const struct srn_seg *s, struct srn_diag_log_entry *out, size_t max)
-{
-	return ring_read(s->seg->dev_log.e, &s->seg->dev_log.head, SRN_DIAG_DEV_LOG_ENTRIES, false,
-			 0, out, max);
-}
-
-size_t srn_seg_qp_log(const struct srn_seg *s, uint32_t idx, uint32_t gen,
-		      struct srn_diag_log_entry *out, size_t max)
-{
-	if (idx >= SRN_DIAG_SLOTS)
-		return 0;
-	const struct srn_diag_qp_log *l = &s->seg->logs[idx];
-	return ring_read(l->e, &l->head, SRN_DIAG_LOG_ENTRIES, true, gen, out, max);
-}
-
-uint64_t srn_seg_realtime(const struct srn_seg *s, uint64_t mono_ns)
-{
-	return s->start_realtime_ns + (mono_ns - s->start_mono_ns);
 }
 
 const char *srn_kind_name(uint32_t kind)

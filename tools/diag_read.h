@@ -3,10 +3,11 @@
  * by `softrnic stat`, `res` and `explain`.
  *
  * Each softrnic process maps one segment per open device at
- * <dir>/softrnic.<pid>.<dev> (src/diag/shm.h: layout and memory ordering).
- * This module finds them, maps them read-only, validates what it relies
- * on (magic, layout version, sizes: a segment is input from another
- * process) and reads slots and log rings lock-free.  It also holds the
+ * <dir>/softrnic.<pid>.<dev> (src/diag/shm.h: layout and memory ordering),
+ * readable by its owner only.  This module finds the caller's own (root:
+ * all), opens only regular files without following links or blocking,
+ * and hands each to diag_seg.h, which validates and reads it.  Other
+ * users' files are counted, never opened.  It also holds the
  * small output layer the three tools share: one call per field, printed
  * as a table, JSON or tab-separated dump.
  */
@@ -19,30 +20,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "diag/shm.h"
-
-enum srn_proc_state {
-	SRN_PROC_RUNNING,  /* process alive, device open */
-	SRN_PROC_CLOSED,   /* device closed cleanly */
-	SRN_PROC_EXITED,   /* process exited without closing the device */
-	SRN_PROC_DEAD,     /* process gone without either: crashed or killed */
-};
-
-struct srn_seg {
-	char path[PATH_MAX];
-	const struct srn_diag_seg *seg;     /* read-only shared mapping */
-	int pid;
-	char comm[17];
-	char dev[SRN_DIAG_NAME_LEN + 1];
-	char addr[49];
-	uint8_t gid[16];
-	enum srn_proc_state state;
-	bool gone;                          /* the process no longer exists */
-	uint64_t start_realtime_ns, start_mono_ns;
-	uint32_t ncounters, nqp_counters;   /* bounded by the compiled maxima */
-	char cnames[SRN_DIAG_MAX_COUNTERS][SRN_DIAG_NAME_LEN];
-	char qpcnames[SRN_DIAG_MAX_QP_COUNTERS][SRN_DIAG_NAME_LEN];
-};
+#include "diag_seg.h"
 
 struct srn_seg_filter {
 	int pid;                            /* 0: any */
@@ -52,32 +30,30 @@ struct srn_seg_filter {
 struct srn_seg_set {
 	struct srn_seg *v;
 	size_t n;
+	int dirfd;                          /* the directory they were found in */
 	unsigned stale;                     /* files whose process is gone */
-	unsigned unreadable;                /* not a segment this tool understands */
+	unsigned unreadable;                /* ours, but not a segment this tool reads */
+	unsigned others;                    /* other users' files: not opened, not shown */
 };
 
 /* The directory segments live in: $SOFTRNIC_DIAG_DIR or /dev/shm. */
 const char *srn_diag_dir(void);
-/* Map every segment that passes the filter, sorted by pid then device.
- * Problems with single files are reported on stderr (unless quiet) and
- * counted, never fatal.  Returns 0 or -errno (directory unreadable). */
+/* Load every segment that passes the filter, sorted by pid then device:
+ * the caller's own files (root: everybody's), regular files only, never
+ * through a link, never blocking on a FIFO.  Other users' files are only
+ * counted (set->others).  Problems with single files are reported on
+ * stderr (unless quiet) and counted, never fatal.  Returns 0 or -errno
+ * (directory unreadable). */
 int srn_segs_load(struct srn_seg_set *set, const struct srn_seg_filter *f, bool quiet);
 void srn_segs_free(struct srn_seg_set *set);
-/* Remove the files of processes that are gone; returns how many. */
-unsigned srn_segs_cleanup(const struct srn_seg_filter *f, bool verbose);
+/* Remove the caller's own files of processes that are gone (pid and
+ * start time); returns how many.  *others (may be NULL) gets the number
+ * of other users' files seen and left alone. */
+unsigned srn_segs_cleanup(const struct srn_seg_filter *f, bool verbose, unsigned *others);
+/* "N segments of other users not shown" on f, when there are any. */
+void srn_segs_note_others(FILE *f, const struct srn_seg_set *set);
 
 const char *srn_proc_state_name(enum srn_proc_state s);
-uint64_t srn_seg_counter(const struct srn_seg *s, uint32_t i);
-/* Consistent copy of slot i: 1 live, 0 free, -1 torn (writer died while
- * writing it: out holds the last try and is used anyway). */
-int srn_seg_slot(const struct srn_seg *s, uint32_t i, struct srn_diag_slot *out);
-/* Log entries, oldest first: the device ring, or the ring of slot idx
- * whose slot generation is gen.  Returns how many were stored in out. */
-size_t srn_seg_dev_log(const struct srn_seg *s, struct srn_diag_log_entry *out, size_t max);
-size_t srn_seg_qp_log(const struct srn_seg *s, uint32_t idx, uint32_t gen,
-		      struct srn_diag_log_entry *out, size_t max);
-/* CLOCK_REALTIME of a monotonic timestamp taken by the segment's writer. */
-uint64_t srn_seg_realtime(const struct srn_seg *s, uint64_t mono_ns);
 
 uint64_t srn_mono_now(void);
 const char *srn_kind_name(uint32_t kind);
