@@ -7,6 +7,9 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "core/limits.h"
 #include "core/nic.h"
@@ -34,6 +37,44 @@ int srn_mr_check_access(unsigned access)
 	return 0;
 }
 
+/* Key layout: tag high byte << 24 | slot << 8 | key byte.  The slot finds
+ * the entry; both tag bytes are unpredictable, so an rkey cannot be guessed
+ * from the order of registrations (issue 10: every process's first region
+ * used to be 0x126).  The low byte moves by a random non-zero step on each
+ * reuse of a slot, so a stale key never matches the slot's next region (as
+ * rxe's rxe_get_next_key); a memory window keeps slot and high byte and
+ * lets the application choose the low byte (ibv_inc_rkey). */
+#define SRN_KEY_SLOT(key) (((key) >> 8) & 0xffffu)
+_Static_assert(SRN_MAX_MR <= 0x10000, "a slot must fit the key's 16 slot bits");
+
+/* n random bytes from the kernel; should getrandom() ever fail (a kernel
+ * without it, or no entropy yet) a mix of time, pid and a counter, which
+ * is weaker but still differs between processes and calls. */
+static void random_bytes(void *buf, size_t n)
+{
+	uint8_t *b = buf;
+	while (n) {
+		ssize_t got = getrandom(b, n, GRND_NONBLOCK);
+		if (got <= 0)
+			break;
+		b += got;
+		n -= (size_t)got;
+	}
+	if (!n)
+		return;
+	static _Atomic uint64_t ctr;
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	uint64_t x = (uint64_t)ts.tv_nsec ^ (uint64_t)ts.tv_sec << 30 ^ (uint64_t)getpid() << 40 ^
+		     ++ctr * 0x9e3779b97f4a7c15ull;
+	for (size_t i = 0; i < n; i++) {
+		x ^= x >> 33;
+		x *= 0xff51afd7ed558ccdull;
+		x ^= x >> 29;
+		b[i] = (uint8_t)x;
+	}
+}
+
 static int grow(struct srn_nic *nic)
 {
 	uint32_t cap = nic->mr_cap ? nic->mr_cap * 2 : 64;
@@ -48,11 +89,29 @@ static int grow(struct srn_nic *nic)
 		return -ENOMEM;
 	nic->mr_keybyte = k;
 	memset(&nic->mrs[nic->mr_cap], 0, (cap - nic->mr_cap) * sizeof(*m));
-	/* Seed key bytes from the slot so fresh tables do not all start at 0. */
-	for (uint32_t i = nic->mr_cap; i < cap; i++)
-		nic->mr_keybyte[i] = (uint8_t)(i * 37 + 1);
+	/* Fresh slots start from random key bytes, not from a function of
+	 * the slot: the first key of a process must not be guessable. */
+	random_bytes(&nic->mr_keybyte[nic->mr_cap], cap - nic->mr_cap);
 	nic->mr_cap = cap;
 	return 0;
+}
+
+/* A fresh key for slot: a random high byte and the slot's next key byte. */
+static uint32_t next_key(struct srn_nic *nic, uint32_t slot)
+{
+	uint8_t r[2];
+	random_bytes(r, sizeof(r));
+	uint8_t kb = nic->mr_keybyte[slot];
+	/* Next time a different byte, by a random step 1..255. */
+	nic->mr_keybyte[slot] = (uint8_t)(kb + 1 + r[1] % 255);
+	return (uint32_t)r[0] << 24 | slot << 8 | kb;
+}
+
+void srn_mr_rekey(struct srn_nic *nic, struct srn_mr *mr)
+{
+	uint32_t slot = SRN_KEY_SLOT(mr->key);
+	if (slot < nic->mr_cap && nic->mrs[slot] == mr)
+		mr->key = next_key(nic, slot);
 }
 
 int srn_mr_insert(struct srn_nic *nic, struct srn_mr *mr)
@@ -64,8 +123,7 @@ int srn_mr_insert(struct srn_nic *nic, struct srn_mr *mr)
 			uint32_t slot = (nic->mr_free_hint + n) % nic->mr_cap;
 			if (slot == 0 || nic->mrs[slot])
 				continue;
-			uint8_t kb = nic->mr_keybyte[slot]++;
-			mr->key = slot << 8 | kb;
+			mr->key = next_key(nic, slot);
 			nic->mrs[slot] = mr;
 			nic->mr_free_hint = slot + 1;
 			return 0;
@@ -78,7 +136,7 @@ int srn_mr_insert(struct srn_nic *nic, struct srn_mr *mr)
 
 void srn_mr_remove(struct srn_nic *nic, struct srn_mr *mr)
 {
-	uint32_t slot = mr->key >> 8;
+	uint32_t slot = SRN_KEY_SLOT(mr->key);
 	if (slot < nic->mr_cap && nic->mrs[slot] == mr)
 		nic->mrs[slot] = NULL;
 }
@@ -108,7 +166,7 @@ int srn_sge_copy_in(struct srn_nic *nic, struct srn_pd *pd, uint32_t qpn,
 
 struct srn_mr *srn_key_lookup(struct srn_nic *nic, uint32_t key)
 {
-	uint32_t slot = key >> 8;
+	uint32_t slot = SRN_KEY_SLOT(key);
 	struct srn_mr *mr = slot < nic->mr_cap ? nic->mrs[slot] : NULL;
 	return mr && mr->key == key ? mr : NULL;
 }
@@ -116,7 +174,7 @@ struct srn_mr *srn_key_lookup(struct srn_nic *nic, uint32_t key)
 void *srn_mr_resolve(struct srn_nic *nic, struct srn_pd *pd, uint32_t qpn, uint32_t key,
 		     uint64_t va, uint64_t len, unsigned need, const char **why)
 {
-	uint32_t slot = key >> 8;
+	uint32_t slot = SRN_KEY_SLOT(key);
 	struct srn_mr *mr = slot < nic->mr_cap ? nic->mrs[slot] : NULL;
 	if (!mr || mr->key != key) {
 		*why = mr ? "stale key (region re-registered or key byte mismatch)" : "no such key";
@@ -143,6 +201,10 @@ void *srn_mr_resolve(struct srn_nic *nic, struct srn_pd *pd, uint32_t qpn, uint3
 			return NULL;
 		}
 		region = mr->bound;
+	}
+	if (region->revoked) {
+		*why = "the region's memory was unmapped or replaced under the registration";
+		return NULL;
 	}
 	if ((mr->access & need) != need) {
 		*why = "region lacks the required access right";

@@ -2,9 +2,10 @@
  * mr.h - protection domains and memory regions.
  *
  * A region is a range of the process's own memory with access rights and a
- * key; nothing is pinned or copied at registration.  Every access through a
- * key goes through srn_mr_check(), which validates key (incl. the key byte
- * that detects stale keys), PD, range and rights before any byte moves.
+ * key; nothing is copied at registration.  Every access through a key goes
+ * through srn_mr_resolve(), which validates key (incl. the key byte that
+ * detects stale keys), PD, range and rights before any byte moves.  Pages
+ * are not pinned: core/mr_map.h says what stands in for the pin.
  */
 #ifndef SRN_CORE_MR_H
 #define SRN_CORE_MR_H
@@ -39,6 +40,19 @@ struct srn_mr {
 	struct srn_mr *bound;          /* window: the region it is bound to, NULL = none */
 	uint32_t mw_qpn;               /* type-2 window: the only QP that may use it */
 	int mw_binds;                  /* region: windows bound to it (dereg waits for 0) */
+	/* Its pages were unmapped, moved or lost a right under the
+	 * registration (core/mr_map.c): no key of it resolves any more.
+	 * Written and read under nic->lock. */
+	bool revoked;
+	/* The process-wide list the unmap hooks search, and the range and
+	 * writability they see (all under that list's lock). */
+	struct srn_mr *map_prev, *map_next;
+	uintptr_t map_base;
+	uint64_t map_len;
+	bool map_writable;
+	bool map_tracked;
+	bool map_collected;            /* a hook is revoking it */
+	int map_users;                 /* hooks holding it outside the list lock */
 };
 
 static inline struct srn_pd *srn_pd(struct ibv_pd *p) { return (struct srn_pd *)p; }
@@ -51,6 +65,9 @@ int srn_mr_check_access(unsigned access);
 /* Key table (must hold nic->lock). */
 int srn_mr_insert(struct srn_nic *nic, struct srn_mr *mr);
 void srn_mr_remove(struct srn_nic *nic, struct srn_mr *mr);
+/* Give a region in the table a new key in the same slot (ibv_rereg_mr of
+ * its translation: keys handed out for the old memory stop working). */
+void srn_mr_rekey(struct srn_nic *nic, struct srn_mr *mr);
 
 /* Resolve [va, va+len) through key for the given access (IBV_ACCESS_* bits,
  * 0 = local read).  qpn is the QP using the key (type-2 windows are bound

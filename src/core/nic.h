@@ -72,8 +72,9 @@ struct srn_nic {
 	uint32_t qpn_gen;
 	unsigned nqps;
 
-	/* Memory keys: key = slot << 8 | key byte; the byte changes on every
-	 * reuse of a slot so a stale key never matches a new region. */
+	/* Memory keys: random byte << 24 | slot << 8 | key byte (core/mr.c);
+	 * the key byte changes on every reuse of a slot so a stale key never
+	 * matches a new region. */
 	struct srn_mr **mrs;
 	uint32_t mr_cap;
 	uint8_t *mr_keybyte;           /* next key byte per slot */
