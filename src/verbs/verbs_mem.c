@@ -5,6 +5,7 @@
 
 #include "core/device.h"
 #include "core/mr.h"
+#include "core/mr_map.h"
 #include "core/nic.h"
 #include "verbs/verbs.h"
 
@@ -55,10 +56,17 @@ static struct ibv_mr *reg(struct ibv_pd *ibpd, void *addr, size_t length, uint64
 	mr->base = addr;
 	mr->length = length;
 	mr->access = access;
-	srn_nic_lock(pd->nic);
-	ret = srn_mr_insert(pd->nic, mr);
-	pthread_mutex_unlock(&pd->nic->lock);
+	/* Tracked first, so an unmap racing with the check below revokes
+	 * the region instead of slipping between check and insert. */
+	srn_mr_track(mr);
+	ret = srn_mr_map_check(addr, length, srn_mr_access_writable(access));
+	if (!ret) {
+		srn_nic_lock(pd->nic);
+		ret = srn_mr_insert(pd->nic, mr);
+		pthread_mutex_unlock(&pd->nic->lock);
+	}
 	if (ret) {
+		srn_mr_untrack(mr);
 		free(mr);
 		return srn_null_errno(ret);
 	}
@@ -126,6 +134,7 @@ SRN_EXPORT int ibv_dereg_mr(struct ibv_mr *ibmr)
 	srn_mr_remove(nic, mr);
 	srn_diag_obj_del(mr->diag);
 	pthread_mutex_unlock(&nic->lock);
+	srn_mr_untrack(mr);
 	mr->pd->refs--;
 	free(mr);
 	return 0;

@@ -1,0 +1,194 @@
+/*
+ * mr_map.c - registered regions against the process's own mappings: the
+ * mapping check of registration and the revocation the unmap hooks do.
+ *
+ * Lock order: the list lock is never held while a nic->lock is taken (a
+ * library thread holding nic->lock may itself munmap a ring and so come
+ * through the hooks); regions leave the list lock with map_users raised,
+ * which keeps untrack (and so dereg) from freeing them meanwhile.
+ */
+#include "core/mr_map.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "core/mr.h"
+#include "core/nic.h"
+
+_Atomic unsigned srn_mr_tracked;
+
+static pthread_mutex_t list_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct srn_mr *list_head;
+
+/* A fork while another thread holds the list lock would leave it held in
+ * the child, whose next munmap would then wait forever. */
+static void atfork_prepare(void) { pthread_mutex_lock(&list_lock); }
+static void atfork_release(void) { pthread_mutex_unlock(&list_lock); }
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+static void atfork_register(void)
+{
+	pthread_atfork(atfork_prepare, atfork_release, atfork_release);
+}
+
+bool srn_mr_access_writable(unsigned access)
+{
+	return access & (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+			 IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_MW_BIND);
+}
+
+/* One line of /proc/self/maps: "start-end perms offset dev inode [name]". */
+static bool parse_line(const char *l, uintptr_t *start, uintptr_t *end, char perms[5],
+		       const char **name)
+{
+	unsigned long s, e;
+	int n = 0;
+	if (sscanf(l, "%lx-%lx %4s %*s %*s %*s %n", &s, &e, perms, &n) < 3 || e < s)
+		return false;
+	*start = s;
+	*end = e;
+	*name = n ? l + n : "";
+	return true;
+}
+
+int srn_mr_map_check(const void *addr, size_t len, bool write)
+{
+	FILE *f = fopen("/proc/self/maps", "re");
+	if (!f)
+		return -errno;
+	uintptr_t cur = (uintptr_t)addr, end = cur + len;
+	char line[512 + 64];
+	int ret = -EFAULT;
+	/* Lines come in address order; walk them until [cur, end) is covered
+	 * by adjacent mappings that all allow the access, or a gap or a
+	 * mapping without the right shows up.  A line longer than the buffer
+	 * (a long path) continues in the next read and fails to parse. */
+	while (fgets(line, sizeof(line), f)) {
+		uintptr_t s, e;
+		char perms[5];
+		const char *name;
+		if (!parse_line(line, &s, &e, perms, &name) || e <= cur)
+			continue;
+		if (s > cur)
+			break;          /* a hole: the kernel's pin fails here */
+		if (perms[write ? 1 : 0] != (write ? 'w' : 'r'))
+			break;
+		/* I/O and PFN mappings: get_user_pages refuses them. */
+		if (!strncmp(name, "[vvar", 5) || !strncmp(name, "[vsyscall]", 10))
+			break;
+		cur = e;
+		if (cur >= end) {
+			ret = 0;
+			break;
+		}
+	}
+	fclose(f);
+	return ret;
+}
+
+void srn_mr_track(struct srn_mr *mr)
+{
+	pthread_once(&atfork_once, atfork_register);
+	pthread_mutex_lock(&list_lock);
+	mr->map_prev = NULL;
+	mr->map_next = list_head;
+	if (list_head)
+		list_head->map_prev = mr;
+	list_head = mr;
+	mr->map_base = (uintptr_t)mr->base;
+	mr->map_len = mr->length;
+	mr->map_writable = srn_mr_access_writable(mr->access);
+	mr->map_tracked = true;
+	srn_mr_tracked++;
+	pthread_mutex_unlock(&list_lock);
+}
+
+void srn_mr_untrack(struct srn_mr *mr)
+{
+	pthread_mutex_lock(&list_lock);
+	if (mr->map_tracked) {
+		if (mr->map_prev)
+			mr->map_prev->map_next = mr->map_next;
+		else
+			list_head = mr->map_next;
+		if (mr->map_next)
+			mr->map_next->map_prev = mr->map_prev;
+		mr->map_tracked = false;
+		srn_mr_tracked--;
+	}
+	/* A hook revoking it right now holds no list lock while it waits for
+	 * the region's nic->lock; it is quick, so wait it out. */
+	while (mr->map_users) {
+		pthread_mutex_unlock(&list_lock);
+		sched_yield();
+		pthread_mutex_lock(&list_lock);
+	}
+	pthread_mutex_unlock(&list_lock);
+}
+
+void srn_mr_map_set(struct srn_mr *mr, uintptr_t base, uint64_t len, bool writable)
+{
+	pthread_mutex_lock(&list_lock);
+	mr->map_base = base;
+	mr->map_len = len;
+	mr->map_writable = writable;
+	pthread_mutex_unlock(&list_lock);
+}
+
+bool srn_mr_map_collected(struct srn_mr *mr)
+{
+	pthread_mutex_lock(&list_lock);
+	bool c = mr->map_collected;
+	pthread_mutex_unlock(&list_lock);
+	return c;
+}
+
+/* Would a region lose a right it needs if its pages became prot? */
+static bool loses_right(const struct srn_mr *mr, int prot)
+{
+	if (prot < 0)
+		return true;
+	return mr->map_writable ? !(prot & PROT_WRITE) : !(prot & PROT_READ);
+}
+
+void srn_mr_unmapping(uintptr_t start, size_t len, int prot)
+{
+	if (!srn_mr_tracked || !len)
+		return;
+	uintptr_t end = start + len < start ? UINTPTR_MAX : start + len;
+	enum { BATCH = 32 };
+	for (;;) {
+		struct srn_mr *batch[BATCH];
+		unsigned n = 0;
+		pthread_mutex_lock(&list_lock);
+		for (struct srn_mr *mr = list_head; mr && n < BATCH; mr = mr->map_next) {
+			uintptr_t b = mr->map_base;
+			if (mr->map_collected || b >= end || b + mr->map_len <= start ||
+			    !loses_right(mr, prot))
+				continue;
+			mr->map_collected = true;
+			mr->map_users++;
+			batch[n++] = mr;
+		}
+		pthread_mutex_unlock(&list_lock);
+		if (!n)
+			return;
+		/* Under the region's nic->lock, so an access that already
+		 * resolved the key finishes before the pages go. */
+		for (unsigned i = 0; i < n; i++) {
+			struct srn_nic *nic = batch[i]->pd->nic;
+			srn_nic_lock(nic);
+			batch[i]->revoked = true;
+			pthread_mutex_unlock(&nic->lock);
+		}
+		pthread_mutex_lock(&list_lock);
+		for (unsigned i = 0; i < n; i++)
+			batch[i]->map_users--;
+		pthread_mutex_unlock(&list_lock);
+	}
+}
