@@ -113,10 +113,114 @@ SRN_EXPORT struct ibv_mr *ibv_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset, 
 	return srn_null_errno(-EOPNOTSUPP);
 }
 
-SRN_EXPORT int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void *addr,
+/* The new state of a region: what rereg checks before it applies it. */
+struct rereg {
+	struct srn_pd *pd;
+	uint8_t *base;
+	uint64_t iova, length;
+	unsigned access;
+	bool moves;                    /* CHANGE_TRANSLATION */
+};
+
+/* Check and apply under nic->lock; -errno leaves the region as it was. */
+static int rereg_apply(struct srn_mr *mr, const struct rereg *n)
+{
+	struct srn_nic *nic = mr->pd->nic;
+	bool writable = srn_mr_access_writable(n->access);
+	int ret = 0;
+	srn_nic_lock(nic);
+	if (mr->mw_binds)
+		ret = -EBUSY;          /* windows were checked against the old region */
+	else if (mr->revoked)
+		ret = -EFAULT;         /* its pages are gone; only dereg is left */
+	/* The same check as registration, for the new range or for the old
+	 * one when it must now be writable.  Under nic->lock: a hook that
+	 * unmaps the range after this check waits for the lock and then
+	 * revokes the region. */
+	else if (n->moves || (writable && !srn_mr_access_writable(mr->access)))
+		ret = srn_mr_map_check(n->base, n->length, writable);
+	if (!ret && srn_mr_map_collected(mr))
+		ret = -EFAULT;         /* a hook is taking pages of it right now */
+	if (!ret) {
+		if (n->pd != mr->pd) {
+			n->pd->refs++;
+			mr->pd->refs--;
+			mr->pd = n->pd;
+		}
+		mr->access = n->access;
+		if (n->moves) {
+			mr->base = n->base;
+			mr->iova = n->iova;
+			mr->length = n->length;
+			srn_mr_rekey(nic, mr);
+		}
+		srn_diag_snap(mr->diag);
+	}
+	pthread_mutex_unlock(&nic->lock);
+	return ret;
+}
+
+/*
+ * ibv_rereg_mr as rdma-core and the kernel do it: input errors
+ * (IBV_REREG_MR_ERR_INPUT, errno EINVAL) leave the region untouched; a
+ * refused change (IBV_REREG_MR_ERR_CMD, errno as reg_mr would set it)
+ * leaves it untouched too, which is more than the kernel promises.  PD and
+ * access changes keep lkey and rkey (as rxe and mlx5's in-place update
+ * do); a new translation gets new keys in the same slot, so keys handed out
+ * for the old memory stop working, as after dereg and reg.
+ */
+SRN_EXPORT int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *ibpd, void *addr,
 			    size_t length, int access)
 {
-	return IBV_REREG_MR_ERR_INPUT;   /* not supported yet; the old MR stays valid */
+	struct srn_mr *mr = srn_mr(ibmr);
+	/* libibverbs' own checks, before the provider is asked. */
+	if ((flags & ~IBV_REREG_MR_FLAGS_SUPPORTED) ||
+	    ((flags & IBV_REREG_MR_CHANGE_TRANSLATION) && (!length || !addr)) ||
+	    (access && !(flags & IBV_REREG_MR_CHANGE_ACCESS))) {
+		errno = EINVAL;
+		return IBV_REREG_MR_ERR_INPUT;
+	}
+	struct rereg n = {
+		.pd = (flags & IBV_REREG_MR_CHANGE_PD) ? srn_pd(ibpd) : mr->pd,
+		.base = mr->base, .iova = mr->iova, .length = mr->length,
+		.access = (flags & IBV_REREG_MR_CHANGE_ACCESS) ? (unsigned)access : mr->access,
+		.moves = flags & IBV_REREG_MR_CHANGE_TRANSLATION,
+	};
+	int ret = 0;
+	/* The kernel's checks (ib_uverbs_rereg_mr): some change asked for, a
+	 * PD of the same device, valid access, a range that does not wrap. */
+	if (!flags || (n.moves && (uintptr_t)addr + length < (uintptr_t)addr))
+		ret = -EINVAL;
+	else if ((flags & IBV_REREG_MR_CHANGE_PD) &&
+		 (!ibpd || srn_pd(ibpd)->nic != mr->pd->nic))
+		ret = -EINVAL;
+	else
+		ret = srn_mr_check_access(n.access);
+	if (!ret && n.moves) {
+		n.base = addr;
+		n.iova = (uintptr_t)addr;
+		n.length = length;
+		/* While it changes, the hooks watch old and new range. */
+		uintptr_t lo = (uintptr_t)mr->base < (uintptr_t)addr ? (uintptr_t)mr->base
+								      : (uintptr_t)addr;
+		uintptr_t hi_old = (uintptr_t)mr->base + mr->length;
+		uintptr_t hi_new = (uintptr_t)addr + length;
+		srn_mr_map_set(mr, lo, (hi_old > hi_new ? hi_old : hi_new) - lo,
+			       srn_mr_access_writable(mr->access | n.access));
+	}
+	if (!ret)
+		ret = rereg_apply(mr, &n);
+	/* What the hooks watch from now on: the region as it now is. */
+	srn_mr_map_set(mr, (uintptr_t)mr->base, mr->length, srn_mr_access_writable(mr->access));
+	if (ret) {
+		errno = -ret;
+		return IBV_REREG_MR_ERR_CMD;
+	}
+	ibmr->pd = &mr->pd->ibpd;
+	ibmr->addr = mr->base;
+	ibmr->length = mr->length;
+	ibmr->lkey = ibmr->rkey = ibmr->handle = mr->key;
+	return 0;
 }
 
 SRN_EXPORT int ibv_dereg_mr(struct ibv_mr *ibmr)
