@@ -1,0 +1,10 @@
+# Registered memory (issue 10 items 2, 8, 13): unpredictable keys, no
+# registration of memory that is not there, no access to memory unmapped
+# under a registration, and ibv_rereg_mr.
+add_executable(test_trust_mem test_trust_mem.c rc_test_conn.c)
+target_link_libraries(test_trust_mem PRIVATE softrnic)
+target_include_directories(test_trust_mem PRIVATE ${IBVERBS_INCLUDE})
+foreach(t keys fault unmap rereg)
+  add_test(NAME trust_mem_${t} COMMAND test_trust_mem ${t})
+  set_tests_properties(trust_mem_${t} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120)
+endforeach()
