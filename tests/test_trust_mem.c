@@ -12,13 +12,21 @@
  *           the other; the peer's RDMA READ and WRITE with the old rkeys
  *           fail with a remote access error, never see or change the
  *           secret, and the target lives.
+ *   guess   another user's attack: a root victim serves RC connections and
+ *           registers a secret first; a peer running as uid 65534 (a
+ *           legitimate client over RoCE/UDP from another 127.x address, told
+ *           the secret's address but not its rkey) tries the keys the old
+ *           allocator gave (0x126, then slot s with key byte s*37+1): every
+ *           READ gets a remote access error and nothing of the secret.
  *   rereg   every ibv_rereg_mr flag combination and error path, and over a
  *           loopback connection: a moved region's old rkey fails, its new
  *           one reaches the new memory; an access change is enforced.
  *
  * Exit 0 pass, 1 fail.
  */
+#define _GNU_SOURCE
 #include <errno.h>
+#include <grp.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
@@ -236,6 +244,104 @@ static int test_unmap(void)
 	return attacker(fd, pid);
 }
 
+/* ---- guess (another uid) ---------------------------------------------- */
+
+enum { GUESSES = 8 };
+
+struct ginfo {
+	union ibv_gid gid;
+	uint32_t qpn[GUESSES];
+	uint64_t secret_addr;
+};
+
+static int victim(int fd, pid_t child)
+{
+	union ibv_gid gid;
+	struct ibv_context *ctx = srn_tc_open(&gid);
+	struct ibv_pd *pd = ibv_alloc_pd(ctx);
+	struct ibv_cq *cq = ibv_create_cq(ctx, 4 * GUESSES, NULL, NULL, 0);
+	uint8_t *secret = map_rw(NULL, LEN, 0);
+	memset(secret, SECRET, LEN);
+	/* The process's first region, as in the report. */
+	struct ibv_mr *mr = ibv_reg_mr(pd, secret, LEN, IBV_ACCESS_LOCAL_WRITE |
+				       IBV_ACCESS_REMOTE_READ);
+	CHECK(pd && cq && mr);
+	fprintf(stderr, "victim's secret region: rkey 0x%08x (not told to the peer)\n", mr->rkey);
+	struct ginfo me = { .gid = gid, .secret_addr = (uintptr_t)secret }, peer;
+	struct ibv_qp *qp[GUESSES];
+	for (int i = 0; i < GUESSES; i++) {
+		qp[i] = make_qp(pd, cq);
+		me.qpn[i] = qp[i]->qp_num;
+	}
+	srn_tc_xchg(fd, &me, &peer, sizeof(me), 30000);
+	struct srn_tc_qp_opts o = srn_tc_default_opts();
+	for (int i = 0; i < GUESSES; i++)
+		srn_tc_connect(qp[i], &peer.gid, peer.qpn[i], 0x300, 0x400, &o);
+	srn_tc_barrier(fd, 1, 30000);
+	srn_tc_barrier(fd, 2, 60000);           /* the peer has guessed */
+	return srn_tc_wait_child(child, 30);
+}
+
+static int guesser(int fd)
+{
+	/* Drop to nobody before any verbs call: the attacker's device,
+	 * files and socket are another user's. */
+	if (setgroups(0, NULL) || setresgid(65534, 65534, 65534) ||
+	    setresuid(65534, 65534, 65534))
+		return 1;
+	CHECK(getuid() == 65534 && geteuid() == 65534);
+	union ibv_gid gid;
+	struct ibv_context *ctx = srn_tc_open(&gid);
+	struct ibv_pd *pd = ibv_alloc_pd(ctx);
+	struct ibv_cq *cq = ibv_create_cq(ctx, 4 * GUESSES, NULL, NULL, 0);
+	uint8_t *buf = map_rw(NULL, LEN, 0);
+	struct ibv_mr *mr = ibv_reg_mr(pd, buf, LEN, IBV_ACCESS_LOCAL_WRITE);
+	CHECK(pd && cq && mr);
+	struct ginfo me = { .gid = gid }, v;
+	struct ibv_qp *qp[GUESSES];
+	for (int i = 0; i < GUESSES; i++) {
+		qp[i] = make_qp(pd, cq);
+		me.qpn[i] = qp[i]->qp_num;
+	}
+	srn_tc_xchg(fd, &me, &v, sizeof(me), 30000);
+	CHECK(memcmp(&v.gid, &gid, sizeof(gid)) != 0);   /* another address */
+	struct srn_tc_qp_opts o = srn_tc_default_opts();
+	for (int i = 0; i < GUESSES; i++)
+		srn_tc_connect(qp[i], &v.gid, v.qpn[i], 0x400, 0x300, &o);
+	srn_tc_barrier(fd, 1, 30000);
+	/* A failed guess puts the QP in error: one QP per guess. */
+	for (uint32_t s = 1; s <= GUESSES; s++) {
+		uint32_t key = s << 8 | (uint8_t)(s * 37 + 1);
+		memset(buf, 0, LEN);
+		enum ibv_wc_status st = rdma(qp[s - 1], cq, mr, IBV_WR_RDMA_READ, v.secret_addr, key,
+					     LEN);
+		fprintf(stderr, "guess rkey 0x%x: %s\n", key, ibv_wc_status_str(st));
+		CHECK(st == IBV_WC_REM_ACCESS_ERR);
+		for (int i = 0; i < LEN; i++)
+			CHECK(buf[i] != SECRET);
+	}
+	srn_tc_barrier(fd, 2, 30000);
+	return 0;
+}
+
+static int test_guess(void)
+{
+	if (geteuid() != 0) {
+		fprintf(stderr, "SKIP: needs root to play another uid\n");
+		return 77;
+	}
+	unsetenv("SOFTRNIC_FAULTS");
+	setenv("SOFTRNIC_SHM", "0", 1);         /* RoCE over UDP, as between hosts */
+	int fd;
+	pid_t pid = srn_tc_fork(&fd);
+	if (pid == 0) {
+		srn_tc_role = "uid 65534";
+		exit(guesser(fd));
+	}
+	srn_tc_role = "victim";
+	return victim(fd, pid);
+}
+
 /* ---- rereg -------------------------------------------------------------- */
 
 static int test_rereg(void)
@@ -350,6 +456,8 @@ int main(int argc, char **argv)
 		return test_unmap();
 	if (!strcmp(t, "rereg"))
 		return test_rereg();
-	fprintf(stderr, "usage: %s keys|fault|unmap|rereg\n", argv[0]);
+	if (!strcmp(t, "guess"))
+		return test_guess();
+	fprintf(stderr, "usage: %s keys|fault|unmap|rereg|guess\n", argv[0]);
 	return 2;
 }
