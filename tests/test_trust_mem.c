@@ -18,6 +18,10 @@
  *           the secret's address but not its rkey) tries the keys the old
  *           allocator gave (0x126, then slot s with key byte s*37+1): every
  *           READ gets a remote access error and nothing of the secret.
+ *   race    while READs of a region are answered (the progress thread), the
+ *           program maps a secret over it with MAP_FIXED: each READ either
+ *           completes with the old bytes or fails, never carries the
+ *           secret, and nothing crashes (30 rounds).
  *   rereg   every ibv_rereg_mr flag combination and error path, and over a
  *           loopback connection: a moved region's old rkey fails, its new
  *           one reaches the new memory; an access change is enforced.
@@ -30,6 +34,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "rc_test_conn.h"
@@ -342,6 +347,75 @@ static int test_guess(void)
 	return victim(fd, pid);
 }
 
+/* ---- race ------------------------------------------------------------- */
+
+static int test_race(void)
+{
+	enum { ROUNDS = 30, NREAD = 16, PIECE = 16384 };
+	union ibv_gid gid;
+	struct ibv_context *ctx = srn_tc_open(&gid);
+	struct ibv_pd *pd = ibv_alloc_pd(ctx);
+	struct ibv_cq *cq = ibv_create_cq(ctx, 4 * NREAD, NULL, NULL, 0);
+	uint8_t *loc = map_rw(NULL, NREAD * PIECE, 0);
+	struct ibv_mr *lmr = ibv_reg_mr(pd, loc, NREAD * PIECE, IBV_ACCESS_LOCAL_WRITE);
+	CHECK(pd && cq && lmr);
+	struct srn_tc_qp_opts o = srn_tc_default_opts();
+	int failed = 0, ok = 0;
+	for (int r = 0; r < ROUNDS; r++) {
+		uint8_t *reg = map_rw(NULL, PIECE, 0);
+		memset(reg, 0x11, PIECE);
+		memset(loc, 0, NREAD * PIECE);
+		struct ibv_mr *mr = ibv_reg_mr(pd, reg, PIECE, IBV_ACCESS_LOCAL_WRITE |
+					       IBV_ACCESS_REMOTE_READ);
+		CHECK(mr);
+		struct ibv_qp_init_attr ia = {
+			.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
+			.cap = { .max_send_wr = NREAD, .max_recv_wr = 1, .max_send_sge = 1,
+				 .max_recv_sge = 1 },
+		};
+		struct ibv_qp *qa = ibv_create_qp(pd, &ia), *qb = ibv_create_qp(pd, &ia);
+		CHECK(qa && qb);
+		srn_tc_connect(qa, &gid, qb->qp_num, 0x50, 0x60, &o);
+		srn_tc_connect(qb, &gid, qa->qp_num, 0x60, 0x50, &o);
+		for (int i = 0; i < NREAD; i++) {
+			struct ibv_sge sg = { (uintptr_t)(loc + i * PIECE), PIECE, lmr->lkey };
+			struct ibv_send_wr wr = { .wr_id = (uint64_t)i, .sg_list = &sg, .num_sge = 1,
+						  .opcode = IBV_WR_RDMA_READ,
+						  .send_flags = IBV_SEND_SIGNALED }, *bad;
+			wr.wr.rdma.remote_addr = (uintptr_t)reg;
+			wr.wr.rdma.rkey = mr->rkey;
+			CHECK(ibv_post_send(qa, &wr, &bad) == 0);
+		}
+		/* Give the progress thread a head start of r microseconds. */
+		struct timespec ts = { 0, r * 1000L };
+		nanosleep(&ts, NULL);
+		CHECK(mmap(reg, PIECE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED,
+			   -1, 0) == reg);
+		memset(reg, SECRET, PIECE);
+		for (int n = 0; n < NREAD; n++) {
+			struct ibv_wc wc = srn_tc_poll_one(cq, 10);
+			CHECK(wc.wr_id < NREAD);
+			const uint8_t *got = loc + wc.wr_id * PIECE;
+			if (wc.status == IBV_WC_SUCCESS) {
+				ok++;
+				for (int i = 0; i < PIECE; i++)
+					CHECK(got[i] == 0x11);
+			} else {
+				failed++;
+				CHECK(wc.status == IBV_WC_REM_ACCESS_ERR ||
+				      wc.status == IBV_WC_WR_FLUSH_ERR);
+				for (int i = 0; i < PIECE; i++)
+					CHECK(got[i] != SECRET);
+			}
+		}
+		CHECK(ibv_destroy_qp(qa) == 0 && ibv_destroy_qp(qb) == 0);
+		CHECK(ibv_dereg_mr(mr) == 0);
+		CHECK(munmap(reg, PIECE) == 0);
+	}
+	fprintf(stderr, "%d READs completed before the remap, %d failed after it\n", ok, failed);
+	return 0;
+}
+
 /* ---- rereg -------------------------------------------------------------- */
 
 static int test_rereg(void)
@@ -458,6 +532,8 @@ int main(int argc, char **argv)
 		return test_rereg();
 	if (!strcmp(t, "guess"))
 		return test_guess();
-	fprintf(stderr, "usage: %s keys|fault|unmap|rereg|guess\n", argv[0]);
+	if (!strcmp(t, "race"))
+		return test_race();
+	fprintf(stderr, "usage: %s keys|fault|unmap|rereg|guess|race\n", argv[0]);
 	return 2;
 }
