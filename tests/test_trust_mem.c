@@ -22,6 +22,11 @@
  *           program maps a secret over it with MAP_FIXED: each READ either
  *           completes with the old bytes or fails, never carries the
  *           secret, and nothing crashes (30 rounds).
+ *   detach  the same for the other ways memory goes: a System V segment
+ *           detached and another (a secret) attached at its address, a
+ *           region moved away with mremap and a secret mapped in its place,
+ *           a region made PROT_NONE: a loopback READ with the old rkey
+ *           fails, carries no secret, and does not crash the process.
  *   rereg   every ibv_rereg_mr flag combination and error path, and over a
  *           loopback connection: a moved region's old rkey fails, its new
  *           one reaches the new memory; an access change is enforced.
@@ -33,6 +38,7 @@
 #include <grp.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/shm.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -416,6 +422,89 @@ static int test_race(void)
 	return 0;
 }
 
+/* ---- detach ----------------------------------------------------------- */
+
+struct loop {
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	struct ibv_mr *lmr;
+	uint8_t *loc;
+	union ibv_gid gid;
+};
+
+/* A READ of LEN bytes at addr through rkey over a fresh loopback QP pair
+ * (a failed access leaves the pair in error). */
+static enum ibv_wc_status loop_read(struct loop *l, const void *addr, uint32_t rkey)
+{
+	struct ibv_qp *qa = make_qp(l->pd, l->cq), *qb = make_qp(l->pd, l->cq);
+	struct srn_tc_qp_opts o = srn_tc_default_opts();
+	srn_tc_connect(qa, &l->gid, qb->qp_num, 0x10, 0x20, &o);
+	srn_tc_connect(qb, &l->gid, qa->qp_num, 0x20, 0x10, &o);
+	memset(l->loc, 0, LEN);
+	enum ibv_wc_status st = rdma(qa, l->cq, l->lmr, IBV_WR_RDMA_READ, (uintptr_t)addr, rkey, LEN);
+	CHECK(ibv_destroy_qp(qa) == 0 && ibv_destroy_qp(qb) == 0);
+	struct ibv_wc wc;
+	while (ibv_poll_cq(l->cq, 1, &wc) > 0)
+		;
+	for (int i = 0; i < LEN && st != IBV_WC_SUCCESS; i++)
+		CHECK(l->loc[i] != SECRET);
+	return st;
+}
+
+static int test_detach(void)
+{
+	struct loop l;
+	struct ibv_context *ctx = srn_tc_open(&l.gid);
+	l.pd = ibv_alloc_pd(ctx);
+	l.cq = ibv_create_cq(ctx, 8, NULL, NULL, 0);
+	l.loc = map_rw(NULL, LEN, 0);
+	l.lmr = ibv_reg_mr(l.pd, l.loc, LEN, IBV_ACCESS_LOCAL_WRITE);
+	CHECK(l.pd && l.cq && l.lmr);
+	int acc = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ;
+
+	/* System V: removed at once, they go with their last attachment. */
+	int id1 = shmget(IPC_PRIVATE, LEN, IPC_CREAT | 0600);
+	int id2 = shmget(IPC_PRIVATE, LEN, IPC_CREAT | 0600);
+	CHECK(id1 >= 0 && id2 >= 0);
+	uint8_t *a = shmat(id1, NULL, 0);
+	CHECK(a != (void *)-1 && shmctl(id1, IPC_RMID, NULL) == 0);
+	memset(a, 0x11, LEN);
+	struct ibv_mr *mr = ibv_reg_mr(l.pd, a, LEN, acc);
+	CHECK(mr);
+	CHECK(loop_read(&l, a, mr->rkey) == IBV_WC_SUCCESS && l.loc[0] == 0x11);
+	CHECK(shmdt(a) == 0);
+	uint8_t *b = shmat(id2, a, 0);
+	CHECK(b == a && shmctl(id2, IPC_RMID, NULL) == 0);
+	memset(b, SECRET, LEN);
+	enum ibv_wc_status st = loop_read(&l, a, mr->rkey);
+	fprintf(stderr, "READ through the detached segment: %s\n", ibv_wc_status_str(st));
+	CHECK(st == IBV_WC_REM_ACCESS_ERR);
+	CHECK(ibv_dereg_mr(mr) == 0 && shmdt(b) == 0);
+
+	/* mremap: the pages move elsewhere, a secret takes their place. */
+	uint8_t *c = map_rw(NULL, LEN, 0), *away = map_rw(NULL, LEN, 0);
+	memset(c, 0x22, LEN);
+	mr = ibv_reg_mr(l.pd, c, LEN, acc);
+	CHECK(mr);
+	CHECK(mremap(c, LEN, LEN, MREMAP_MAYMOVE | MREMAP_FIXED, away) == away);
+	CHECK(map_rw(c, LEN, MAP_FIXED_NOREPLACE) == c);
+	memset(c, SECRET, LEN);
+	st = loop_read(&l, c, mr->rkey);
+	fprintf(stderr, "READ through the moved region: %s\n", ibv_wc_status_str(st));
+	CHECK(st == IBV_WC_REM_ACCESS_ERR);
+	CHECK(ibv_dereg_mr(mr) == 0);
+
+	/* PROT_NONE: a READ must not fault inside the library. */
+	uint8_t *d = map_rw(NULL, LEN, 0);
+	mr = ibv_reg_mr(l.pd, d, LEN, acc);
+	CHECK(mr && mprotect(d, LEN, PROT_NONE) == 0);
+	st = loop_read(&l, d, mr->rkey);
+	fprintf(stderr, "READ through the PROT_NONE region: %s\n", ibv_wc_status_str(st));
+	CHECK(st == IBV_WC_REM_ACCESS_ERR);
+	CHECK(ibv_dereg_mr(mr) == 0);
+	return 0;
+}
+
 /* ---- rereg -------------------------------------------------------------- */
 
 static int test_rereg(void)
@@ -534,6 +623,8 @@ int main(int argc, char **argv)
 		return test_guess();
 	if (!strcmp(t, "race"))
 		return test_race();
-	fprintf(stderr, "usage: %s keys|fault|unmap|rereg|guess|race\n", argv[0]);
+	if (!strcmp(t, "detach"))
+		return test_detach();
+	fprintf(stderr, "usage: %s keys|fault|unmap|rereg|guess|race|detach\n", argv[0]);
 	return 2;
 }
