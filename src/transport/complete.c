@@ -38,6 +38,11 @@ static enum ibv_wc_opcode wc_opcode_of(enum ibv_wr_opcode op)
 
 static void push(struct srn_qp *qp, struct srn_cq *cq, const struct ibv_wc *wc, bool solicited)
 {
+	/* A queue without a CQ never holds work (srn_sq_fill; an XRC receive
+	 * QP receives only once bound to an SRQ, whose CQ it uses): should
+	 * that ever break, a flush drops the completion, never the process. */
+	if (!cq)
+		return;
 	if (srn_cq_push(cq, wc, solicited) == -ENOSPC) {
 		srn_count(qp->nic->cnt, SRN_CNT_CQ_OVERFLOW, 1);
 		struct ibv_async_event ev = { .element.cq = &cq->ibcq, .event_type = IBV_EVENT_CQ_ERR };

@@ -432,6 +432,10 @@ struct ibv_qp *srn_verbs_create_qp_ex(struct ibv_context *c, struct ibv_qp_init_
 	bool ops = a->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
 	if (ops && (a->send_ops_flags & ~(uint64_t)SRN_QP_EX_OPS))
 		return srn_null_errno(-EOPNOTSUPP);
+	/* An XRC receive QP has no send queue, so no ibv_wr_* table: any
+	 * send_ops_flags at all is EOPNOTSUPP (rxe and mlx5 say the same). */
+	if (ops && a->qp_type == IBV_QPT_XRC_RECV)
+		return srn_null_errno(-EOPNOTSUPP);
 	struct ibv_qp_init_attr init = {
 		.qp_context = a->qp_context,
 		.send_cq = a->send_cq,

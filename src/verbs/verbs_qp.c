@@ -264,6 +264,11 @@ static int check_send_opcode(const struct srn_qp *qp, enum ibv_wr_opcode op)
  * nic->lock.  The slot at pos belongs to the caller: see verbs.h. */
 int srn_sq_fill(struct srn_qp *qp, uint32_t pos, const struct ibv_send_wr *wr)
 {
+	/* Every send WQE enters here, and each ends in a completion on the
+	 * send CQ (at the latest when a flush empties the queue): a QP with
+	 * none (an XRC receive QP) has no send queue. */
+	if (!qp->scq)
+		return -EINVAL;
 	int ret = check_send_opcode(qp, wr->opcode);
 	if (ret)
 		return ret;

@@ -1,0 +1,9 @@
+# Issue 10, item 11, second review: the edges of an ibv_wr_* batch that
+# holds only its QP's send-queue lock.  srn_trust_verbs_test comes from
+# trust_verbs.cmake, which the sorted glob of tests/CMakeLists.txt reads
+# before this file.
+
+# An XRC receive QP gets no send_ops_flags (EOPNOTSUPP, as rxe and mlx5):
+# it has no send queue and no send CQ to complete into.
+srn_trust_verbs_test(test_trust_verbs2_xrc_recv test_trust_verbs2_xrc
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_trust_verbs_peer.c)
