@@ -77,7 +77,7 @@ if [ "${SRN_SKIP_TSAN:-0}" != 1 ]; then
 	echo "=== build-tsan: ctest (selected tests)"
 	timeout -k 10 "$BUDGET" ctest --test-dir build-tsan --output-on-failure -j"$JOBS" \
 		--timeout 300 \
-		-R '^(test_rc_verbs|test_diag_shm|test_ud_mcast|test_wr_api_packets|test_trust_verbs_wr_batch|rc_stress_100k_lossfree|rc_stress_100k_udp|rc_held_ack)$' ||
+		-R '^(test_rc_verbs|test_diag_shm|test_ud_mcast|test_wr_api_packets|test_trust_verbs_wr_batch|test_trust_verbs2_(reset|abort|thread|destroy)|rc_stress_100k_lossfree|rc_stress_100k_udp|rc_held_ack)$' ||
 		status=1
 fi
 

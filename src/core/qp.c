@@ -100,6 +100,7 @@ static void reset(struct srn_qp *qp)
 	if (qp->type == IBV_QPT_XRC_RECV)
 		srn_qp_bind_xrc_srq(qp, NULL);   /* no message in progress holds it */
 	qp->sq_head = qp->sq_cur = qp->sq_tail = 0;
+	qp->reset_gen++;
 	qp->sq_cur_off = 0;
 	qp->sq_cur_started = false;
 	qp->rq.head = qp->rq.tail = 0;

@@ -114,6 +114,8 @@ struct srn_qp {
 	struct ibv_sge *sq_sge;        /* sq_size * cap.max_send_sge */
 	uint8_t *sq_inline;            /* sq_size * cap.max_inline_data */
 	uint32_t sq_size, sq_head, sq_cur, sq_tail;
+	uint32_t reset_gen;            /* counts resets: an ibv_wr_* batch opened before
+					* one is refused (sq_head alone may look unmoved) */
 	uint32_t sq_cur_off;           /* bytes of sq[sq_cur] already sent */
 	bool sq_cur_started;           /* sq[sq_cur] has its PSNs assigned */
 	uint32_t req_psn;              /* next PSN to send */

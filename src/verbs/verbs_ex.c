@@ -22,7 +22,15 @@
  * rings the doorbell.  An error anywhere makes ibv_wr_complete drop the
  * whole batch and return it; ibv_wr_abort drops it silently.  So both APIs
  * queue identical work and send identical packets.
+ *
+ * A batch belongs to the thread that opened it (wr_stage->owner): the
+ * ibv_wr_* calls of any other thread, and ibv_wr_complete/abort with no
+ * batch open, touch nothing (complete returns EINVAL) and never unlock a
+ * lock they do not hold.  A reset of the QP under an open batch (counted
+ * by qp->reset_gen) makes ibv_wr_complete refuse it, and ibv_destroy_qp
+ * is EBUSY while a batch is open.
  */
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -160,6 +168,11 @@ struct ibv_cq_ex *srn_verbs_create_cq_ex(struct ibv_context *c, struct ibv_cq_in
 /* ---- ibv_qp_ex ------------------------------------------------------ */
 
 struct srn_wr_stage {
+	/* The thread whose batch is open (its thread_tag), 0 when none.
+	 * Written only by that thread while it holds sq_lock; read by any
+	 * thread, so atomic.  The fields below are the owner's alone. */
+	_Atomic uintptr_t owner;
+	uint32_t gen;                  /* qp->reset_gen at ibv_wr_start */
 	bool open;
 	int err;                       /* first error of the batch (positive errno) */
 	uint32_t head;                 /* sq_head at ibv_wr_start: the batch fills [head, head + n) */
@@ -176,28 +189,48 @@ static struct srn_qp *qpx(struct ibv_qp_ex *q)
 	return (struct srn_qp *)q;
 }
 
-static struct srn_wr_stage *stage_of(struct srn_qp *qp)
+/* Any address unique to the calling thread names it (never 0). */
+static _Thread_local char thread_tag;
+
+static uintptr_t this_thread(void)
 {
-	return qp->wr_stage;
+	return (uintptr_t)&thread_tag;
 }
 
-/* Free slots from st->head on (at ibv_wr_start, head becomes sq_head).
- * A reset under the batch (sq_tail back to 0) leaves none:
- * ibv_wr_complete then refuses the batch anyway. */
+/* The batch of this QP if this thread has it open, else NULL: the
+ * ibv_wr_* calls of other threads or outside a batch do nothing. */
+static struct srn_wr_stage *stage_of(struct srn_qp *qp)
+{
+	struct srn_wr_stage *st = qp->wr_stage;
+	if (atomic_load_explicit(&st->owner, memory_order_relaxed) != this_thread())
+		return NULL;
+	return st;
+}
+
+/* Free slots from st->head on (at ibv_wr_start, head becomes sq_head and
+ * gen the QP's reset count).  After a reset under the batch sq_tail is
+ * back at 0 and the figure means nothing, so the batch is failed here:
+ * ibv_wr_complete refuses it anyway. */
 static void stage_see_room(struct srn_qp *qp, struct srn_wr_stage *st, bool start)
 {
 	srn_nic_lock(qp->nic);
-	if (start)
+	if (start) {
 		st->head = qp->sq_head;
+		st->gen = qp->reset_gen;
+	}
 	uint32_t used = st->head - qp->sq_tail;
 	st->room = used > qp->sq_size ? 0 : qp->sq_size - used;
+	if (st->gen != qp->reset_gen) {
+		st->room = 0;
+		if (!st->err)
+			st->err = EINVAL;
+	}
 	pthread_mutex_unlock(&qp->nic->lock);
 }
 
 /* Write the staged work request, if any, into the batch's next slot. */
-static void stage_flush(struct srn_qp *qp)
+static void stage_flush(struct srn_qp *qp, struct srn_wr_stage *st)
 {
-	struct srn_wr_stage *st = stage_of(qp);
 	if (!st->open)
 		return;
 	st->open = false;
@@ -205,6 +238,8 @@ static void stage_flush(struct srn_qp *qp)
 		return;
 	if (st->n == st->room)
 		stage_see_room(qp, st, false);
+	if (st->err)
+		return;
 	if (st->n >= st->room) {
 		st->err = ENOMEM;       /* as ibv_post_send on a full queue */
 		return;
@@ -216,89 +251,119 @@ static void stage_flush(struct srn_qp *qp)
 		st->n++;
 }
 
-static void stage_open(struct ibv_qp_ex *q, enum ibv_wr_opcode op)
+/* Open a work request of opcode op in this thread's batch; returns it,
+ * or NULL when this thread has no batch open on the QP. */
+static struct ibv_send_wr *stage_open(struct ibv_qp_ex *q, enum ibv_wr_opcode op)
 {
 	struct srn_qp *qp = qpx(q);
 	struct srn_wr_stage *st = stage_of(qp);
-	stage_flush(qp);
+	if (!st)
+		return NULL;
+	stage_flush(qp, st);
 	memset(&st->wr, 0, sizeof(st->wr));
 	st->wr.wr_id = q->wr_id;
 	st->wr.send_flags = q->wr_flags;
 	st->wr.opcode = op;
 	st->wr.sg_list = st->sge;
 	st->open = true;
+	return &st->wr;
 }
 
-static void wr_send(struct ibv_qp_ex *q) { stage_open(q, IBV_WR_SEND); }
+/* The work request the ibv_wr_set_* calls complete, or NULL. */
+static struct ibv_send_wr *staged_wr(struct ibv_qp_ex *q)
+{
+	struct srn_wr_stage *st = stage_of(qpx(q));
+	return st ? &st->wr : NULL;
+}
+
+static void wr_send(struct ibv_qp_ex *q) { (void)stage_open(q, IBV_WR_SEND); }
 
 static void wr_send_imm(struct ibv_qp_ex *q, __be32 imm)
 {
-	stage_open(q, IBV_WR_SEND_WITH_IMM);
-	stage_of(qpx(q))->wr.imm_data = imm;
+	struct ibv_send_wr *wr = stage_open(q, IBV_WR_SEND_WITH_IMM);
+	if (wr)
+		wr->imm_data = imm;
 }
 
 static void wr_send_inv(struct ibv_qp_ex *q, uint32_t rkey)
 {
-	stage_open(q, IBV_WR_SEND_WITH_INV);
-	stage_of(qpx(q))->wr.invalidate_rkey = rkey;
+	struct ibv_send_wr *wr = stage_open(q, IBV_WR_SEND_WITH_INV);
+	if (wr)
+		wr->invalidate_rkey = rkey;
 }
 
 static void wr_local_inv(struct ibv_qp_ex *q, uint32_t rkey)
 {
-	stage_open(q, IBV_WR_LOCAL_INV);
-	stage_of(qpx(q))->wr.invalidate_rkey = rkey;
+	struct ibv_send_wr *wr = stage_open(q, IBV_WR_LOCAL_INV);
+	if (wr)
+		wr->invalidate_rkey = rkey;
 }
 
 static void wr_bind_mw(struct ibv_qp_ex *q, struct ibv_mw *mw, uint32_t rkey,
 		       const struct ibv_mw_bind_info *info)
 {
-	stage_open(q, IBV_WR_BIND_MW);
-	struct ibv_send_wr *wr = &stage_of(qpx(q))->wr;
+	struct ibv_send_wr *wr = stage_open(q, IBV_WR_BIND_MW);
+	if (!wr)
+		return;
 	wr->bind_mw.mw = mw;
 	wr->bind_mw.rkey = rkey;
 	wr->bind_mw.bind_info = *info;
 }
 
+static void stage_rdma(struct ibv_qp_ex *q, enum ibv_wr_opcode op, uint32_t rkey, uint64_t addr,
+		       __be32 imm)
+{
+	struct ibv_send_wr *wr = stage_open(q, op);
+	if (!wr)
+		return;
+	wr->wr.rdma.rkey = rkey;
+	wr->wr.rdma.remote_addr = addr;
+	wr->imm_data = imm;
+}
+
 static void wr_rdma_write(struct ibv_qp_ex *q, uint32_t rkey, uint64_t addr)
 {
-	stage_open(q, IBV_WR_RDMA_WRITE);
-	stage_of(qpx(q))->wr.wr.rdma.rkey = rkey;
-	stage_of(qpx(q))->wr.wr.rdma.remote_addr = addr;
+	stage_rdma(q, IBV_WR_RDMA_WRITE, rkey, addr, 0);
 }
 
 static void wr_rdma_write_imm(struct ibv_qp_ex *q, uint32_t rkey, uint64_t addr, __be32 imm)
 {
-	wr_rdma_write(q, rkey, addr);
-	stage_of(qpx(q))->wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
-	stage_of(qpx(q))->wr.imm_data = imm;
+	stage_rdma(q, IBV_WR_RDMA_WRITE_WITH_IMM, rkey, addr, imm);
 }
 
 static void wr_rdma_read(struct ibv_qp_ex *q, uint32_t rkey, uint64_t addr)
 {
-	wr_rdma_write(q, rkey, addr);
-	stage_of(qpx(q))->wr.opcode = IBV_WR_RDMA_READ;
+	stage_rdma(q, IBV_WR_RDMA_READ, rkey, addr, 0);
+}
+
+static void stage_atomic(struct ibv_qp_ex *q, enum ibv_wr_opcode op, uint32_t rkey, uint64_t addr,
+			 uint64_t compare_add, uint64_t swap)
+{
+	struct ibv_send_wr *wr = stage_open(q, op);
+	if (!wr)
+		return;
+	wr->wr.atomic.rkey = rkey;
+	wr->wr.atomic.remote_addr = addr;
+	wr->wr.atomic.compare_add = compare_add;
+	wr->wr.atomic.swap = swap;
 }
 
 static void wr_cmp_swp(struct ibv_qp_ex *q, uint32_t rkey, uint64_t addr, uint64_t compare,
 		       uint64_t swap)
 {
-	stage_open(q, IBV_WR_ATOMIC_CMP_AND_SWP);
-	struct ibv_send_wr *wr = &stage_of(qpx(q))->wr;
-	wr->wr.atomic.rkey = rkey;
-	wr->wr.atomic.remote_addr = addr;
-	wr->wr.atomic.compare_add = compare;
-	wr->wr.atomic.swap = swap;
+	stage_atomic(q, IBV_WR_ATOMIC_CMP_AND_SWP, rkey, addr, compare, swap);
 }
 
 static void wr_fetch_add(struct ibv_qp_ex *q, uint32_t rkey, uint64_t addr, uint64_t add)
 {
-	wr_cmp_swp(q, rkey, addr, add, 0);
-	stage_of(qpx(q))->wr.opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
+	stage_atomic(q, IBV_WR_ATOMIC_FETCH_AND_ADD, rkey, addr, add, 0);
 }
 
 static void wr_set_ud_addr(struct ibv_qp_ex *q, struct ibv_ah *ah, uint32_t qpn, uint32_t qkey)
 {
-	struct ibv_send_wr *wr = &stage_of(qpx(q))->wr;
+	struct ibv_send_wr *wr = staged_wr(q);
+	if (!wr)
+		return;
 	wr->wr.ud.ah = ah;
 	wr->wr.ud.remote_qpn = qpn;
 	wr->wr.ud.remote_qkey = qkey;
@@ -306,12 +371,16 @@ static void wr_set_ud_addr(struct ibv_qp_ex *q, struct ibv_ah *ah, uint32_t qpn,
 
 static void wr_set_xrc_srqn(struct ibv_qp_ex *q, uint32_t srqn)
 {
-	stage_of(qpx(q))->wr.qp_type.xrc.remote_srqn = srqn;
+	struct ibv_send_wr *wr = staged_wr(q);
+	if (wr)
+		wr->qp_type.xrc.remote_srqn = srqn;
 }
 
 static void wr_set_sge_list(struct ibv_qp_ex *q, size_t n, const struct ibv_sge *sg)
 {
 	struct srn_wr_stage *st = stage_of(qpx(q));
+	if (!st)
+		return;
 	if (n > SRN_MAX_SGE) {
 		st->err = EINVAL;
 		return;
@@ -330,6 +399,8 @@ static void wr_set_sge(struct ibv_qp_ex *q, uint32_t lkey, uint64_t addr, uint32
 static void wr_set_inline_data_list(struct ibv_qp_ex *q, size_t n, const struct ibv_data_buf *b)
 {
 	struct srn_wr_stage *st = stage_of(qpx(q));
+	if (!st)
+		return;
 	size_t total = 0;
 	for (size_t i = 0; i < n; i++) {
 		if (b[i].length > sizeof(st->inline_buf) - total) {
@@ -351,23 +422,40 @@ static void wr_set_inline_data(struct ibv_qp_ex *q, void *addr, size_t length)
 }
 
 /* A second ibv_wr_start on the same thread before the batch ended starts
- * the batch over (its lock is already ours). */
+ * the batch over (its lock is already ours: EDEADLK).  Any other failure
+ * to lock leaves no batch open, so the calls that follow do nothing and
+ * ibv_wr_complete says EINVAL. */
 static void wr_start(struct ibv_qp_ex *q)
 {
 	struct srn_qp *qp = qpx(q);
-	(void)srn_sq_lock(qp);
-	struct srn_wr_stage *st = stage_of(qp);
+	int r = srn_sq_lock(qp);
+	if (r && r != -EDEADLK)
+		return;
+	struct srn_wr_stage *st = qp->wr_stage;
+	atomic_store_explicit(&st->owner, this_thread(), memory_order_relaxed);
 	st->open = false;
 	st->err = 0;
 	st->n = 0;
 	stage_see_room(qp, st, true);
 }
 
+/* End the batch: forget what it wrote (the slots were never visible)
+ * and give the send queue back. */
+static void stage_close(struct srn_qp *qp, struct srn_wr_stage *st)
+{
+	st->open = false;
+	st->err = 0;
+	st->n = 0;
+	atomic_store_explicit(&st->owner, 0, memory_order_relaxed);
+	pthread_mutex_unlock(&qp->sq_lock);
+}
+
 static void wr_abort(struct ibv_qp_ex *q)
 {
 	struct srn_qp *qp = qpx(q);
-	stage_of(qp)->open = false;     /* the slots it wrote were never visible */
-	pthread_mutex_unlock(&qp->sq_lock);
+	struct srn_wr_stage *st = stage_of(qp);
+	if (st)
+		stage_close(qp, st);
 }
 
 /* Publish the batch: the only part under nic->lock. */
@@ -375,14 +463,18 @@ static int wr_complete(struct ibv_qp_ex *q)
 {
 	struct srn_qp *qp = qpx(q);
 	struct srn_wr_stage *st = stage_of(qp);
-	stage_flush(qp);
+	if (!st)
+		return EINVAL;          /* no batch of this thread is open */
+	stage_flush(qp, st);
 	srn_nic_lock(qp->nic);
 	int err = st->err;
 	/* The same state rule as ibv_post_send, applied when the work
-	 * becomes visible.  sq_head moved only if the QP was reset under
-	 * the batch: its slots are then not where it thought. */
+	 * becomes visible.  A reset under the batch (reset_gen moved)
+	 * emptied the queue its slots were counted in, even if it since
+	 * came back to RTS with sq_head where the batch began. */
 	if (!err && (qp->state == IBV_QPS_RESET || qp->state == IBV_QPS_INIT ||
-		     qp->state == IBV_QPS_RTR || qp->sq_head != st->head))
+		     qp->state == IBV_QPS_RTR || qp->reset_gen != st->gen ||
+		     qp->sq_head != st->head))
 		err = EINVAL;
 	if (!err && st->n > qp->sq_size - (st->head - qp->sq_tail))
 		err = ENOMEM;
@@ -396,7 +488,7 @@ static int wr_complete(struct ibv_qp_ex *q)
 			srn_req_push(qp);
 	}
 	srn_nic_unlock(qp->nic);
-	pthread_mutex_unlock(&qp->sq_lock);
+	stage_close(qp, st);
 	return err;
 }
 

@@ -207,6 +207,12 @@ SRN_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 {
 	struct srn_qp *qp = srn_qp(ibqp);
 	struct srn_nic *nic = qp->nic;
+	/* An ibv_wr_* batch holds the send-queue lock from ibv_wr_start to
+	 * its end and keeps writing into the QP: while one is open (this
+	 * thread's or another's) the QP stays, as rdma-core refuses to
+	 * destroy what is in use.  Held to the end: no batch starts now. */
+	if (qp->wr_stage && pthread_mutex_trylock(&qp->sq_lock))
+		return EBUSY;
 	srn_nic_lock(nic);
 	srn_ack_flush(nic);             /* an ACK it owes still leaves */
 	srn_txq_flush(nic);             /* queued packets point into this QP */
@@ -227,8 +233,10 @@ SRN_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 	pthread_mutex_unlock(&nic->lock);
 	pthread_mutex_destroy(&ibqp->mutex);
 	pthread_cond_destroy(&ibqp->cond);
-	if (qp->wr_stage)
+	if (qp->wr_stage) {
+		pthread_mutex_unlock(&qp->sq_lock);
 		pthread_mutex_destroy(&qp->sq_lock);
+	}
 	srn_qp_free_queues(qp);
 	free(qp);
 	return 0;
