@@ -9,7 +9,7 @@
 #include <errno.h>
 #include <infiniband/verbs.h>
 
-#include "verbs/export.h"
+#include "verbs/visibility.h"
 
 struct srn_context;
 

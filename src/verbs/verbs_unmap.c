@@ -28,7 +28,7 @@
 #include <unistd.h>
 
 #include "core/mr_map.h"
-#include "verbs/export.h"
+#include "verbs/visibility.h"
 
 /* Pages a call affects: [addr, addr+len) rounded out to whole pages. */
 static void unmapping(const void *addr, size_t len, int prot)

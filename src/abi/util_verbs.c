@@ -31,7 +31,7 @@
 #include <rdma/ib_user_verbs.h>
 #include <rdma/ib_user_sa.h>
 
-#include "verbs/export.h"
+#include "abi/export.h"
 
 #define SRN_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 

@@ -1,9 +1,8 @@
 /*
- * export.h - marking the libibverbs ABI surface.
+ * export.h - marking the libibverbs ABI surface (the shim's part).
  *
- * The library is compiled with -fvisibility=hidden, so a function is
- * exported only if it carries SRN_EXPORT *and* its name is listed in a
- * node of src/verbs/libibverbs.map (which ends in "local: *").
+ * SRN_EXPORT (verbs/visibility.h) exports a name listed in a node of
+ * src/abi/libibverbs.map, the map that ends in "local: *".
  *
  * SRN_COMPAT(name, node) attaches an extra, non-default version of a
  * public name to a function with a different internal name: the object
@@ -14,13 +13,13 @@
  * symbol would make its alias local); the map's "local: *" keeps the
  * internal name itself out of the dynamic symbol table.
  */
-#ifndef SRN_VERBS_EXPORT_H
-#define SRN_VERBS_EXPORT_H
+#ifndef SRN_ABI_EXPORT_H
+#define SRN_ABI_EXPORT_H
 
-#define SRN_EXPORT __attribute__((visibility("default")))
+#include "verbs/visibility.h"
 
 /* Needs GCC >= 10 (the symver attribute); Debian 12 ships GCC 12. */
 #define SRN_COMPAT(name, node) \
 	SRN_EXPORT __attribute__((symver(#name "@" #node)))
 
-#endif /* SRN_VERBS_EXPORT_H */
+#endif /* SRN_ABI_EXPORT_H */

@@ -32,7 +32,7 @@
 #include <infiniband/verbs.h>
 #include <rdma/rdma_user_ioctl_cmds.h>
 
-#include "verbs/export.h"
+#include "abi/export.h"
 
 /* Provider-side structures: opaque here. */
 struct verbs_device_ops;

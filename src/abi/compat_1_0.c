@@ -4,7 +4,7 @@
  * Before libibverbs 1.1 (2006) these verbs took different structures
  * (struct ibv_context_1_0, ibv_pd_1_0, ...) that wrapped the real ones.
  * Binaries linked then bind to name@IBVERBS_1.0; everything linked since
- * binds to name@@IBVERBS_1.1, which the other files in src/verbs define.
+ * binds to name@@IBVERBS_1.1, which the working verbs in src/verbs define.
  * Debian's libibverbs still exports both, so softrnic does too: a program
  * that merely references the old versions must load.
  *
@@ -26,7 +26,7 @@
 
 #include <infiniband/verbs.h>
 
-#include "verbs/export.h"
+#include "abi/export.h"
 
 /* The 1.0 structures: only pointers to them pass through here. */
 struct ibv_device_1_0;
