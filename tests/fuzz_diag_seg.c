@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "diag/shm.h"   /* the writer's counts: SRN_CNT__MAX, SRN_QPC__MAX */
 #include "diag_seg.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -1,7 +1,8 @@
 /*
  * cmd_stat.c - `softrnic stat`: the counters of every softrnic process on
- * this host, read from their diagnostic segments (src/diag/shm.h) without
- * their cooperation: while they run, and after they died (last values).
+ * this host, read from their diagnostic segments (src/diag/seg_layout.h)
+ * without their cooperation: while they run, and after they died (last
+ * values).
  *
  *   softrnic stat [--pid N] [--dev NAME] [--qp QPN|all] [--all]
  *                 [--json | --dump] [--watch [SECS] [--count N]]

@@ -3,8 +3,8 @@
  * by `softrnic stat`, `res` and `explain`.
  *
  * Each softrnic process maps one segment per open device at
- * <dir>/softrnic.<pid>.<dev> (src/diag/shm.h: layout and memory ordering),
- * readable by its owner only.  This module finds the caller's own (root:
+ * <dir>/softrnic.<pid>.<dev> (src/diag/seg_layout.h: layout and memory
+ * ordering), readable by its owner only.  This module finds the caller's own (root:
  * all), opens only regular files without following links or blocking,
  * and hands each to diag_seg.h, which validates and reads it.  Other
  * users' files are counted, never opened.  It also holds the

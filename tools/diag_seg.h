@@ -1,6 +1,6 @@
 /*
  * diag_seg.h - one diagnostic segment as the tools read it (layout and
- * writer-side ordering: src/diag/shm.h).
+ * writer-side ordering: src/diag/seg_layout.h).
  *
  * A segment is input from another process, possibly hostile, and its file
  * may shrink under us.  So it is never mapped: everything is read with
@@ -27,7 +27,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "diag/shm.h"
+#include "diag/seg_layout.h"
 
 /* Bytes of the segment read and validated at once. */
 #define SRN_SEG_PREFIX offsetof(struct srn_diag_seg, slots)

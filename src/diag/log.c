@@ -5,7 +5,7 @@
  *
  * Invariants:
  * - One writer per ring (nic->lock); entries use the per-entry seqlock of
- *   shm.h and the head is published with release after the entry.
+ *   seg_layout.h and the head is published with release after the entry.
  * - ERROR lines of a QP go to its ring and to the device ring, so they
  *   outlive the QP; lines of other objects and of the device go to the
  *   device ring only (only QP slots have rings backed by pages).
@@ -83,7 +83,7 @@ static void ring_put(struct srn_diag_log_entry *ring, _Atomic uint64_t *head, ui
 	uint64_t n = atomic_load_explicit(head, memory_order_relaxed);
 	struct srn_diag_log_entry *e = &ring[n & (nent - 1)];
 	uint32_t s = atomic_load_explicit(&e->seq, memory_order_relaxed);
-	/* Ordered before the fields by their release stores (shm.h). */
+	/* Ordered before the fields by their release stores (seg_layout.h). */
 	atomic_store_explicit(&e->seq, s + 1, memory_order_relaxed);
 	SRN_DIAG_SET(e->level, (uint8_t)lvl);
 	SRN_DIAG_SET(e->kind, (uint8_t)kind);

@@ -1,6 +1,6 @@
 /*
  * shm.c - creating, filling and closing the diagnostic segment, and its
- * object slot table (layout and memory ordering: shm.h).
+ * object slot table (layout and memory ordering: seg_layout.h).
  *
  * Invariants:
  * - The segment is written only by this process, under the nic->lock of
@@ -321,7 +321,7 @@ __attribute__((destructor)) static void diag_at_exit(void)
 
 struct srn_counters *srn_diag_counters(struct srn_diag *d)
 {
-	return &d->seg->counters.c;
+	return (struct srn_counters *)d->seg->counters.v;
 }
 
 bool srn_diag_is_shared(const struct srn_diag *d)
@@ -343,7 +343,7 @@ uint64_t srn_diag_handle(const struct srn_diag *d, const void *owner)
 }
 
 /* Zero the kind-specific part of a slot with release stores (a reader
- * may be copying it; see shm.h). */
+ * may be copying it; see seg_layout.h). */
 static void clear_body(struct srn_diag_slot *s)
 {
 	uint64_t *w = (uint64_t *)&s->pd;
