@@ -41,7 +41,7 @@ SRN_EXPORT struct ibv_ah *ibv_create_ah(struct ibv_pd *ibpd, struct ibv_ah_attr 
 	srn_nic_lock(pd->nic);
 	ah->diag = srn_diag_obj_add(pd->nic->diag, SRN_DIAG_AH, ah);
 	srn_diag_snap(ah->diag);
-	pthread_mutex_unlock(&pd->nic->lock);
+	srn_nic_unlock(pd->nic);
 	return &ah->ibah;
 }
 
@@ -51,7 +51,7 @@ SRN_EXPORT int ibv_destroy_ah(struct ibv_ah *ibah)
 	struct srn_nic *nic = srn_pd(ibah->pd)->nic;
 	srn_nic_lock(nic);
 	srn_diag_obj_del(ah->diag);
-	pthread_mutex_unlock(&nic->lock);
+	srn_nic_unlock(nic);
 	srn_pd(ibah->pd)->refs--;
 	free(ah);
 	return 0;
@@ -116,7 +116,7 @@ SRN_EXPORT int ibv_attach_mcast(struct ibv_qp *ibqp, const union ibv_gid *gid, u
 	struct srn_qp *qp = srn_qp(ibqp);
 	srn_nic_lock(qp->nic);
 	ret = srn_mcast_attach(qp->nic, qp, gid->raw);
-	pthread_mutex_unlock(&qp->nic->lock);
+	srn_nic_unlock(qp->nic);
 	return -ret;
 }
 
@@ -128,6 +128,6 @@ SRN_EXPORT int ibv_detach_mcast(struct ibv_qp *ibqp, const union ibv_gid *gid, u
 	struct srn_qp *qp = srn_qp(ibqp);
 	srn_nic_lock(qp->nic);
 	ret = srn_mcast_detach(qp->nic, qp, gid->raw);
-	pthread_mutex_unlock(&qp->nic->lock);
+	srn_nic_unlock(qp->nic);
 	return -ret;
 }

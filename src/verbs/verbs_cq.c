@@ -61,7 +61,7 @@ struct ibv_cq *srn_cq_create(struct ibv_context *context, int cqe, void *cq_cont
 	if (cq->channel) {
 		srn_nic_lock(cq->nic);
 		cq->channel->ncqs++;
-		pthread_mutex_unlock(&cq->nic->lock);
+		srn_nic_unlock(cq->nic);
 	}
 	cq->ibcq.context = context;
 	cq->ibcq.channel = channel;
@@ -72,7 +72,7 @@ struct ibv_cq *srn_cq_create(struct ibv_context *context, int cqe, void *cq_cont
 	srn_nic_lock(cq->nic);
 	cq->diag = srn_diag_obj_add(cq->nic->diag, SRN_DIAG_CQ, cq);
 	srn_diag_snap(cq->diag);
-	pthread_mutex_unlock(&cq->nic->lock);
+	srn_nic_unlock(cq->nic);
 	return &cq->ibcq;
 }
 
@@ -110,7 +110,7 @@ SRN_EXPORT int ibv_resize_cq(struct ibv_cq *ibcq, int cqe)
 			cq->ibcq.cqe = cqe;
 		}
 	}
-	pthread_mutex_unlock(&cq->nic->lock);
+	srn_nic_unlock(cq->nic);
 	return ret;
 }
 
@@ -119,7 +119,7 @@ SRN_EXPORT int ibv_destroy_cq(struct ibv_cq *ibcq)
 	struct srn_cq *cq = srn_cq(ibcq);
 	srn_nic_lock(cq->nic);
 	if (cq->nqps) {
-		pthread_mutex_unlock(&cq->nic->lock);
+		srn_nic_unlock(cq->nic);
 		return EBUSY;
 	}
 	if (cq->channel) {
@@ -127,7 +127,7 @@ SRN_EXPORT int ibv_destroy_cq(struct ibv_cq *ibcq)
 		cq->channel->ncqs--;
 	}
 	srn_diag_obj_del(cq->diag);
-	pthread_mutex_unlock(&cq->nic->lock);
+	srn_nic_unlock(cq->nic);
 	srn_cq_fini(cq);
 	pthread_mutex_destroy(&ibcq->mutex);
 	pthread_cond_destroy(&ibcq->cond);
@@ -168,7 +168,7 @@ int srn_verbs_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 		cq->arm = SRN_CQ_ARM_NEXT;
 	else if (cq->arm == SRN_CQ_DISARMED)
 		cq->arm = SRN_CQ_ARM_SOLICITED;
-	pthread_mutex_unlock(&cq->nic->lock);
+	srn_nic_unlock(cq->nic);
 	/* Arming is what an application does before it sleeps on the
 	 * channel: hand progress to the background thread now. */
 	srn_progress_app_sleeps(cq->nic);

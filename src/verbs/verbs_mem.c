@@ -21,7 +21,7 @@ SRN_EXPORT struct ibv_pd *ibv_alloc_pd(struct ibv_context *context)
 	srn_nic_lock(pd->nic);
 	pd->diag = srn_diag_obj_add(pd->nic->diag, SRN_DIAG_PD, pd);
 	srn_diag_snap(pd->diag);
-	pthread_mutex_unlock(&pd->nic->lock);
+	srn_nic_unlock(pd->nic);
 	return &pd->ibpd;
 }
 
@@ -32,7 +32,7 @@ SRN_EXPORT int ibv_dealloc_pd(struct ibv_pd *ibpd)
 		return EBUSY;   /* objects still use it, as the kernel answers */
 	srn_nic_lock(pd->nic);
 	srn_diag_obj_del(pd->diag);
-	pthread_mutex_unlock(&pd->nic->lock);
+	srn_nic_unlock(pd->nic);
 	free(pd);
 	return 0;
 }
@@ -63,7 +63,7 @@ static struct ibv_mr *reg(struct ibv_pd *ibpd, void *addr, size_t length, uint64
 	if (!ret) {
 		srn_nic_lock(pd->nic);
 		ret = srn_mr_insert(pd->nic, mr);
-		pthread_mutex_unlock(&pd->nic->lock);
+		srn_nic_unlock(pd->nic);
 	}
 	if (ret) {
 		srn_mr_untrack(mr);
@@ -82,7 +82,7 @@ static struct ibv_mr *reg(struct ibv_pd *ibpd, void *addr, size_t length, uint64
 	mr->diag = srn_diag_obj_add(pd->nic->diag, SRN_DIAG_MR, mr);
 	srn_diag_snap(mr->diag);
 	srn_diag_snap(pd->diag);
-	pthread_mutex_unlock(&pd->nic->lock);
+	srn_nic_unlock(pd->nic);
 	return &mr->ibmr;
 }
 
@@ -156,7 +156,7 @@ static int rereg_apply(struct srn_mr *mr, const struct rereg *n)
 		}
 		srn_diag_snap(mr->diag);
 	}
-	pthread_mutex_unlock(&nic->lock);
+	srn_nic_unlock(nic);
 	return ret;
 }
 
@@ -232,12 +232,12 @@ SRN_EXPORT int ibv_dereg_mr(struct ibv_mr *ibmr)
 	srn_nic_lock(nic);
 	if (mr->mw_binds) {
 		/* Windows still bound to it: the kernel answers EBUSY. */
-		pthread_mutex_unlock(&nic->lock);
+		srn_nic_unlock(nic);
 		return EBUSY;
 	}
 	srn_mr_remove(nic, mr);
 	srn_diag_obj_del(mr->diag);
-	pthread_mutex_unlock(&nic->lock);
+	srn_nic_unlock(nic);
 	srn_mr_untrack(mr);
 	mr->pd->refs--;
 	free(mr);

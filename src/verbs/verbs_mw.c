@@ -23,7 +23,7 @@ struct ibv_mw *srn_verbs_alloc_mw(struct ibv_pd *ibpd, enum ibv_mw_type type)
 	mw->pd = pd;
 	srn_nic_lock(pd->nic);
 	int ret = srn_mr_insert(pd->nic, mw);
-	pthread_mutex_unlock(&pd->nic->lock);
+	srn_nic_unlock(pd->nic);
 	if (ret) {
 		free(mw);
 		return srn_null_errno(ret);
@@ -50,7 +50,7 @@ int srn_verbs_dealloc_mw(struct ibv_mw *ibmw)
 	if (mw->bound)
 		mw->bound->mw_binds--;
 	srn_mr_remove(nic, mw);
-	pthread_mutex_unlock(&nic->lock);
+	srn_nic_unlock(nic);
 	mw->pd->refs--;
 	free(mw);
 	return 0;

@@ -50,7 +50,7 @@ SRN_EXPORT struct ibv_srq *ibv_create_srq(struct ibv_pd *ibpd, struct ibv_srq_in
 	srn_nic_lock(srq->nic);
 	srq->diag = srn_diag_obj_add(srq->nic->diag, SRN_DIAG_SRQ, srq);
 	srn_diag_snap(srq->diag);
-	pthread_mutex_unlock(&srq->nic->lock);
+	srn_nic_unlock(srq->nic);
 	return &srq->ibsrq;
 }
 
@@ -67,7 +67,7 @@ SRN_EXPORT int ibv_modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr, 
 		ret = EINVAL;
 	else
 		srq->limit = attr->srq_limit;
-	pthread_mutex_unlock(&srq->nic->lock);
+	srn_nic_unlock(srq->nic);
 	return ret;
 }
 
@@ -78,7 +78,7 @@ SRN_EXPORT int ibv_query_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr)
 	attr->max_wr = srq->rq.max_wr;
 	attr->max_sge = srq->rq.max_sge;
 	attr->srq_limit = srq->limit;
-	pthread_mutex_unlock(&srq->nic->lock);
+	srn_nic_unlock(srq->nic);
 	return 0;
 }
 
@@ -92,7 +92,7 @@ SRN_EXPORT int ibv_destroy_srq(struct ibv_srq *ibsrq)
 	struct srn_srq *srq = srn_srq(ibsrq);
 	srn_nic_lock(srq->nic);
 	if (srq->nqps) {
-		pthread_mutex_unlock(&srq->nic->lock);
+		srn_nic_unlock(srq->nic);
 		return EBUSY;
 	}
 	srn_diag_obj_del(srq->diag);
@@ -102,7 +102,7 @@ SRN_EXPORT int ibv_destroy_srq(struct ibv_srq *ibsrq)
 		srq->cq->nqps--;
 	}
 	srq->pd->refs--;
-	pthread_mutex_unlock(&srq->nic->lock);
+	srn_nic_unlock(srq->nic);
 	srn_rq_fini(&srq->rq);
 	pthread_mutex_destroy(&ibsrq->mutex);
 	pthread_cond_destroy(&ibsrq->cond);
@@ -123,6 +123,6 @@ int srn_verbs_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr, struc
 			break;
 		}
 	}
-	pthread_mutex_unlock(&srq->nic->lock);
+	srn_nic_unlock(srq->nic);
 	return ret;
 }

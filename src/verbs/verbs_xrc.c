@@ -60,7 +60,7 @@ struct ibv_xrcd *srn_verbs_open_xrcd(struct ibv_context *c, struct ibv_xrcd_init
 		x->next = nic->xrcds;
 		nic->xrcds = x;
 	}
-	pthread_mutex_unlock(&nic->lock);
+	srn_nic_unlock(nic);
 	if (err)
 		return srn_null_errno(-err);
 	return &x->ibxrcd;
@@ -72,7 +72,7 @@ int srn_verbs_close_xrcd(struct ibv_xrcd *ibx)
 	struct srn_nic *nic = x->nic;
 	srn_nic_lock(nic);
 	if (x->refs == 1 && x->users) {
-		pthread_mutex_unlock(&nic->lock);
+		srn_nic_unlock(nic);
 		return EBUSY;
 	}
 	bool last = --x->refs == 0;
@@ -82,7 +82,7 @@ int srn_verbs_close_xrcd(struct ibv_xrcd *ibx)
 				*pp = x->next;
 				break;
 			}
-	pthread_mutex_unlock(&nic->lock);
+	srn_nic_unlock(nic);
 	if (last)
 		free(x);
 	return 0;
@@ -138,7 +138,7 @@ struct ibv_srq *srn_verbs_create_srq_ex(struct ibv_context *c, struct ibv_srq_in
 		srq->cq = srn_cq(a->cq);
 		srq->cq->nqps++;
 	}
-	pthread_mutex_unlock(&nic->lock);
+	srn_nic_unlock(nic);
 	if (!n) {
 		ibv_destroy_srq(ibsrq);
 		return srn_null_errno(-ENOMEM);
