@@ -251,6 +251,9 @@ void srn_mr_unmapping(uintptr_t start, size_t len, int prot)
 			struct srn_nic *nic = batch[i]->pd->nic;
 			srn_nic_lock(nic);
 			batch[i]->revoked = true;
+			/* Nothing was queued, and no packet should leave from
+			 * inside the program's munmap. */
+			/* raw nic unlock: a flag flip inside munmap */
 			pthread_mutex_unlock(&nic->lock);
 		}
 		pthread_mutex_lock(&list_lock);

@@ -88,7 +88,7 @@ static int cq_ex_next(struct ibv_cq_ex *c)
 	struct srn_cq *cq = cq_of(c);
 	srn_nic_lock(cq->nic);
 	bool got = cq_ex_fetch(cq);
-	pthread_mutex_unlock(&cq->nic->lock);
+	srn_nic_unlock(cq->nic);
 	return got ? 0 : ENOENT;
 }
 
@@ -225,7 +225,7 @@ static void stage_see_room(struct srn_qp *qp, struct srn_wr_stage *st, bool star
 		if (!st->err)
 			st->err = EINVAL;
 	}
-	pthread_mutex_unlock(&qp->nic->lock);
+	srn_nic_unlock(qp->nic);
 }
 
 /* Write the staged work request, if any, into the batch's next slot. */

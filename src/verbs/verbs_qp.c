@@ -126,7 +126,7 @@ int srn_qp_create(struct ibv_context *c, struct ibv_pd *ibpd, struct ibv_qp_init
 		if (xrcd)
 			xrcd->users++;
 	}
-	pthread_mutex_unlock(&nic->lock);
+	srn_nic_unlock(nic);
 	if (ret)
 		goto fail;
 
@@ -147,7 +147,7 @@ int srn_qp_create(struct ibv_context *c, struct ibv_pd *ibpd, struct ibv_qp_init
 	srn_nic_lock(nic);
 	qp->diag = srn_diag_obj_add(nic->diag, SRN_DIAG_QP, qp);
 	srn_diag_snap(qp->diag);
-	pthread_mutex_unlock(&nic->lock);
+	srn_nic_unlock(nic);
 	*out = qp;
 	return 0;
 fail:
@@ -199,7 +199,7 @@ SRN_EXPORT int ibv_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int m
 	init->cap = qp->cap;
 	init->qp_type = qp->type;
 	init->sq_sig_all = qp->sq_sig_all;
-	pthread_mutex_unlock(&qp->nic->lock);
+	srn_nic_unlock(qp->nic);
 	return 0;
 }
 
@@ -230,7 +230,7 @@ SRN_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 		qp->srq->nqps--;
 	if (qp->xrcd)
 		qp->xrcd->users--;
-	pthread_mutex_unlock(&nic->lock);
+	srn_nic_unlock(nic);
 	pthread_mutex_destroy(&ibqp->mutex);
 	pthread_cond_destroy(&ibqp->cond);
 	if (qp->wr_stage) {
@@ -427,7 +427,7 @@ int srn_verbs_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_
 	if (qp->state == IBV_QPS_ERR)
 		srn_qp_flush(qp);
 out:
-	pthread_mutex_unlock(&qp->nic->lock);
+	srn_nic_unlock(qp->nic);
 	return ret;
 }
 
