@@ -48,6 +48,8 @@ run_pass() {
 }
 
 status=0
+# Structure checks: no raw exit from the NIC lock outside the engine.
+./scripts/check_unlock.sh || status=1
 run_pass "$BUILD_DIR" || status=1
 
 if [ "${SRN_SKIP_ASAN:-0}" != 1 ]; then
