@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -292,15 +293,97 @@ int srn_pcap_expand_path(const char *tmpl, pid_t pid, char *out, size_t outlen)
     return 0;
 }
 
-static int open_file(struct srn_pcap *p, char *err, size_t errlen)
+/* Why an existing file at the trace path is not ours to overwrite, or NULL
+ * if it is: a regular file with one link, owned by our effective uid,
+ * that no other user can read or write. Anything else may be a file an
+ * attacker planted to read the trace (a 0666 file, a FIFO with a reader)
+ * or a link to one of our own files to clobber (a hard link). A file that
+ * was ever open to others is refused too: a reader may still hold it open. */
+static const char *not_ours(const struct stat *st, char *why, size_t whylen)
 {
-    p->fd = open(p->path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (p->fd < 0) {
+    if (!S_ISREG(st->st_mode))
+        return "it is not a regular file";
+    if (st->st_uid != geteuid()) {
+        snprintf(why, whylen, "it belongs to uid %lu, not to us", (unsigned long)st->st_uid);
+        return why;
+    }
+    if (st->st_mode & (S_IRWXG | S_IRWXO)) {
+        snprintf(why, whylen, "other users may open it (mode %04o, we write 0600)",
+                 (unsigned)(st->st_mode & 07777));
+        return why;
+    }
+    if (st->st_nlink != 1)
+        return "it has other hard links";
+    return NULL;
+}
+
+/* Create the trace file exclusively with mode 0600, or take over an old
+ * trace of ours (see not_ours) and truncate it, as `tcpdump -w` does.
+ * O_NOFOLLOW: a symlink in the last component is refused, never followed.
+ * O_NONBLOCK: a planted FIFO without a reader fails (ENXIO) instead of
+ * blocking the open forever; on a regular file it changes nothing. Every
+ * check is made with fstat on the descriptor we write to, so the path
+ * cannot be swapped between check and use. Returns the fd or -errno with
+ * one line in err. */
+static int open_trace_fd(const char *path, char *err, size_t errlen)
+{
+    const int flags = O_WRONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK;
+    int fd = open(path, flags | O_CREAT | O_EXCL, 0600);
+    if (fd >= 0) {
+        /* The umask may have taken bits from 0600; a trace nobody can
+         * reopen is useless. fchmod never adds group/other bits here. */
+        if (fchmod(fd, 0600) == 0)
+            return fd;
         int e = errno;
-        snprintf(err, errlen, "%s=%s: cannot create the trace file: %s", SRN_PCAP_ENV, p->path,
-                 strerror(e));
+        snprintf(err, errlen, "%s=%s: cannot set mode 0600 on the trace file: %s", SRN_PCAP_ENV,
+                 path, strerror(e));
+        close(fd);
         return -e;
     }
+    int e = errno;
+    bool exists = e == EEXIST;
+    if (exists) {
+        fd = open(path, flags);
+        e = fd < 0 ? errno : 0;
+    }
+    if (fd < 0) {
+        const char *what = strerror(e);
+        if (e == ELOOP)
+            what = "it is a symbolic link";
+        else if (e == ENXIO)
+            what = "it is a FIFO or device, not a regular file";
+        if (e == ELOOP || e == ENXIO) {
+            snprintf(err, errlen, "%s=%s: refusing to write the trace there: %s (remove it, or "
+                     "trace into a directory only you can write)", SRN_PCAP_ENV, path, what);
+            return -EEXIST;
+        }
+        snprintf(err, errlen, "%s=%s: cannot %s the trace file: %s", SRN_PCAP_ENV, path,
+                 exists ? "open the existing" : "create", what);
+        return -e;
+    }
+    struct stat st;
+    char why[96];
+    const char *refuse = NULL;
+    if (fstat(fd, &st) == 0 && !(refuse = not_ours(&st, why, sizeof(why))) && ftruncate(fd, 0) == 0)
+        return fd;
+    e = errno;
+    if (refuse) {
+        snprintf(err, errlen, "%s=%s: refusing to write the trace there: %s (remove it, or "
+                 "trace into a directory only you can write)", SRN_PCAP_ENV, path, refuse);
+        e = EEXIST;
+    } else {
+        snprintf(err, errlen, "%s=%s: cannot truncate the trace file: %s", SRN_PCAP_ENV, path,
+                 strerror(e));
+    }
+    close(fd);
+    return -e;
+}
+
+static int open_file(struct srn_pcap *p, char *err, size_t errlen)
+{
+    p->fd = open_trace_fd(p->path, err, errlen);
+    if (p->fd < 0)
+        return p->fd;
     /* magic, version 2.4, thiszone, sigfigs, snaplen, network; host
      * order throughout (readers detect it from the magic). */
     uint8_t gh[24];

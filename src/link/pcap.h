@@ -3,8 +3,10 @@
  * timestamps) that Wireshark/tshark decode as RoCEv2.
  *
  * SOFTRNIC_PCAP=FILE turns it on ("%p" in FILE becomes the pid, "%%" a
- * '%'); SOFTRNIC_PCAP_MAX_MB bounds the file (default 1024 MiB; records
- * past it are not written). The socket only sees UDP payloads, so each
+ * '%'); the file is created 0600, and a file already there that is not a
+ * private regular file of ours is refused (srn_pcap_open).
+ * SOFTRNIC_PCAP_MAX_MB bounds the file (default 1024 MiB; records past it
+ * are not written). The socket only sees UDP payloads, so each
  * record gets synthesised Ethernet, IP and UDP headers: MACs 02:00 + the
  * IPv4 address (the last 4 bytes of an IPv6 one), IPv4 with TOS 0, ID 0,
  * DF, TTL 64 and a correct header checksum, IPv6 with hop limit 64 and
@@ -43,7 +45,11 @@ struct srn_pcap;
  * variable is unset or empty; -errno (or -EINVAL for a bad
  * SOFTRNIC_PCAP_MAX_MB) with one line in err otherwise. */
 int srn_pcap_open_env(struct srn_pcap **out, char *err, size_t errlen);
-/* Open (truncate) or share the file of template path; max_bytes bounds it. */
+/* Create (exclusively, mode 0600) or share the file of template path;
+ * max_bytes bounds it. An existing file is truncated and reused only if
+ * it is a regular file of ours, mode 0600 or stricter, with one link;
+ * anything else (a symlink, a FIFO, another user's or a group/other-
+ * accessible file) is refused with -EEXIST and a line in err saying why. */
 int srn_pcap_open(const char *path, uint64_t max_bytes, struct srn_pcap **out,
                   char *err, size_t errlen);
 /* Drop one reference; the last one writes what is buffered and closes. */
