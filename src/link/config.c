@@ -20,10 +20,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define SRN_CFG_LINE_MAX 1024
+#define SRN_CFG_FILE_MAX (64 << 10) /* SRN_MAX_DEVICES lines, with room for comments */
 #define SRN_CFG_ENV "SOFTRNIC_DEVICES"
 #define SRN_CFG_FILE_ENV "SOFTRNIC_CONFIG"
 
@@ -272,17 +275,12 @@ static int cfg_add(struct cfg_list *l, const char *text, int pos, char *err, siz
     return 0;
 }
 
-static int cfg_from_env(struct cfg_list *l, const char *env, char *err, size_t errlen)
+/* ';'-separated entries, numbered as the user counts the ';' (strtok_r
+ * would merge empty fields and shift the numbers). text is NUL-free. */
+static int cfg_from_entries(struct cfg_list *l, char *text, char *err, size_t errlen)
 {
-    char *copy = strdup(env);
-    if (!copy) {
-        snprintf(err, errlen, "%s: out of memory", SRN_CFG_ENV);
-        return -ENOMEM;
-    }
     int rc = 0, pos = 0;
-    /* strtok_r would merge empty fields and shift entry numbers; numbering
-     * follows what the user sees when counting ';'. */
-    for (char *p = copy, *next; p && !rc; p = next) {
+    for (char *p = text, *next; p && !rc; p = next) {
         next = strchr(p, ';');
         if (next)
             *next++ = '\0';
@@ -291,47 +289,38 @@ static int cfg_from_env(struct cfg_list *l, const char *env, char *err, size_t e
         if (*t)
             rc = cfg_add(l, t, pos, err, errlen);
     }
-    free(copy);
     return rc;
 }
 
-static int cfg_from_file(struct cfg_list *l, const char *path, char *err, size_t errlen)
+/* One entry per line, '#' to the end of a line is a comment. text is
+ * NUL-free and NUL-terminated; each pass consumes one line, so the loop is
+ * bounded by the text's length. */
+static int cfg_from_lines(struct cfg_list *l, char *text, char *err, size_t errlen)
 {
-    FILE *f = fopen(path, "re");
-    if (!f) {
-        int e = errno;
-        snprintf(err, errlen, "%s: cannot open '%s': %s", SRN_CFG_FILE_ENV, path, strerror(e));
-        return -e;
-    }
-    char line[SRN_CFG_LINE_MAX + 1];
     int rc = 0, lineno = 0;
-    /* Bounded by the file's size: each iteration consumes at least one byte. */
-    while (!rc && fgets(line, sizeof(line), f)) {
+    for (char *p = text, *next; p && *p && !rc; p = next) {
         lineno++;
-        size_t len = strlen(line);
-        if (len == sizeof(line) - 1 && line[len - 1] != '\n' && !feof(f)) {
+        next = strchr(p, '\n');
+        if (next)
+            *next++ = '\0';
+        if (strlen(p) > SRN_CFG_LINE_MAX - 1) {
             char where[512];
-            snprintf(where, sizeof(where), "%s: line %d", path, lineno);
-            rc = cfg_error(err, errlen, where, "line longer than %d characters",
-                           SRN_CFG_LINE_MAX - 1);
-            break;
+            snprintf(where, sizeof(where), "%s: line %d", l->source, lineno);
+            return cfg_error(err, errlen, where, "line longer than %d characters",
+                             SRN_CFG_LINE_MAX - 1);
         }
-        char *hash = strchr(line, '#');
+        char *hash = strchr(p, '#');
         if (hash)
             *hash = '\0';
-        char *t = trim(line);
+        char *t = trim(p);
         if (*t)
             rc = cfg_add(l, t, lineno, err, errlen);
     }
-    if (!rc && ferror(f)) {
-        snprintf(err, errlen, "%s: read error", path);
-        rc = -EIO;
-    }
-    fclose(f);
     return rc;
 }
 
-int srn_config_load(struct srn_dev_cfg *out, int max, char *err, size_t errlen)
+int srn_config_parse(const char *text, size_t len, enum srn_cfg_syntax syntax, const char *source,
+                     struct srn_dev_cfg *out, int max, char *err, size_t errlen)
 {
     if (err && errlen)
         err[0] = '\0';
@@ -339,38 +328,134 @@ int srn_config_load(struct srn_dev_cfg *out, int max, char *err, size_t errlen)
         return -EINVAL;
     if (max > SRN_MAX_DEVICES)
         max = SRN_MAX_DEVICES;
-    struct cfg_list l = { .out = out, .max = max };
-    int rc;
-    const char *env = getenv(SRN_CFG_ENV);
-    const char *file = getenv(SRN_CFG_FILE_ENV);
-    if (env) {
-        l.source = SRN_CFG_ENV;
-        l.unit = "entry";
-        rc = cfg_from_env(&l, env, err, errlen);
-    } else if (file && *file) {
-        l.source = file;
-        l.unit = "line";
-        rc = cfg_from_file(&l, file, err, errlen);
-    } else {
-        l.source = "default";
-        l.unit = "entry";
-        rc = cfg_add(&l, "name=softrnic0,addr=auto", 1, err, errlen);
+    bool lines = syntax == SRN_CFG_LINES;
+    struct cfg_list l = { .out = out, .max = max, .source = source,
+                          .unit = lines ? "line" : "entry" };
+    const char *nul = memchr(text, '\0', len);
+    if (nul) {
+        /* Binary data (or /dev/zero) where text was expected: say where,
+         * rather than parse up to the NUL and ignore the rest. */
+        int line = 1;
+        for (const char *p = text; p < nul; p++)
+            line += *p == '\n';
+        if (lines)
+            snprintf(err, errlen, "%s: line %d: a NUL byte (this is not a text file)", source, line);
+        else
+            snprintf(err, errlen, "%s: a NUL byte at offset %zu", source, (size_t)(nul - text));
+        return -EINVAL;
     }
+    char *copy = malloc(len + 1);
+    if (!copy) {
+        snprintf(err, errlen, "%s: out of memory", source);
+        return -ENOMEM;
+    }
+    memcpy(copy, text, len);
+    copy[len] = '\0';
+    int rc = lines ? cfg_from_lines(&l, copy, err, errlen) : cfg_from_entries(&l, copy, err, errlen);
+    free(copy);
     if (rc)
         return rc;
     if (l.n == 0) {
         /* An empty list is almost always a quoting mistake; a silent device-
          * less library would leave the user staring at "No IB devices found". */
         snprintf(err, errlen, "%s: no device entries (unset %s to get the default "
-                 "loopback device)", env ? SRN_CFG_ENV : file, env ? SRN_CFG_ENV : SRN_CFG_FILE_ENV);
+                 "loopback device)", source, lines ? SRN_CFG_FILE_ENV : SRN_CFG_ENV);
         return -EINVAL;
     }
-    for (int i = 0; i < l.n; i++) {
+    return l.n;
+}
+
+/* Read the whole SOFTRNIC_CONFIG file into *buf. Only a regular file of at
+ * most SRN_CFG_FILE_MAX bytes: /dev/zero would never end, a FIFO may never
+ * answer (O_NONBLOCK makes its open and reads return at once; it is then
+ * refused by fstat), a directory reads as an error. Symlinks are followed:
+ * the file is only read, and whoever can put a link at the user's chosen
+ * path can put a file there too. */
+static int read_config_file(const char *path, char **buf, size_t *len, char *err, size_t errlen)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    if (fd < 0) {
+        int e = errno;
+        snprintf(err, errlen, "%s: cannot open '%s': %s", SRN_CFG_FILE_ENV, path, strerror(e));
+        return -e;
+    }
+    struct stat st;
+    int rc = 0;
+    if (fstat(fd, &st)) {
+        rc = -errno;
+        snprintf(err, errlen, "%s: cannot stat '%s': %s", SRN_CFG_FILE_ENV, path, strerror(-rc));
+    } else if (!S_ISREG(st.st_mode)) {
+        rc = -EINVAL;
+        snprintf(err, errlen, "%s: '%s' is not a regular file (%s)", SRN_CFG_FILE_ENV, path,
+                 S_ISDIR(st.st_mode) ? "a directory" : S_ISFIFO(st.st_mode) ? "a FIFO"
+                 : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device" : "a socket");
+    } else if (st.st_size > SRN_CFG_FILE_MAX) {
+        rc = -EFBIG;
+        snprintf(err, errlen, "%s: '%s' is %lld bytes; a device list is at most %d",
+                 SRN_CFG_FILE_ENV, path, (long long)st.st_size, SRN_CFG_FILE_MAX);
+    }
+    /* One byte more than the limit, to notice a file that grew after fstat. */
+    char *b = rc ? NULL : malloc(SRN_CFG_FILE_MAX + 1);
+    if (!rc && !b) {
+        rc = -ENOMEM;
+        snprintf(err, errlen, "%s: out of memory", SRN_CFG_FILE_ENV);
+    }
+    size_t n = 0;
+    while (!rc && n <= SRN_CFG_FILE_MAX) {
+        ssize_t r = read(fd, b + n, SRN_CFG_FILE_MAX + 1 - n);
+        if (r > 0) {
+            n += (size_t)r;
+        } else if (r == 0) {
+            break;
+        } else if (errno != EINTR) {
+            rc = -errno;
+            snprintf(err, errlen, "%s: cannot read '%s': %s", SRN_CFG_FILE_ENV, path,
+                     strerror(-rc));
+        }
+    }
+    if (!rc && n > SRN_CFG_FILE_MAX) {
+        rc = -EFBIG;
+        snprintf(err, errlen, "%s: '%s' is larger than %d bytes", SRN_CFG_FILE_ENV, path,
+                 SRN_CFG_FILE_MAX);
+    }
+    close(fd);
+    if (rc) {
+        free(b);
+        return rc;
+    }
+    *buf = b;
+    *len = n;
+    return 0;
+}
+
+int srn_config_load(struct srn_dev_cfg *out, int max, char *err, size_t errlen)
+{
+    if (err && errlen)
+        err[0] = '\0';
+    int n;
+    const char *env = getenv(SRN_CFG_ENV);
+    const char *file = getenv(SRN_CFG_FILE_ENV);
+    if (env) {
+        n = srn_config_parse(env, strlen(env), SRN_CFG_ENTRIES, SRN_CFG_ENV, out, max, err, errlen);
+    } else if (file && *file) {
+        char *buf = NULL;
+        size_t len = 0;
+        n = read_config_file(file, &buf, &len, err, errlen);
+        if (n)
+            return n;
+        n = srn_config_parse(buf, len, SRN_CFG_LINES, file, out, max, err, errlen);
+        free(buf);
+    } else {
+        static const char def[] = "name=softrnic0,addr=auto";
+        n = srn_config_parse(def, sizeof(def) - 1, SRN_CFG_ENTRIES, "default", out, max, err,
+                             errlen);
+    }
+    for (int i = 0; i < n; i++) {
         uint32_t mtu;
         if (out[i].link_mtu == 0 && srn_link_detect_mtu((struct sockaddr *)&out[i].addr, &mtu) == 0)
             out[i].link_mtu = mtu;
     }
-    return l.n;
+    return n;
 }
 
 static bool addr_is_loopback(const struct sockaddr *sa)

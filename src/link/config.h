@@ -49,9 +49,22 @@ struct srn_dev_cfg {
 
 /* Load the device list (see the top of this file). Returns the number of
  * devices (>= 1), -EINVAL for a syntax or value error, or -errno when the
- * SOFTRNIC_CONFIG file cannot be read; on error err holds one human-readable
+ * SOFTRNIC_CONFIG file cannot be read (-EINVAL when it is not a regular
+ * file, -EFBIG past 64 KiB); on error err holds one human-readable
  * line naming the source and the offending entry. */
 int srn_config_load(struct srn_dev_cfg *out, int max, char *err, size_t errlen);
+
+enum srn_cfg_syntax {
+    SRN_CFG_ENTRIES,    /* SOFTRNIC_DEVICES: entries separated by ';' */
+    SRN_CFG_LINES,      /* a SOFTRNIC_CONFIG file: one entry per line, '#' comments */
+};
+
+/* Parse len bytes of text (need not be NUL-terminated; a NUL byte in it is
+ * an error) into out[0..max). source names the input in messages. Returns
+ * the number of devices (>= 1) or -EINVAL/-ENOMEM with one line in err.
+ * No MTU detection: srn_config_load does that. */
+int srn_config_parse(const char *text, size_t len, enum srn_cfg_syntax syntax, const char *source,
+                     struct srn_dev_cfg *out, int max, char *err, size_t errlen);
 
 /* Parse one entry ("name=...,addr=...") into cfg as device number index.
  * where prefixes error messages (e.g. "SOFTRNIC_DEVICES: entry 2"). The
