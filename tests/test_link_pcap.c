@@ -131,7 +131,30 @@ static int send_roce(struct srn_udp *from, const struct srn_udp *to, uint32_t ps
     return srn_udp_sendv(from, (const struct sockaddr *)&to->local, to->local_len, iov, 3);
 }
 
-/* Receive until quiet for 5 ms (at most 2 s); returns datagrams seen. */
+/* Receive until u's socket has taken want datagrams since it was opened
+ * (*delivered: those delivered so far, kept by the caller, plus those its
+ * RX fault injector dropped after the trace recorded them), or 10 s pass;
+ * returns the datagrams delivered by this call. Waiting for a count, not
+ * for a quiet spell: on a loaded machine this thread or the loopback
+ * softirq can stall longer than any quiet spell, and datagrams still in
+ * flight were left behind (the RX trace once missed 11 of 460). */
+static int recv_until(struct srn_udp *u, uint64_t *delivered, uint64_t want)
+{
+    const struct srn_fault_stats *st = srn_udp_fault_stats(u);
+    uint64_t start = *delivered, end = now_ns() + 10000000000ull;
+    while (*delivered + (st ? st->rx_dropped : 0) < want && now_ns() < end) {
+        int n = srn_udp_recv_batch(u, &rxb, NULL);
+        if (n > 0)
+            *delivered += (uint64_t)n;
+        else
+            usleep(100);
+    }
+    return (int)(*delivered - start);
+}
+
+/* Receive until quiet for 5 ms (at most 2 s); returns datagrams seen. Only
+ * to make room in the socket buffer, or to show nothing more arrives:
+ * counts that a test checks come from recv_until. */
 static int drain(struct srn_udp *u)
 {
     int got = 0;
@@ -259,16 +282,19 @@ static void exchange(bool v6)
         return;
     CHECK(a.pcap && a.pcap == b.pcap, "two sockets naming one file must share its writer");
     const int K = 300;
-    int got_b = 0, got_a = 0;
+    uint64_t got_b = 0, got_a = 0;
     for (int i = 0; i < K; i++) {
         CHECK(send_roce(&a, &b, (uint32_t)i, (size_t)(i * 37) % 4001, 0) == 0, "send a->b");
         CHECK(send_roce(&b, &a, (uint32_t)i, (size_t)(i * 11) % 1500, 0) == 0, "send b->a");
         if (i % 50 == 49) {
-            got_b += drain(&b);
-            got_a += drain(&a);
+            recv_until(&b, &got_b, (uint64_t)i + 1);
+            recv_until(&a, &got_a, (uint64_t)i + 1);
         }
     }
-    CHECK(got_a == K && got_b == K, "received %d and %d of %d", got_a, got_b, K);
+    got_b += (uint64_t)drain(&b);     /* nothing more may come */
+    got_a += (uint64_t)drain(&a);
+    CHECK(got_a == K && got_b == K, "received %llu and %llu of %d", (unsigned long long)got_a,
+          (unsigned long long)got_b, K);
     char real[160];
     srn_pcap_expand_path(path, getpid(), real, sizeof(real));
     struct scan s = { .port = { a.port, b.port } };
@@ -297,11 +323,18 @@ static void with_faults(void)
     if (rc)
         return;
     const int K = 500;
+    uint64_t delivered = 0;
     for (int i = 0; i < K; i++) {
         CHECK(send_roce(&a, &b, (uint32_t)i, 64, 0) == 0, "send");
-        if (i % 50 == 49)
-            CHECK(drain(&b) == 0, "rx.drop=100 delivered something");
+        if (i % 50 == 49) {
+            /* What a put on the wire so far (no TX delay or reorder:
+             * its datagrams leave inside the send call). */
+            const struct srn_fault_stats *t = srn_udp_fault_stats(&a);
+            uint64_t wire = (uint64_t)i + 1 - t->tx_dropped + t->tx_duplicated;
+            CHECK(recv_until(&b, &delivered, wire) == 0, "rx.drop=100 delivered something");
+        }
     }
+    CHECK(drain(&b) == 0, "rx.drop=100 delivered something");
     const struct srn_fault_stats st = *srn_udp_fault_stats(&a);
     uint64_t rx_dropped = srn_udp_fault_stats(&b)->rx_dropped;
     srn_udp_close(&a);
@@ -334,7 +367,8 @@ static void foreign_id(void)
     if (rc)
         return;
     CHECK(send_roce(&a, &b, 1, 100, 0x1234) == 0, "send");
-    CHECK(drain(&b) == 1, "not received");
+    uint64_t delivered = 0;
+    CHECK(recv_until(&b, &delivered, 1) == 1, "not received");
     srn_udp_close(&a);
     srn_udp_close(&b);
     struct scan s = { .port = { 0, 0 } };
@@ -360,7 +394,9 @@ static void buffering(void)
     uint64_t t1 = now_ns(), next = srn_udp_fault_next_ns(&a);
     CHECK(next >= t0 + SRN_PCAP_FLUSH_NS && next <= t1 + SRN_PCAP_FLUSH_NS,
           "next_ns not 100 ms after the record");
-    CHECK(srn_udp_fault_flush(&a, now_ns()) == 0 && file_size(p) == 24,
+    /* next - 1, not now_ns(): the rule under test is "nothing before the
+     * deadline", and a stall of this thread must not pass the deadline. */
+    CHECK(srn_udp_fault_flush(&a, next - 1) == 0 && file_size(p) == 24,
           "written before 100 ms: %lld bytes", (long long)file_size(p));
     while (now_ns() < next)
         usleep(2000);
