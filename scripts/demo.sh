@@ -16,6 +16,11 @@ PORT=$((20000 + RANDOM % 20000))
 echo "== softrnic devinfo"
 $SOFTRNIC devinfo | head -20
 
+# Output goes to a private directory: a predictable name in /tmp could be
+# a link planted by another user.
+OUT=$(mktemp -d)
+trap 'rm -rf "$OUT"' EXIT
+
 # run_pair TITLE ARGS...: server and client of ibv_rc_pingpong.
 run_pair() {
 	local title=$1
@@ -24,20 +29,19 @@ run_pair() {
 	echo
 	echo "== $title: ibv_rc_pingpong -g 0 $*"
 	SOFTRNIC_STATS=1 timeout 60 $SOFTRNIC run -- ibv_rc_pingpong -g 0 -p $PORT "$@" \
-		> /tmp/srn-demo-server.$$ 2>&1 &
+		> "$OUT/server" 2>&1 &
 	local spid=$!
 	for _ in $(seq 100); do
 		ss -Hltn "sport = :$PORT" | grep -q . && break
 		sleep 0.05
 	done
 	SOFTRNIC_STATS=1 timeout 60 $SOFTRNIC run -- ibv_rc_pingpong -g 0 -p $PORT "$@" 127.0.0.1 \
-		> /tmp/srn-demo-client.$$ 2>&1 || { cat /tmp/srn-demo-client.$$; exit 1; }
-	wait "$spid" || { cat /tmp/srn-demo-server.$$; exit 1; }
+		> "$OUT/client" 2>&1 || { cat "$OUT/client"; exit 1; }
+	wait "$spid" || { cat "$OUT/server"; exit 1; }
 	echo "-- client:"
-	sed 's/^/   /' /tmp/srn-demo-client.$$
+	sed 's/^/   /' "$OUT/client"
 	echo "-- server counters:"
-	grep '^softrnic' /tmp/srn-demo-server.$$ | sed 's/^/   /'
-	rm -f /tmp/srn-demo-server.$$ /tmp/srn-demo-client.$$
+	grep '^softrnic' "$OUT/server" | sed 's/^/   /'
 }
 
 run_pair "pingpong (latency, 64 B)" -s 64 -n 2000
