@@ -7,6 +7,7 @@
 #include <stdio.h>
 
 #include "core/nic.h"
+#include "engine/nic.h"
 
 static int failures;
 

@@ -36,6 +36,7 @@
 
 #include "core/device.h"
 #include "core/nic.h"
+#include "engine/nic.h"
 #include "rc_test_conn.h"
 
 #define MAX_PER_PASS 512        /* responder.c SRN_RESP_SLICE is 128 (at most) */

@@ -94,48 +94,10 @@ struct srn_device *srn_device_from_ibdev(struct ibv_device *d)
 	return NULL;
 }
 
-/* The program is exiting with devices open (many verbs programs never
- * close them): ACKs held for a post that will now never come still leave,
- * as they would from a NIC.  trylock: a thread the exit cut off may hold
- * the lock. */
-__attribute__((destructor)) static void devices_at_exit(void)
+int srn_devices_built(struct srn_device ***list)
 {
-	for (int i = 0; i < ndevices; i++) {
-		struct srn_device *d = devices[i];
-		if (pthread_mutex_trylock(&d->open_lock))
-			continue;
-		if (d->nic)
-			srn_nic_exit_flush(d->nic);
-		pthread_mutex_unlock(&d->open_lock);
-	}
-}
-
-int srn_device_nic_get(struct srn_device *dev, struct srn_nic **nic)
-{
-	int ret = 0;
-	pthread_mutex_lock(&dev->open_lock);
-	if (!dev->nic) {
-		char err[256] = "";
-		ret = srn_nic_create(dev, &dev->nic, err, sizeof(err));
-		if (ret)
-			fprintf(stderr, "softrnic: %s\n", err[0] ? err : strerror(-ret));
-	}
-	if (!ret) {
-		dev->open_count++;
-		*nic = dev->nic;
-	}
-	pthread_mutex_unlock(&dev->open_lock);
-	return ret;
-}
-
-void srn_device_nic_put(struct srn_device *dev)
-{
-	pthread_mutex_lock(&dev->open_lock);
-	if (--dev->open_count == 0) {
-		srn_nic_destroy(dev->nic);
-		dev->nic = NULL;
-	}
-	pthread_mutex_unlock(&dev->open_lock);
+	*list = devices;
+	return ndevices;
 }
 
 void srn_device_query(struct srn_device *dev, struct ibv_device_attr *a)

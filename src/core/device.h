@@ -52,9 +52,9 @@ static inline struct srn_device *srn_dev(struct ibv_device *d)
 int srn_devices_get(struct srn_device ***list, int *count);
 struct srn_device *srn_device_from_ibdev(struct ibv_device *d); /* NULL if not ours */
 
-/* Attach/detach a context to the device's nic (creating/destroying it). */
-int srn_device_nic_get(struct srn_device *dev, struct srn_nic **nic);
-void srn_device_nic_put(struct srn_device *dev);
+/* The devices built so far, without building them (the engine's exit
+ * hook): returns how many. */
+int srn_devices_built(struct srn_device ***list);
 
 /* Fill device/port attributes from the device and its nic. */
 void srn_device_query(struct srn_device *dev, struct ibv_device_attr *attr);

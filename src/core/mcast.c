@@ -1,5 +1,5 @@
 /*
- * mcast.c - UD multicast membership and delivery.
+ * mcast.c - UD multicast membership (delivery: engine/progress.c).
  *
  * One socket per joined group (link/mcast.c), registered in the progress
  * thread's epoll set; a packet that arrives on it goes to every attached
@@ -17,7 +17,6 @@
 #include "core/nic.h"
 #include "core/qp.h"
 #include "link/mcast.h"
-#include "transport/rx.h"
 
 static struct srn_mcast_group *find(struct srn_nic *nic, const uint8_t gid[16])
 {
@@ -121,21 +120,6 @@ void srn_mcast_qp_gone(struct srn_nic *nic, struct srn_qp *qp)
 {
 	for (int i = nic->nmcast - 1; i >= 0; i--)
 		srn_mcast_detach(nic, qp, nic->mcast[i]->gid);
-}
-
-int srn_mcast_poll(struct srn_nic *nic)
-{
-	int total = 0;
-	for (int i = 0; i < nic->nmcast; i++) {
-		struct srn_mcast_group *g = nic->mcast[i];
-		int n = srn_udp_recv_batch(&g->sock, &nic->rx, NULL);
-		for (int k = 0; k < n; k++)
-			srn_rx_mcast_packet(nic, g, nic->rx.pkt[k].data, nic->rx.pkt[k].len,
-					    (const struct sockaddr *)&nic->rx.pkt[k].src);
-		if (n > 0)
-			total += n;
-	}
-	return total;
 }
 
 void srn_mcast_fini(struct srn_nic *nic)

@@ -24,8 +24,6 @@ int srn_mcast_attach(struct srn_nic *nic, struct srn_qp *qp, const uint8_t gid[1
 int srn_mcast_detach(struct srn_nic *nic, struct srn_qp *qp, const uint8_t gid[16]);
 /* A QP is being destroyed: leave every group it joined. */
 void srn_mcast_qp_gone(struct srn_nic *nic, struct srn_qp *qp);
-/* Receive what the group sockets hold; returns packets processed. */
-int srn_mcast_poll(struct srn_nic *nic);
 void srn_mcast_fini(struct srn_nic *nic);
 
 #endif

@@ -1,5 +1,6 @@
 /*
- * nic.h - the runtime engine of one open device in one process.
+ * nic.h - the state of one open device in one process (its engine, which
+ * creates it and runs it, is engine/nic.h and engine/progress.c).
  *
  * Owns the UDP link, the QP number space, the memory-key table and the
  * progress thread.  One mutex (nic->lock) serialises the transport: packet
@@ -122,50 +123,17 @@ struct srn_nic {
 	_Atomic bool stop;
 };
 
-int srn_nic_create(struct srn_device *dev, struct srn_nic **out, char *err, size_t errlen);
-void srn_nic_destroy(struct srn_nic *nic);
-/* The process is exiting with the nic open: send the ACKs it holds
- * (progress.c) if no thread cut off by the exit holds its lock, and print
- * the counters if SOFTRNIC_STATS asks for them. */
-void srn_nic_exit_flush(struct srn_nic *nic);
-
 /* QP number table.  Must hold nic->lock. */
 int srn_nic_qp_add(struct srn_nic *nic, struct srn_qp *qp, uint32_t *qpn);
 void srn_nic_qp_del(struct srn_nic *nic, uint32_t qpn);
 struct srn_qp *srn_nic_qp_lookup(struct srn_nic *nic, uint32_t qpn);
 
-/* Progress (progress.c). */
-int srn_progress_start(struct srn_nic *nic);
-void srn_progress_stop(struct srn_nic *nic);
-/* Receive and process what is waiting, then flush ACKs and deferred sends
- * and the transmit queue.  Must hold nic->lock.  Returns packets processed.
- * from_app: an application thread is polling; plain ACKs may then wait
- * for its next post or poll (progress.c). */
-int srn_progress_poll(struct srn_nic *nic, bool from_app);
-/* An application thread is about to block (e.g. in ibv_get_cq_event): let
- * the progress thread take over at once. */
-void srn_progress_app_sleeps(struct srn_nic *nic);
-/* A transmission was deferred (a full same-host ring): make sure the
- * progress thread retries it even if nothing else wakes it. */
-void srn_progress_tx_deferred(struct srn_nic *nic);
-/* SOFTRNIC_SPIN_US: how long the progress thread keeps polling after
- * socket traffic woke it (default 50 us, 0 = sleep at once, at most 0.1 s;
- * anything else gives the default). */
-uint64_t srn_progress_spin_ns(const char *env);
-/* Stamps and returns the time (srn_now_ns). */
-uint64_t srn_progress_app_active(struct srn_nic *nic);
-/* A poll that found its completions without receiving: held ACKs older
- * than SRN_ACK_HOLD_MAX_NS leave now, so a CQ that keeps the application
- * busy cannot hold them for long.  Must hold nic->lock. */
-void srn_progress_held_acks_due(struct srn_nic *nic, uint64_t now);
-/* Copy the fault injector's tallies into the device counters. */
-void srn_nic_mirror_faults(struct srn_nic *nic);
-
 uint64_t srn_now_ns(void);
 
-/* Take nic->lock.  A thread that has to wait says so, and the progress
- * thread's busy poll (progress.c) stays off the lock until it got it:
- * a mutex is not fair, and a poller that re-locks right after unlocking
+/* Take nic->lock (leave it with srn_nic_unlock, engine/nic.h).  A
+ * thread that has to wait says so, and the progress thread's busy poll
+ * (engine/progress.c) stays off the lock until it got it: a mutex is not
+ * fair, and a poller that re-locks right after unlocking
  * would keep an application's post waiting for as long as traffic lasts. */
 static inline void srn_nic_lock(struct srn_nic *nic)
 {
@@ -175,9 +143,6 @@ static inline void srn_nic_lock(struct srn_nic *nic)
 	pthread_mutex_lock(&nic->lock);
 	atomic_fetch_sub(&nic->lock_waiters, 1);
 }
-/* Send what the transport queued, then release nic->lock: every path that
- * may have queued packets leaves the lock through here (txq.h). */
-void srn_nic_unlock(struct srn_nic *nic);
 
 /* IP/UDP facts of packets this nic sends to dst, for their ICRC. */
 void srn_ip_meta_for(const struct srn_nic *nic, const struct sockaddr *dst, struct srn_ip_meta *m);

@@ -1,8 +1,10 @@
 /*
- * nic.c - creating and destroying the runtime engine of a device, and the
- * QP number table.
+ * nic.c - the life of a device's engine: creating and destroying the nic
+ * on the first open and last close of its device, the flush at process
+ * exit, and the one way out of nic->lock (srn_nic_unlock), which sends
+ * what the transport queued.
  */
-#include "core/nic.h"
+#include "engine/nic.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -17,13 +19,6 @@
 #include "link/gso.h"
 #include "transport/tx.h"
 #include "transport/txq.h"
-
-uint64_t srn_now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static void stats_at_exit(struct srn_nic *nic)
 {
@@ -135,6 +130,55 @@ void srn_nic_destroy(struct srn_nic *nic)
 	free(nic);
 }
 
+/* The program is exiting with devices open (many verbs programs never
+ * close them): ACKs held for a post that will now never come still leave,
+ * as they would from a NIC.  trylock: a thread the exit cut off may hold
+ * the lock.  It runs after diag_at_exit (diag/shm.c), as it did when it
+ * sat in core/device.c, linked before diag/: the linker puts destructors
+ * with a priority ahead of the plain ones in .fini_array, which runs
+ * backwards. */
+__attribute__((destructor(1000))) static void devices_at_exit(void)
+{
+	struct srn_device **devices;
+	int ndevices = srn_devices_built(&devices);
+	for (int i = 0; i < ndevices; i++) {
+		struct srn_device *d = devices[i];
+		if (pthread_mutex_trylock(&d->open_lock))
+			continue;
+		if (d->nic)
+			srn_nic_exit_flush(d->nic);
+		pthread_mutex_unlock(&d->open_lock);
+	}
+}
+
+int srn_device_nic_get(struct srn_device *dev, struct srn_nic **nic)
+{
+	int ret = 0;
+	pthread_mutex_lock(&dev->open_lock);
+	if (!dev->nic) {
+		char err[256] = "";
+		ret = srn_nic_create(dev, &dev->nic, err, sizeof(err));
+		if (ret)
+			fprintf(stderr, "softrnic: %s\n", err[0] ? err : strerror(-ret));
+	}
+	if (!ret) {
+		dev->open_count++;
+		*nic = dev->nic;
+	}
+	pthread_mutex_unlock(&dev->open_lock);
+	return ret;
+}
+
+void srn_device_nic_put(struct srn_device *dev)
+{
+	pthread_mutex_lock(&dev->open_lock);
+	if (--dev->open_count == 0) {
+		srn_nic_destroy(dev->nic);
+		dev->nic = NULL;
+	}
+	pthread_mutex_unlock(&dev->open_lock);
+}
+
 void srn_nic_exit_flush(struct srn_nic *nic)
 {
 	if (nic->pid != getpid())
@@ -158,37 +202,4 @@ void srn_nic_unlock(struct srn_nic *nic)
 		srn_txq_flush(nic);
 	}
 	pthread_mutex_unlock(&nic->lock);
-}
-
-int srn_nic_qp_add(struct srn_nic *nic, struct srn_qp *qp, uint32_t *qpn)
-{
-	/* QPN 0 and 1 are the special QPs (SMI/GSI); never hand them out. */
-	for (uint32_t i = 0; i < SRN_QP_TABLE_SIZE; i++) {
-		uint32_t slot = (nic->nqps + i + 2) & (SRN_QP_TABLE_SIZE - 1);
-		if (slot < 2 || nic->qps[slot])
-			continue;
-		nic->qpn_gen = (nic->qpn_gen + 1) & 0xfff;
-		if (nic->qpn_gen == 0)
-			nic->qpn_gen = 1;
-		nic->qps[slot] = qp;
-		nic->nqps++;
-		*qpn = (nic->qpn_gen << SRN_QP_TABLE_BITS) | slot;
-		return 0;
-	}
-	return -ENOMEM;
-}
-
-void srn_nic_qp_del(struct srn_nic *nic, uint32_t qpn)
-{
-	uint32_t slot = qpn & (SRN_QP_TABLE_SIZE - 1);
-	if (nic->qps[slot] && nic->qps[slot]->qpn == qpn) {
-		nic->qps[slot] = NULL;
-		nic->nqps--;
-	}
-}
-
-struct srn_qp *srn_nic_qp_lookup(struct srn_nic *nic, uint32_t qpn)
-{
-	struct srn_qp *qp = nic->qps[qpn & (SRN_QP_TABLE_SIZE - 1)];
-	return qp && qp->qpn == qpn ? qp : NULL;
 }

@@ -14,7 +14,7 @@
  * about to block for an event (ibv_get_cq_event, ibv_req_notify_cq) clears
  * last_app_ns and kicks, so the hand-over costs no timer.
  */
-#include "core/nic.h"
+#include "engine/nic.h"
 
 #include <errno.h>
 #include <sched.h>
@@ -315,6 +315,23 @@ static bool acks_all_plain(const struct srn_nic *nic)
 	return true;
 }
 
+/* Receive what the multicast group sockets hold (core/mcast.h): each
+ * packet goes to every attached QP.  Returns packets processed. */
+static int mcast_poll(struct srn_nic *nic)
+{
+	int total = 0;
+	for (int i = 0; i < nic->nmcast; i++) {
+		struct srn_mcast_group *g = nic->mcast[i];
+		int n = srn_udp_recv_batch(&g->sock, &nic->rx, NULL);
+		for (int k = 0; k < n; k++)
+			srn_rx_mcast_packet(nic, g, nic->rx.pkt[k].data, nic->rx.pkt[k].len,
+					    (const struct sockaddr *)&nic->rx.pkt[k].src);
+		if (n > 0)
+			total += n;
+	}
+	return total;
+}
+
 static void shm_deliver(void *ctx, const uint8_t *data, uint32_t len, const struct sockaddr *src)
 {
 	srn_rx_packet_local(ctx, data, len, src);
@@ -389,7 +406,7 @@ int srn_progress_poll(struct srn_nic *nic, bool from_app)
 			break;
 	}
 	if (nic->nmcast)
-		total += srn_mcast_poll(nic);
+		total += mcast_poll(nic);
 	srn_timers_run(nic, now);
 	srn_tx_resume(nic);
 	/* An application that polls usually answers what it received with a

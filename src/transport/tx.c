@@ -13,6 +13,7 @@
 
 #include "core/limits.h"
 #include "core/nic.h"
+#include "engine/nic.h"
 #include "core/qp.h"
 #include "diag/shm.h"
 #include "transport/rx.h"

@@ -14,6 +14,7 @@
 #include "core/mcast.h"
 #include "core/nic.h"
 #include "core/qp.h"
+#include "engine/nic.h"
 #include "link/mcast.h"
 #include "link/udp.h"
 #include "verbs/verbs.h"

@@ -7,6 +7,7 @@
 #include "core/device.h"
 #include "core/limits.h"
 #include "core/nic.h"
+#include "engine/nic.h"
 #include "verbs/verbs.h"
 
 SRN_EXPORT struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *context)

@@ -12,6 +12,7 @@
 #include "core/device.h"
 #include "core/limits.h"
 #include "core/nic.h"
+#include "engine/nic.h"
 #include "verbs/verbs.h"
 #include "wire/roce_hdr.h"
 

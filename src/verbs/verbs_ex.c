@@ -38,6 +38,7 @@
 #include "core/device.h"
 #include "core/limits.h"
 #include "core/nic.h"
+#include "engine/nic.h"
 #include "core/qp.h"
 #include "transport/complete.h"
 #include "transport/retry.h"

@@ -7,6 +7,7 @@
 #include "core/mr.h"
 #include "core/mr_map.h"
 #include "core/nic.h"
+#include "engine/nic.h"
 #include "verbs/verbs.h"
 
 SRN_EXPORT struct ibv_pd *ibv_alloc_pd(struct ibv_context *context)

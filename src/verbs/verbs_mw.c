@@ -9,6 +9,7 @@
 #include "core/mw.h"
 #include "core/nic.h"
 #include "core/qp.h"
+#include "engine/nic.h"
 #include "verbs/verbs.h"
 
 struct ibv_mw *srn_verbs_alloc_mw(struct ibv_pd *ibpd, enum ibv_mw_type type)

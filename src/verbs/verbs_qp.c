@@ -11,6 +11,7 @@
 #include "core/mcast.h"
 #include "core/mr.h"
 #include "core/nic.h"
+#include "engine/nic.h"
 #include "core/qp.h"
 #include "transport/tx.h"
 #include "core/qp_rules.h"

@@ -9,6 +9,7 @@
 #include "core/mr.h"
 #include "core/nic.h"
 #include "core/srq.h"
+#include "engine/nic.h"
 #include "verbs/verbs.h"
 
 void srn_srq_check_limit(struct srn_srq *srq)

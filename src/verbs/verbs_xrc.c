@@ -19,6 +19,7 @@
 #include "core/srq.h"
 #include "diag/shm.h"
 #include "diag/snap.h"
+#include "engine/nic.h"
 #include "verbs/verbs.h"
 
 struct ibv_xrcd *srn_verbs_open_xrcd(struct ibv_context *c, struct ibv_xrcd_init_attr *a)

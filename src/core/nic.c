@@ -1,0 +1,51 @@
+/*
+ * nic.c - the nic's object state that every layer above reads: the QP
+ * number table and the clock.  Creating, running and destroying the nic
+ * is the engine's (engine/nic.c, engine/progress.c).
+ */
+#include "core/nic.h"
+
+#include <errno.h>
+#include <time.h>
+
+#include "core/qp.h"
+
+uint64_t srn_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+int srn_nic_qp_add(struct srn_nic *nic, struct srn_qp *qp, uint32_t *qpn)
+{
+	/* QPN 0 and 1 are the special QPs (SMI/GSI); never hand them out. */
+	for (uint32_t i = 0; i < SRN_QP_TABLE_SIZE; i++) {
+		uint32_t slot = (nic->nqps + i + 2) & (SRN_QP_TABLE_SIZE - 1);
+		if (slot < 2 || nic->qps[slot])
+			continue;
+		nic->qpn_gen = (nic->qpn_gen + 1) & 0xfff;
+		if (nic->qpn_gen == 0)
+			nic->qpn_gen = 1;
+		nic->qps[slot] = qp;
+		nic->nqps++;
+		*qpn = (nic->qpn_gen << SRN_QP_TABLE_BITS) | slot;
+		return 0;
+	}
+	return -ENOMEM;
+}
+
+void srn_nic_qp_del(struct srn_nic *nic, uint32_t qpn)
+{
+	uint32_t slot = qpn & (SRN_QP_TABLE_SIZE - 1);
+	if (nic->qps[slot] && nic->qps[slot]->qpn == qpn) {
+		nic->qps[slot] = NULL;
+		nic->nqps--;
+	}
+}
+
+struct srn_qp *srn_nic_qp_lookup(struct srn_nic *nic, uint32_t qpn)
+{
+	struct srn_qp *qp = nic->qps[qpn & (SRN_QP_TABLE_SIZE - 1)];
+	return qp && qp->qpn == qpn ? qp : NULL;
+}

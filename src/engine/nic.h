@@ -1,0 +1,61 @@
+/*
+ * nic.h - the engine of a device: it creates the nic on the first open of
+ * the device, runs it (progress.c: who drives progress, the progress
+ * thread) and destroys it on the last close.  Everything the engine does
+ * to the transport happens here or in progress.c; core/nic.h holds the
+ * state it works on.
+ */
+#ifndef SRN_ENGINE_NIC_H
+#define SRN_ENGINE_NIC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/nic.h"
+
+struct srn_device;
+
+/* Attach/detach a context to the device's nic (creating/destroying it). */
+int srn_device_nic_get(struct srn_device *dev, struct srn_nic **nic);
+void srn_device_nic_put(struct srn_device *dev);
+
+int srn_nic_create(struct srn_device *dev, struct srn_nic **out, char *err, size_t errlen);
+void srn_nic_destroy(struct srn_nic *nic);
+/* The process is exiting with the nic open: send the ACKs it holds
+ * (progress.c) if no thread cut off by the exit holds its lock, and print
+ * the counters if SOFTRNIC_STATS asks for them. */
+void srn_nic_exit_flush(struct srn_nic *nic);
+
+/* Send what the transport queued, then release nic->lock: every path that
+ * may have queued packets leaves the lock through here (transport/txq.h). */
+void srn_nic_unlock(struct srn_nic *nic);
+
+/* Progress (progress.c). */
+int srn_progress_start(struct srn_nic *nic);
+void srn_progress_stop(struct srn_nic *nic);
+/* Receive and process what is waiting, then flush ACKs and deferred sends
+ * and the transmit queue.  Must hold nic->lock.  Returns packets processed.
+ * from_app: an application thread is polling; plain ACKs may then wait
+ * for its next post or poll (progress.c). */
+int srn_progress_poll(struct srn_nic *nic, bool from_app);
+/* An application thread is about to block (e.g. in ibv_get_cq_event): let
+ * the progress thread take over at once. */
+void srn_progress_app_sleeps(struct srn_nic *nic);
+/* A transmission was deferred (a full same-host ring): make sure the
+ * progress thread retries it even if nothing else wakes it. */
+void srn_progress_tx_deferred(struct srn_nic *nic);
+/* SOFTRNIC_SPIN_US: how long the progress thread keeps polling after
+ * socket traffic woke it (default 50 us, 0 = sleep at once, at most 0.1 s;
+ * anything else gives the default). */
+uint64_t srn_progress_spin_ns(const char *env);
+/* Stamps and returns the time (srn_now_ns). */
+uint64_t srn_progress_app_active(struct srn_nic *nic);
+/* A poll that found its completions without receiving: held ACKs older
+ * than SRN_ACK_HOLD_MAX_NS leave now, so a CQ that keeps the application
+ * busy cannot hold them for long.  Must hold nic->lock. */
+void srn_progress_held_acks_due(struct srn_nic *nic, uint64_t now);
+/* Copy the fault injector's tallies into the device counters. */
+void srn_nic_mirror_faults(struct srn_nic *nic);
+
+#endif
