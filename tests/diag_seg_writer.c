@@ -25,7 +25,7 @@
 #include "core/mr.h"
 #include "core/qp.h"
 #include "diag/shm.h"
-#include "diag/snap.h"
+#include "core/snap.h"
 
 static struct srn_pd pd;
 static struct srn_mr mrs[3];

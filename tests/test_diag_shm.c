@@ -34,7 +34,7 @@
 #include "core/mr.h"
 #include "core/qp.h"
 #include "diag/shm.h"
-#include "diag/snap.h"
+#include "core/snap.h"
 
 static int failures;
 

@@ -21,9 +21,9 @@
 #include <stdint.h>
 
 #include "core/limits.h"
+#include "core/snap.h"
 #include "diag/counters.h"
 #include "diag/shm.h"
-#include "diag/snap.h"
 #include "link/config.h"
 #include "link/shm.h"
 #include "link/udp.h"

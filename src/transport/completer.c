@@ -19,7 +19,7 @@
 #include "core/nic.h"
 #include "core/qp.h"
 #include "diag/shm.h"
-#include "diag/snap.h"
+#include "core/snap.h"
 #include "transport/complete.h"
 #include "transport/qp_count.h"
 #include "transport/retry.h"

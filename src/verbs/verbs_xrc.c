@@ -18,7 +18,7 @@
 #include "core/nic.h"
 #include "core/srq.h"
 #include "diag/shm.h"
-#include "diag/snap.h"
+#include "core/snap.h"
 #include "engine/nic.h"
 #include "verbs/verbs.h"
 

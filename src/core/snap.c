@@ -7,7 +7,7 @@
  * change after registration).  Each snapshot is one seqlock write section,
  * so a reader sees a QP's state and PSNs from the same moment.
  */
-#include "diag/snap.h"
+#include "core/snap.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>

@@ -9,8 +9,8 @@
  * every object at most every SRN_DIAG_TICK_NS.  Nothing here runs per
  * packet.  Everything must hold the device's nic->lock.
  */
-#ifndef SRN_DIAG_SNAP_H
-#define SRN_DIAG_SNAP_H
+#ifndef SRN_CORE_SNAP_H
+#define SRN_CORE_SNAP_H
 
 #include <infiniband/verbs.h>
 #include <stddef.h>
