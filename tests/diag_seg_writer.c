@@ -24,8 +24,9 @@
 #include "core/cq.h"
 #include "core/mr.h"
 #include "core/qp.h"
-#include "diag/shm.h"
 #include "core/snap.h"
+#include "diag/shm.h"
+#include "transport/explain.h"
 
 static struct srn_pd pd;
 static struct srn_mr mrs[3];

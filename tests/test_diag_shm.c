@@ -33,8 +33,11 @@
 
 #include "core/mr.h"
 #include "core/qp.h"
-#include "diag/shm.h"
 #include "core/snap.h"
+#include "diag/names.h"
+#include "diag/shm.h"
+#include "engine/diag_tick.h"
+#include "transport/explain.h"
 
 static int failures;
 

@@ -26,11 +26,12 @@
 
 #include "core/mcast.h"
 #include "core/qp.h"
+#include "engine/diag_tick.h"
+#include "link/gso.h"
 #include "transport/rx.h"
 #include "transport/timers.h"
 #include "transport/tx.h"
 #include "transport/txq.h"
-#include "link/gso.h"
 #include "wire/roce_hdr.h"
 
 #define SRN_APP_IDLE_NS 200000ull      /* app counts as polling for this long */

@@ -11,7 +11,7 @@
 #include "core/nic.h"
 #include "core/qp.h"
 #include "diag/shm.h"
-#include "core/snap.h"
+#include "transport/explain.h"
 
 static enum ibv_wc_opcode wc_opcode_of(enum ibv_wr_opcode op)
 {

@@ -16,6 +16,7 @@
 #include "transport/tx.h"
 #include "core/qp_rules.h"
 #include "core/srq.h"
+#include "diag/names.h"
 #include "transport/complete.h"
 #include "transport/retry.h"
 #include "transport/txq.h"

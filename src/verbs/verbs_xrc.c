@@ -16,9 +16,9 @@
 #include "core/device.h"
 #include "core/mr.h"
 #include "core/nic.h"
+#include "core/snap.h"
 #include "core/srq.h"
 #include "diag/shm.h"
-#include "core/snap.h"
 #include "engine/nic.h"
 #include "verbs/verbs.h"
 
