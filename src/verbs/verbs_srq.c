@@ -12,16 +12,6 @@
 #include "engine/nic.h"
 #include "verbs/verbs.h"
 
-void srn_srq_check_limit(struct srn_srq *srq)
-{
-	if (srq->limit && srn_rq_count(&srq->rq) < srq->limit) {
-		srq->limit = 0;         /* one shot: re-armed by ibv_modify_srq */
-		struct ibv_async_event ev = { .element.srq = &srq->ibsrq,
-					      .event_type = IBV_EVENT_SRQ_LIMIT_REACHED };
-		srn_async_post(&srq->ctx->async, &ev);
-	}
-}
-
 SRN_EXPORT struct ibv_srq *ibv_create_srq(struct ibv_pd *ibpd, struct ibv_srq_init_attr *init)
 {
 	struct srn_pd *pd = srn_pd(ibpd);

@@ -89,12 +89,6 @@ int srn_verbs_close_xrcd(struct ibv_xrcd *ibx)
 	return 0;
 }
 
-struct srn_srq *srn_srq_lookup(struct srn_nic *nic, uint32_t srqn)
-{
-	struct srn_srq *s = srqn < SRN_MAX_SRQ ? nic->srq_by_num[srqn] : NULL;
-	return s && s->srqn == srqn ? s : NULL;
-}
-
 struct ibv_srq *srn_verbs_create_srq_ex(struct ibv_context *c, struct ibv_srq_init_attr_ex *a)
 {
 	uint32_t known = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD | IBV_SRQ_INIT_ATTR_XRCD |
