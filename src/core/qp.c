@@ -18,7 +18,7 @@
 #include "link/udp.h"
 #include "transport/complete.h"
 #include "transport/timers.h"
-#include "transport/tx.h"
+#include "transport/requester.h"
 #include "wire/roce_hdr.h"
 
 static uint32_t pow2_at_least(uint32_t n)

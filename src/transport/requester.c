@@ -31,7 +31,7 @@
 #include "diag/shm.h"
 #include "transport/complete.h"
 #include "transport/qp_count.h"
-#include "transport/retry.h"
+#include "transport/requester.h"
 #include "transport/timers.h"
 #include "transport/tx.h"
 #include "wire/roce_hdr.h"

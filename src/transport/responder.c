@@ -35,7 +35,7 @@
 #include "diag/shm.h"
 #include "transport/complete.h"
 #include "transport/qp_count.h"
-#include "transport/rx.h"
+#include "transport/responder.h"
 #include "transport/tx.h"
 #include "wire/roce_hdr.h"
 

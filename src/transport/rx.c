@@ -15,6 +15,8 @@
 #include "core/qp.h"
 #include "diag/shm.h"
 #include "link/pcap.h"
+#include "transport/completer.h"
+#include "transport/responder.h"
 #include "wire/icrc.h"
 #include "wire/roce_hdr.h"
 

@@ -11,7 +11,7 @@
 #include "core/qp.h"
 #include "transport/complete.h"
 #include "transport/qp_count.h"
-#include "transport/retry.h"
+#include "transport/requester.h"
 #include "wire/roce_hdr.h"
 
 static uint64_t ack_timeout_ns(const struct srn_qp *qp)

@@ -13,10 +13,11 @@
 
 #include "core/limits.h"
 #include "core/nic.h"
-#include "engine/nic.h"
 #include "core/qp.h"
 #include "diag/shm.h"
-#include "transport/rx.h"
+#include "engine/nic.h"
+#include "transport/requester.h"
+#include "transport/responder.h"
 #include "transport/txq.h"
 #include "wire/icrc.h"
 #include "wire/roce_hdr.h"

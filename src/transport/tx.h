@@ -1,7 +1,8 @@
 /*
- * tx.h - everything that leaves the NIC: the requester (segmenting send
- * work requests into packets), ACK/NAK generation and the packet builder.
- * All functions must be called with nic->lock held.
+ * tx.h - everything that leaves the NIC: the packet builder the stages
+ * share, ACK/NAK generation and deferral on a full link (tx.c); what a
+ * requester sends is requester.h.  All functions must be called with
+ * nic->lock held.
  */
 #ifndef SRN_TRANSPORT_TX_H
 #define SRN_TRANSPORT_TX_H
@@ -11,7 +12,6 @@
 #include <sys/uio.h>
 
 #include "wire/icrc.h"
-
 #include "wire/opcode.h"
 
 struct srn_nic;
@@ -24,9 +24,6 @@ int srn_xmit(struct srn_qp *qp, struct srn_pkt *p, const struct iovec *pay, int 
 int srn_xmit_to(struct srn_qp *qp, const struct sockaddr *dst, socklen_t dstlen,
 		const struct srn_ip_meta *meta, struct srn_pkt *p, const struct iovec *pay,
 		int npay);
-
-/* Transmit what the send queue and the window allow. */
-void srn_req_push(struct srn_qp *qp);
 
 /* Owe the peer an ACK/NAK with this syndrome and PSN; sent by
  * srn_ack_flush at the end of the receive batch, so ACKs coalesce. */

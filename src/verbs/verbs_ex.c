@@ -41,7 +41,7 @@
 #include "engine/nic.h"
 #include "core/qp.h"
 #include "transport/complete.h"
-#include "transport/retry.h"
+#include "transport/requester.h"
 #include "transport/tx.h"
 #include "verbs/verbs.h"
 

@@ -18,7 +18,7 @@
 #include "core/srq.h"
 #include "diag/names.h"
 #include "transport/complete.h"
-#include "transport/retry.h"
+#include "transport/requester.h"
 #include "transport/txq.h"
 #include "verbs/verbs.h"
 #include "wire/roce_hdr.h"
