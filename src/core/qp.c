@@ -1,9 +1,11 @@
 /*
- * qp.c - QP lifetime and the effects of state transitions.
+ * qp.c - QP lifetime and state transitions.
  *
  * The verbs layer has already checked the transition and the attribute
  * values (core/qp_rules.c); this file applies them: what each state change
- * does to the queues and the transport state.  Must hold nic->lock.
+ * does to the queues and the QP's fields.  What it sets off in the
+ * transport (flushing, events, timers, transmission) is
+ * transport/qp_effects.c, which calls srn_qp_apply.  Must hold nic->lock.
  */
 #include "core/qp.h"
 
@@ -16,9 +18,6 @@
 #include "core/nic.h"
 #include "core/srq.h"
 #include "link/udp.h"
-#include "transport/complete.h"
-#include "transport/timers.h"
-#include "transport/requester.h"
 #include "wire/roce_hdr.h"
 
 static uint32_t pow2_at_least(uint32_t n)
@@ -53,32 +52,6 @@ void srn_qp_free_queues(struct srn_qp *qp)
 	srn_rq_fini(&qp->rq);
 }
 
-static void unlink_lists(struct srn_qp *qp)
-{
-	struct srn_nic *nic = qp->nic;
-	for (struct srn_qp **pp = &nic->ack_list; *pp; pp = &(*pp)->ack_next)
-		if (*pp == qp) {
-			*pp = qp->ack_next;
-			break;
-		}
-	qp->ack_pending = false;
-	for (struct srn_qp **pp = &nic->tx_list; *pp; pp = &(*pp)->tx_next)
-		if (*pp == qp) {
-			*pp = qp->tx_next;
-			break;
-		}
-	qp->on_tx_list = false;
-	qp->req_blocked = false;
-	qp->req_win_full = false;
-	for (struct srn_qp **pp = &nic->timer_list; *pp; pp = &(*pp)->timer_next)
-		if (*pp == qp) {
-			*pp = qp->timer_next;
-			break;
-		}
-	qp->on_timer_list = false;
-	srn_timer_stop(qp);
-}
-
 void srn_qp_bind_xrc_srq(struct srn_qp *qp, struct srn_srq *srq)
 {
 	if (qp->srq == srq)
@@ -96,7 +69,6 @@ void srn_qp_bind_xrc_srq(struct srn_qp *qp, struct srn_srq *srq)
  * forgotten (IBTA: a QP in RESET has no work requests). */
 static void reset(struct srn_qp *qp)
 {
-	unlink_lists(qp);
 	if (qp->type == IBV_QPT_XRC_RECV)
 		srn_qp_bind_xrc_srq(qp, NULL);   /* no message in progress holds it */
 	qp->sq_head = qp->sq_cur = qp->sq_tail = 0;
@@ -118,15 +90,6 @@ static void reset(struct srn_qp *qp)
 	if (qp->res)
 		memset(qp->res, 0, qp->res_size * sizeof(*qp->res));
 	memset(&qp->attr, 0, sizeof(qp->attr));
-}
-
-void srn_qp_unlink(struct srn_qp *qp)
-{
-	unlink_lists(qp);
-	/* The QP is going away: its SRQ may now be destroyed (the caller
-	 * releases the SRQ of other QP types, which hold it from creation). */
-	if (qp->type == IBV_QPT_XRC_RECV)
-		srn_qp_bind_xrc_srq(qp, NULL);
 }
 
 void srn_ip_meta_for(const struct srn_nic *nic, const struct sockaddr *dst, struct srn_ip_meta *m)
@@ -247,30 +210,9 @@ int srn_qp_apply(struct srn_qp *qp, const struct ibv_qp_attr *attr, int mask)
 	if (mask & IBV_QP_EN_SQD_ASYNC_NOTIFY)
 		qp->attr.en_sqd_async_notify = attr->en_sqd_async_notify;
 
-	if (next == IBV_QPS_ERR && cur != IBV_QPS_ERR) {
-		qp->state = next;
-		srn_qp_flush(qp);
-		unlink_lists(qp);
-		/* IBTA 11.6.3: a QP on an SRQ that enters Error will take no
-		 * more WQEs from it, whatever moved it there. */
-		if (qp->srq)
-			srn_qp_event(qp, IBV_EVENT_QP_LAST_WQE_REACHED);
-	}
-	if (next == IBV_QPS_SQD && cur == IBV_QPS_RTS) {
-		if (qp->attr.en_sqd_async_notify) {
-			if (qp->sq_tail == qp->sq_head) {
-				qp->state = next;
-				srn_qp_event(qp, IBV_EVENT_SQ_DRAINED);
-			} else {
-				qp->sq_drained_pending = true;
-			}
-		}
-	}
 done:
 	qp->state = next;
 	qp->attr.qp_state = next;
 	qp->ibqp_ex.qp_base.state = next;
-	if (next == IBV_QPS_RTS)
-		srn_req_push(qp);   /* work posted while in SQD resumes */
 	return 0;
 }

@@ -225,8 +225,9 @@ static inline int srn_sq_lock(struct srn_qp *qp)
 /* qp.c; must hold nic->lock */
 int srn_qp_alloc_queues(struct srn_qp *qp);
 void srn_qp_free_queues(struct srn_qp *qp);
+/* Apply a checked transition and its attributes to the QP's fields; no
+ * transport effect (transport/qp_effects.h: srn_qp_modify calls this). */
 int srn_qp_apply(struct srn_qp *qp, const struct ibv_qp_attr *attr, int mask);
-void srn_qp_unlink(struct srn_qp *qp);
 /* An XRC receive QP takes the messages into the SRQ their XRCETH names
  * (NULL: none), using that SRQ's PD and CQ.  It counts as a user of the
  * SRQ it is bound to (srq->nqps, as a QP created on an SRQ does), so the

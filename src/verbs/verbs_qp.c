@@ -18,6 +18,7 @@
 #include "core/srq.h"
 #include "diag/names.h"
 #include "transport/complete.h"
+#include "transport/qp_effects.h"
 #include "transport/requester.h"
 #include "transport/txq.h"
 #include "verbs/verbs.h"
@@ -172,7 +173,7 @@ SRN_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int 
 		ret = srn_qp_check_attr_values(qp->type, attr, mask, &lim);
 	enum ibv_qp_state from = qp->state;
 	if (!ret)
-		ret = srn_qp_apply(qp, attr, mask);
+		ret = srn_qp_modify(qp, attr, mask);
 	if (!ret && qp->state != from)
 		srn_diag_log(qp->diag, SRN_LOG_INFO, "state %s -> %s", srn_diag_qp_state_name(from),
 			     srn_diag_qp_state_name(qp->state));
