@@ -1,12 +1,14 @@
 /*
  * nic.c - the nic's object state that every layer above reads: the QP
- * number table and the clock.  Creating, running and destroying the nic
+ * number table, the clock, and the doorbell that wakes the progress
+ * thread (its eventfd and the flag a deferred transmission raises).  Creating, running and destroying the nic
  * is the engine's (engine/nic.c, engine/progress.c).
  */
 #include "core/nic.h"
 
 #include <errno.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "core/qp.h"
 
@@ -15,6 +17,26 @@ uint64_t srn_now_ns(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+void srn_nic_kick(struct srn_nic *nic)
+{
+	uint64_t one = 1;
+	if (nic->kick_fd >= 0 && write(nic->kick_fd, &one, sizeof(one)) < 0) {
+		/* Counter saturated: the thread is already due to wake. */
+	}
+}
+
+void srn_nic_tx_deferred(struct srn_nic *nic)
+{
+	/* Raise the flag, then look: the thread announces its deep sleep,
+	 * then reads the flag (both sequentially consistent), so it either
+	 * sees the flag or is kicked. */
+	if (atomic_load_explicit(&nic->tx_waiting, memory_order_relaxed))
+		return;
+	atomic_store(&nic->tx_waiting, true);
+	if (atomic_load(&nic->bg_deep_sleep))
+		srn_nic_kick(nic);
 }
 
 int srn_nic_qp_add(struct srn_nic *nic, struct srn_qp *qp, uint32_t *qpn)

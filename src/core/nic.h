@@ -130,6 +130,12 @@ struct srn_qp *srn_nic_qp_lookup(struct srn_nic *nic, uint32_t qpn);
 
 uint64_t srn_now_ns(void);
 
+/* Wake the progress thread (engine/progress.c) from its sleep. */
+void srn_nic_kick(struct srn_nic *nic);
+/* A transmission was deferred (a full same-host ring): make sure the
+ * progress thread retries it even if nothing else wakes it. */
+void srn_nic_tx_deferred(struct srn_nic *nic);
+
 /* Take nic->lock (leave it with srn_nic_unlock, engine/nic.h).  A
  * thread that has to wait says so, and the progress thread's busy poll
  * (engine/progress.c) stays off the lock until it got it: a mutex is not

@@ -42,9 +42,6 @@ int srn_progress_poll(struct srn_nic *nic, bool from_app);
 /* An application thread is about to block (e.g. in ibv_get_cq_event): let
  * the progress thread take over at once. */
 void srn_progress_app_sleeps(struct srn_nic *nic);
-/* A transmission was deferred (a full same-host ring): make sure the
- * progress thread retries it even if nothing else wakes it. */
-void srn_progress_tx_deferred(struct srn_nic *nic);
 /* SOFTRNIC_SPIN_US: how long the progress thread keeps polling after
  * socket traffic woke it (default 50 us, 0 = sleep at once, at most 0.1 s;
  * anything else gives the default). */

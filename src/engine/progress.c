@@ -234,19 +234,11 @@ fail:;
 	return -err;
 }
 
-static void kick(struct srn_nic *nic)
-{
-	uint64_t one = 1;
-	if (nic->kick_fd >= 0 && write(nic->kick_fd, &one, sizeof(one)) < 0) {
-		/* Counter saturated: the thread is already due to wake. */
-	}
-}
-
 void srn_progress_stop(struct srn_nic *nic)
 {
 	if (nic->thread_started) {
 		atomic_store(&nic->stop, true);
-		kick(nic);
+		srn_nic_kick(nic);
 		pthread_join(nic->thread, NULL);
 		nic->thread_started = false;
 	}
@@ -259,22 +251,10 @@ void srn_progress_stop(struct srn_nic *nic)
 	nic->ep_all = nic->ep_kick = nic->kick_fd = -1;
 }
 
-void srn_progress_tx_deferred(struct srn_nic *nic)
-{
-	/* Raise the flag, then look: the thread announces its deep sleep,
-	 * then reads the flag (both sequentially consistent), so it either
-	 * sees the flag or is kicked. */
-	if (atomic_load_explicit(&nic->tx_waiting, memory_order_relaxed))
-		return;
-	atomic_store(&nic->tx_waiting, true);
-	if (atomic_load(&nic->bg_deep_sleep))
-		kick(nic);
-}
-
 void srn_progress_app_sleeps(struct srn_nic *nic)
 {
 	atomic_store_explicit(&nic->last_app_ns, 0, memory_order_relaxed);
-	kick(nic);
+	srn_nic_kick(nic);
 }
 
 uint64_t srn_progress_app_active(struct srn_nic *nic)
@@ -425,7 +405,7 @@ int srn_progress_poll(struct srn_nic *nic, bool from_app)
 			 * it so that it watches the polling application from
 			 * now on (the kick is paid once per polling spell). */
 			hold = false;
-			kick(nic);
+			srn_nic_kick(nic);
 		}
 	}
 	if (hold) {

@@ -15,7 +15,6 @@
 #include "core/nic.h"
 #include "core/qp.h"
 #include "diag/shm.h"
-#include "engine/nic.h"
 #include "transport/requester.h"
 #include "transport/responder.h"
 #include "transport/txq.h"
@@ -94,7 +93,7 @@ void srn_tx_defer(struct srn_qp *qp)
 		qp->tx_next = qp->nic->tx_list;
 		qp->nic->tx_list = qp;
 	}
-	srn_progress_tx_deferred(qp->nic);
+	srn_nic_tx_deferred(qp->nic);
 }
 
 void srn_tx_resume(struct srn_nic *nic)
