@@ -15,6 +15,8 @@
 # in LD_PRELOAD for such binaries.
 #
 # A third, smaller pass builds build-tsan/ with ThreadSanitizer (see below).
+# After the first pass, scripts/check_layers.py checks its objects for
+# calls and includes that run up the layers.
 #
 # Environment: JOBS (default 2), SRN_SKIP_ASAN=1 / SRN_SKIP_TSAN=1 to skip
 # those passes, SRN_CTEST_BUDGET seconds allowed per ctest pass (default 300),
@@ -51,6 +53,11 @@ status=0
 # Structure checks: no raw exit from the NIC lock outside the engine.
 ./scripts/check_unlock.sh || status=1
 run_pass "$BUILD_DIR" || status=1
+
+# No layer of src/ may use one above it (DESIGN.md, "Layers"): includes
+# from the text, calls from the objects this build just made.
+echo "=== $BUILD_DIR: layer check"
+python3 scripts/check_layers.py --build "$BUILD_DIR" || status=1
 
 if [ "${SRN_SKIP_ASAN:-0}" != 1 ]; then
 	SRN_ASAN_PRELOAD=$("$CC" -print-file-name=libasan.so)
