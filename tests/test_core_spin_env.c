@@ -1,6 +1,6 @@
 /*
  * test_core_spin_env.c - SOFTRNIC_SPIN_US, how long the progress thread
- * keeps polling after socket traffic (core/progress.c): the default, off,
+ * keeps polling after socket traffic (engine/progress.c): the default, off,
  * a value, the 0.1 s ceiling, and what is not a number.
  */
 #include <stdint.h>

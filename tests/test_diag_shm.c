@@ -1,4 +1,5 @@
-/* Tests for the diagnostic segment (src/diag/shm.c, log.c, snap.c):
+/* Tests for the diagnostic segment (src/diag/shm.c, log.c, names.c; core/snap.c;
+ * transport/explain.c; engine/diag_tick.c):
  * - the file: name, mode 0600 (its owner's alone), size, header, counter
  *   names, and counters written through srn_count() visible through a
  *   second, read-only mapping;

@@ -4,7 +4,7 @@
  *
  * A receiver that polls its CQ holds the plain ACKs of what it just
  * received, so that they leave in the same system call as its answer (the
- * ping-pong fast path, core/progress.c).  This test makes the receiver
+ * ping-pong fast path, engine/progress.c).  This test makes the receiver
  * (child) not answer:
  *   quiet:   it polls two receives (the first wakes its progress thread,
  *            which then leaves the polling application the work and the

@@ -57,7 +57,7 @@ struct srn_nic {
 	uint16_t rx_id_next;           /* IPv4 ID the next packet probably has (GSO) */
 	/* Same-host peers: shared-memory rings instead of the socket
 	 * (link/shm.h).  While they carry traffic, an application's poll
-	 * asks the socket only every SRN_UDP_POLL_GAP_NS (progress.c). */
+	 * asks the socket only every SRN_UDP_POLL_GAP_NS (engine/progress.c). */
 	struct srn_shm shm;
 	uint64_t shm_rx_ns;            /* when a ring last delivered */
 	uint64_t udp_polled_ns;        /* when the socket was last asked */
@@ -86,8 +86,8 @@ struct srn_nic {
 	struct srn_qp *ack_list;
 	struct srn_qp *tx_list;
 	/* Plain ACKs held past an application's poll so they leave with its
-	 * next post (progress.c); the progress thread sends them if it does
-	 * not come. */
+	 * next post (engine/progress.c); the progress thread sends them if
+	 * it does not come. */
 	_Atomic bool acks_deferred;
 	pid_t pid;                     /* the process that created it (fork: not the child's) */
 	uint64_t acks_held_ns;         /* when the held ACKs were held */
@@ -113,7 +113,7 @@ struct srn_nic {
 	bool mcast_sender_ready;
 
 	/* Progress: application threads drive it in post/poll; the thread
-	 * below takes over when none has for a while (progress.c). */
+	 * below takes over when none has for a while (engine/progress.c). */
 	pthread_t thread;
 	bool thread_started;
 	int kick_fd;                   /* eventfd: wake the progress thread */
