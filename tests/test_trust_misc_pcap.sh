@@ -87,7 +87,10 @@ refused "FIFO without reader" "$d/trace-fifo.pcap" "it is a FIFO or device"
 # 3b. A FIFO the attacker holds open (read-write, so it never blocks):
 # whatever the victim writes stays in the pipe, where we look afterwards.
 attacker mkfifo -m 0666 "$d/trace-fifo2.pcap"
-attacker bash -c "exec 3<>'$d/trace-fifo2.pcap'; : >'$d/holding'; exec sleep 60" &
+# The holder gets no stdout/stderr of ours: ctest waits for every holder of
+# its pipe, and `kill` below reaches the setpriv, not always the sleep.
+attacker bash -c "exec 3<>'$d/trace-fifo2.pcap'; : >'$d/holding'; exec sleep 60" \
+	</dev/null >/dev/null 2>&1 &
 holder=$!
 for _ in $(seq 100); do [ -e "$d/holding" ] && break; sleep 0.05; done
 [ -e "$d/holding" ] || fail "the attacker's FIFO holder did not start"
