@@ -2,7 +2,7 @@
  * snap.h - filling diagnostic slots from the live objects.
  *
  * This is the one place that knows both the core objects (srn_qp, srn_mr,
- * ...) and the slot layout (diag/shm.h), so the data path never copies
+ * ...) and the slot layout (diag/seg_layout.h), so the data path never copies
  * fields itself: verbs call srn_diag_snap at the events that matter
  * (create, modify), the transport at an error (transport/explain.c), and
  * the engine refreshes every object at most every SRN_DIAG_TICK_NS

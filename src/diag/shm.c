@@ -76,7 +76,7 @@ struct srn_diag {
 	struct srn_diag_slot sink_slot[SRN_DIAG__KINDS];
 	struct srn_diag_qp_log sink_log;
 	struct srn_diag *next_open;    /* on open_list, for the exit hook */
-	struct srn_diag_clock clock;   /* snap.c */
+	struct srn_diag_clock clock;   /* core/snap.c, engine/diag_tick.c */
 };
 
 /* Segments still open, marked "exited" by the destructor below when the

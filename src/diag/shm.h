@@ -149,7 +149,8 @@ void srn_diag_dev_log(struct srn_diag *d, enum srn_log_level lvl, const char *fm
 enum srn_log_level srn_log_threshold(void);
 const char *srn_log_level_name(enum srn_log_level lvl);
 
-/* Internal to src/diag (snap.c): the segment and the refresh clock.
+/* For the snapshot writer (core/snap.c) and the tick (engine/diag_tick.c):
+ * the segment and the refresh clock.
  * Written under nic->lock; due_ns is also read without it by
  * srn_diag_deadline (relaxed: a stale value only moves a wakeup). */
 struct srn_diag_clock {
