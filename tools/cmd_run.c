@@ -22,6 +22,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "run_ns.h"
 #include "subcommands.h"
 
 #define RUN_LIB_NAME "libibverbs.so.1"
@@ -33,13 +34,14 @@
 struct run_opts {
 	const char *devices; /* --devices: value for SOFTRNIC_DEVICES */
 	const char *pcap;    /* --pcap: value for SOFTRNIC_PCAP */
+	int no_sysfs;        /* --no-sysfs or SOFTRNIC_SYSFS=0: no private view */
 	char **prog_argv;    /* PROG ARGS..., NULL-terminated */
 };
 
 void srn_usage_run(FILE *out)
 {
 	fprintf(out,
-		"Usage: softrnic run [--devices SPEC] [--pcap FILE] [--] PROG [ARGS...]\n"
+		"Usage: softrnic run [--devices SPEC] [--pcap FILE] [--no-sysfs] [--] PROG [ARGS...]\n"
 		"\n"
 		"Runs PROG with softrnic as its verbs library: the directory holding\n"
 		"softrnic's " RUN_LIB_NAME " (<prefix>/lib, found next to this\n"
@@ -47,9 +49,18 @@ void srn_usage_run(FILE *out)
 		"executed in place of softrnic. Unmodified programs (ibv_devinfo,\n"
 		"ibv_rc_pingpong, perftest, MPI, ...) then see softrnic devices.\n"
 		"\n"
+		"PROG also runs in a private mount namespace (plus a user namespace\n"
+		"mapping your uid to itself, when not root) where\n"
+		"/dev/infiniband/uverbsN and /sys/class/infiniband/NAME describe the\n"
+		"softrnic devices, as UCX and libfabric expect of a verbs device; the\n"
+		"rest of /dev and /sys/class, the network and the processes are the\n"
+		"same as outside. Where namespaces are not allowed, a warning says so\n"
+		"and PROG runs without that view.\n"
+		"\n"
 		"Options:\n"
 		"  --devices SPEC  set SOFTRNIC_DEVICES=SPEC for PROG\n"
 		"  --pcap FILE     set SOFTRNIC_PCAP=FILE for PROG\n"
+		"  --no-sysfs      no private /dev and /sys view (also SOFTRNIC_SYSFS=0)\n"
 		"  -h, --help      show this help\n"
 		"\n"
 		"Environment (read by the softrnic library inside PROG):\n"
@@ -143,7 +154,7 @@ static int prepend_library_path(const char *dir)
 	return rc;
 }
 
-enum { OPT_DEVICES = 256, OPT_PCAP };
+enum { OPT_DEVICES = 256, OPT_PCAP, OPT_NO_SYSFS };
 
 /* Returns -1 to go on, or the exit status to return right away. */
 static int parse_run_args(int argc, char *argv[], struct run_opts *o)
@@ -151,6 +162,7 @@ static int parse_run_args(int argc, char *argv[], struct run_opts *o)
 	static const struct option longopts[] = {
 		{ "devices", required_argument, NULL, OPT_DEVICES },
 		{ "pcap", required_argument, NULL, OPT_PCAP },
+		{ "no-sysfs", no_argument, NULL, OPT_NO_SYSFS },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -164,6 +176,9 @@ static int parse_run_args(int argc, char *argv[], struct run_opts *o)
 			break;
 		case OPT_PCAP:
 			o->pcap = optarg;
+			break;
+		case OPT_NO_SYSFS:
+			o->no_sysfs = 1;
 			break;
 		case 'h':
 			srn_usage_run(stdout);
@@ -207,6 +222,9 @@ int srn_cmd_run(int argc, char *argv[])
 		return rc;
 	if (find_libdir(libdir, sizeof(libdir)) || set_environment(&o, libdir))
 		return SRN_EXIT_FAIL;
+	const char *sysfs = getenv("SOFTRNIC_SYSFS");
+	if (!o.no_sysfs && !(sysfs && !strcmp(sysfs, "0")))
+		srn_run_ns_setup();  /* on failure it warned; run PROG anyway */
 
 	fflush(NULL);
 	execvp(o.prog_argv[0], o.prog_argv);
