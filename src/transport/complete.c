@@ -133,6 +133,11 @@ void srn_complete_recv_ud(struct srn_qp *qp, uint32_t byte_len, bool with_imm, u
 		.src_qp = src_qp,
 		.wc_flags = IBV_WC_GRH | (with_imm ? IBV_WC_WITH_IMM : 0),
 		.imm_data = with_imm ? imm_be : 0,
+		/* RoCE has no SL; as mlx5 does, sl carries the L3 type of the
+		 * packet (2: IPv4, 1: IPv6), which says where in the GRH area
+		 * the destination address is. UCX's UD drops receives whose
+		 * destination it cannot find among its GIDs. */
+		.sl = qp->nic->udp.local.ss_family == AF_INET ? 2 : 1,
 	};
 	push(qp, qp->rcq, &wc, solicited);
 }
