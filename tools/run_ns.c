@@ -295,6 +295,21 @@ static int gen_ibdev(int classfd, struct ibv_device *dev)
 	return ret;
 }
 
+/* Root's directories look like nobody's from inside the user namespace:
+ * name a root-owned diagnostics directory (default /dev/shm), checked
+ * here outside, so the library may still use it (diag/seg_file.c). */
+static void vouch_diag_dir(void)
+{
+	const char *dir = getenv("SOFTRNIC_DIAG_DIR");
+	struct stat st;
+	char v[64];
+	if (stat(dir && *dir ? dir : "/dev/shm", &st) || !S_ISDIR(st.st_mode) || st.st_uid != 0)
+		return;
+	snprintf(v, sizeof(v), "%llu:%llu", (unsigned long long)st.st_dev,
+		 (unsigned long long)st.st_ino);
+	setenv("SOFTRNIC_DIAG_DIR_ROOT", v, 1);
+}
+
 static int make_namespace(char *err, size_t errlen)
 {
 	uid_t uid = getuid();
@@ -305,6 +320,7 @@ static int make_namespace(char *err, size_t errlen)
 		snprintf(err, errlen, "unshare(CLONE_NEWNS): %s", strerror(errno));
 		return -errno;
 	}
+	vouch_diag_dir();
 	if (unshare(CLONE_NEWUSER | CLONE_NEWNS)) {
 		snprintf(err, errlen, "cannot create a user namespace: %s%s", strerror(errno),
 			 errno == EPERM || errno == ENOSPC ?
