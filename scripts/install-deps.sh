@@ -13,6 +13,7 @@ PACKAGES=(
 	iproute2                            # ip netns / veth / ss for the tests
 	tshark                              # dissects captured RoCEv2 packets
 	python3                             # test helpers
+	ucx-utils                           # UCX 1.13: ucx_info, ucx_perftest over softrnic (tests, bench)
 )
 
 missing=()
