@@ -7,12 +7,14 @@
 #         only as the auxiliary wire-up transport): UCP tag, put, get,
 #         atomics, and UCT-level verbs atomics
 #   ud    the same with UCX_TLS=ud_verbs
+#   netns rc_verbs and ud_verbs between two network namespaces joined by a
+#         veth pair (tests/lib/netns.sh; root only): the UDP link
 #   user  one rc_verbs run as an ordinary user (uid 65534 via setpriv; needs
 #         root to switch): the user-namespace path of `softrnic run`
 # Each run is small and bounded; a run passes when both ends exit 0, the
 # client prints its "Final:" line, and UCX's info log names the transport.
 set -u
-MODE=${1:?mode: info|rc|ud|user}
+MODE=${1:?mode: info|rc|ud|netns|user}
 SR="$SRN_BUILD/bin/softrnic"
 command -v ucx_perftest >/dev/null && command -v ucx_info >/dev/null ||
     { echo "SKIP: ucx-utils not installed"; exit 77; }
@@ -32,12 +34,12 @@ fail=0
 perf() {
     local as=$1 tls=$2 expect=$3; shift 3
     local port=$((20000 + RANDOM % 20000)) spid rc src
-    UCX_TLS=$tls timeout 60 $as "$SR" run -- ucx_perftest -p $port \
+    UCX_TLS=$tls timeout 60 ${SRV_AS:-$as} "$SR" run -- ucx_perftest -p $port \
         >"$TMP/srv" 2>&1 &
     spid=$!
     sleep 0.5
-    UCX_TLS=$tls UCX_LOG_LEVEL=info timeout 60 $as "$SR" run -- \
-        ucx_perftest 127.0.0.1 -p $port "$@" >"$TMP/cli" 2>&1
+    UCX_TLS=$tls UCX_LOG_LEVEL=info timeout 60 ${CLI_AS:-$as} "$SR" run -- \
+        ucx_perftest ${TARGET:-127.0.0.1} -p $port "$@" >"$TMP/cli" 2>&1
     rc=$?
     wait $spid; src=$?
     if [ $rc = 0 ] && [ $src = 0 ] && grep -q '^Final:' "$TMP/cli" &&
@@ -94,6 +96,18 @@ ud)
     perf "" ud_verbs "(ud_verbs/softrnic0:1)" -t ucp_put_bw -s 65536 -n 100
     perf "" ud_verbs "(ud_verbs/softrnic0:1)" -t ucp_get -s 65536 -n 100
     perf "" ud_verbs "(ud_verbs/softrnic0:1)" -t ucp_fadd -n 100
+    ;;
+netns)
+    source "$SRN_SRC/tests/lib/netns.sh"
+    srn_netns_require_root
+    srn_netns_setup
+    srn_netns_at_exit "rm -rf $TMP"
+    SRV_AS="ip netns exec $NS_A env SOFTRNIC_DEVICES=name=softrnic0,addr=$ADDR_A"
+    CLI_AS="ip netns exec $NS_B env SOFTRNIC_DEVICES=name=softrnic0,addr=$ADDR_B"
+    TARGET=$ADDR_A
+    perf "" rc_verbs,ud_verbs:aux "ep_cfg[0]: tag(rc_verbs/softrnic0:1)" -t tag_bw -s 65536 -n 100
+    perf "" rc_verbs,ud_verbs:aux "rma(rc_verbs/softrnic0:1)" -t ucp_get -s 65536 -n 100
+    perf "" ud_verbs "ep_cfg[0]: tag(ud_verbs/softrnic0:1)" -t tag_lat -n 100
     ;;
 user)
     [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null ||
