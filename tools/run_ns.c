@@ -49,6 +49,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <net/if.h>
+#include <netinet/in.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -56,6 +58,7 @@
 #include <infiniband/verbs.h>
 
 #include "core/limits.h"
+#include "link/config.h"
 #include "wire/roce_hdr.h"
 #include "run_ns.h"
 
@@ -221,7 +224,21 @@ static int seal_dir(const char *dir, char *err, size_t errlen)
 /* /sys/class/infiniband/<name>: what rdma-core's sysfs has for a RoCE
  * device, as far as UCX, libfabric and the rdma tools read it. Values
  * agree with ibv_query_device/ibv_query_port (core/device.c). */
-static int gen_ibdev(int classfd, struct ibv_device *dev)
+/* The RoCEv2 GID of a configured address (IPv4-mapped for IPv4), as
+ * sysfs writes GIDs: eight groups of four hex digits. */
+static void gid_text(const struct srn_dev_cfg *c, char *out, size_t len)
+{
+	uint8_t g[16] = { [10] = 0xff, [11] = 0xff };
+	if (c->family == AF_INET)
+		memcpy(g + 12, &((const struct sockaddr_in *)&c->addr)->sin_addr, 4);
+	else
+		memcpy(g, &((const struct sockaddr_in6 *)&c->addr)->sin6_addr, 16);
+	size_t n = 0;
+	for (int i = 0; i < 16; i += 2)
+		n += (size_t)snprintf(out + n, len - n, "%s%02x%02x", i ? ":" : "", g[i], g[i + 1]);
+}
+
+static int gen_ibdev(int classfd, struct ibv_device *dev, const struct srn_dev_cfg *cfg)
 {
 	char rel[PATH_MAX];
 	uint64_t g = be64toh(ibv_get_device_guid(dev));
@@ -229,6 +246,11 @@ static int gen_ibdev(int classfd, struct ibv_device *dev)
 	snprintf(guid, sizeof(guid), "%04x:%04x:%04x:%04x", (unsigned)(g >> 48) & 0xffff,
 		 (unsigned)(g >> 32) & 0xffff, (unsigned)(g >> 16) & 0xffff,
 		 (unsigned)g & 0xffff);
+	char ifname[IF_NAMESIZE] = "", gid[48] = "";
+	if (cfg && srn_link_ifname((const struct sockaddr *)&cfg->addr, ifname))
+		ifname[0] = '\0';
+	if (cfg && !cfg->auto_loopback)
+		gid_text(cfg, gid, sizeof(gid));
 	snprintf(rel, sizeof(rel), "infiniband/%s", dev->name);
 	int dfd = mkdirs_at(classfd, rel);
 	if (dfd < 0)
@@ -243,6 +265,15 @@ static int gen_ibdev(int classfd, struct ibv_device *dev)
 		/* No PCI function behind it: no NUMA affinity, as sysfs says
 		 * for a virtual device. */
 		ret = write_file_at(sub, "numa_node", "-1\n");
+		/* device/net/<ifname>: the netdev that carries the address
+		 * (auto: loopback), as rdma-core's ibdev2netdev reads it. */
+		int net = !ret && ifname[0] ? mkdirs_at(sub, "net") : -ENOENT;
+		if (net >= 0) {
+			char link[PATH_MAX];
+			snprintf(link, sizeof(link), "/sys/class/net/%s", ifname);
+			ret = symlinkat(link, net, ifname) ? -errno : 0;
+			close(net);
+		}
 		close(sub);
 	} else {
 		ret = sub;
@@ -261,15 +292,26 @@ static int gen_ibdev(int classfd, struct ibv_device *dev)
 		ret = ret ? ret : write_file_at(sub, "cap_mask", "0x%08x\n",
 						IBV_PORT_CM_SUP | IBV_PORT_IP_BASED_GIDS);
 		int t = ret ? ret : mkdirs_at(sub, "gid_attrs/types");
-		for (int i = 0; t >= 0 && !ret && i < SRN_GID_TBL_LEN; i++) {
+		int nd = t < 0 ? t : mkdirs_at(sub, "gid_attrs/ndevs");
+		int gd = nd < 0 ? nd : mkdirs_at(sub, "gids");
+		for (int i = 0; gd >= 0 && !ret && i < SRN_GID_TBL_LEN; i++) {
 			char n[16];
 			snprintf(n, sizeof(n), "%d", i);
 			ret = write_file_at(t, n, "RoCE v2\n");
+			if (!ret && ifname[0])
+				ret = write_file_at(nd, n, "%s\n", ifname);
+			/* An auto address is picked when the device opens. */
+			if (!ret && gid[0])
+				ret = write_file_at(gd, n, "%s\n", gid);
 		}
 		if (t >= 0)
 			close(t);
+		if (nd >= 0)
+			close(nd);
+		if (gd >= 0)
+			close(gd);
 		else if (!ret)
-			ret = t;
+			ret = gd;
 		int p = ret ? ret : mkdirs_at(sub, "pkeys");
 		if (p >= 0) {
 			ret = write_file_at(p, "0", "0x%04x\n", SRN_DEFAULT_PKEY);
@@ -355,6 +397,13 @@ static int build_view(char *err, size_t errlen)
 		snprintf(err, errlen, "no device list: %s", strerror(errno));
 		return -errno;
 	}
+	/* The library numbers devices in configuration order; a
+	 * configuration it would refuse leaves the files it feeds empty. */
+	struct srn_dev_cfg cfg[SRN_MAX_DEVICES];
+	char cfgerr[256];
+	int ncfg = srn_config_load(cfg, SRN_MAX_DEVICES, cfgerr, sizeof(cfgerr));
+	if (ncfg != ndev)
+		ncfg = 0;
 	int ret = make_namespace(err, errlen);
 	if (ret)
 		goto out;
@@ -405,7 +454,7 @@ static int build_view(char *err, size_t errlen)
 	else if (!ret)
 		ret = ifd;
 	for (int i = 0; !ret && i < ndev; i++)
-		ret = gen_ibdev(classfd, list[i]);
+		ret = gen_ibdev(classfd, list[i], i < ncfg ? &cfg[i] : NULL);
 	if (ret)
 		snprintf(err, errlen, "cannot write /sys/class/infiniband: %s", strerror(-ret));
 	close(classfd);

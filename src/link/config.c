@@ -484,7 +484,7 @@ static bool addr_equal(const struct sockaddr *a, const struct sockaddr *b)
     return false;
 }
 
-int srn_link_detect_mtu(const struct sockaddr *sa, uint32_t *mtu)
+int srn_link_ifname(const struct sockaddr *sa, char ifname[IF_NAMESIZE])
 {
     struct ifaddrs *list;
     if (getifaddrs(&list))
@@ -493,9 +493,9 @@ int srn_link_detect_mtu(const struct sockaddr *sa, uint32_t *mtu)
      * 127/8 address is local through it; match loopback by interface flag.
      * Interfaces without addresses still appear (AF_PACKET entries). */
     bool loop = addr_is_loopback(sa);
-    char ifname[IF_NAMESIZE] = "";
+    ifname[0] = '\0';
     for (struct ifaddrs *ifa = list; ifa; ifa = ifa->ifa_next) {
-        if (!ifa->ifa_name || strlen(ifa->ifa_name) >= sizeof(ifname))
+        if (!ifa->ifa_name || strlen(ifa->ifa_name) >= IF_NAMESIZE)
             continue;
         if (loop ? (ifa->ifa_flags & IFF_LOOPBACK) != 0
                  : (ifa->ifa_addr && addr_equal(ifa->ifa_addr, sa))) {
@@ -504,8 +504,15 @@ int srn_link_detect_mtu(const struct sockaddr *sa, uint32_t *mtu)
         }
     }
     freeifaddrs(list);
-    if (!ifname[0])
-        return -ENODEV;
+    return ifname[0] ? 0 : -ENODEV;
+}
+
+int srn_link_detect_mtu(const struct sockaddr *sa, uint32_t *mtu)
+{
+    char ifname[IF_NAMESIZE];
+    int ret = srn_link_ifname(sa, ifname);
+    if (ret)
+        return ret;
 
     int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
     if (fd < 0)

@@ -25,6 +25,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <net/if.h>
 #include <sys/socket.h>
 
 #define SRN_MAX_DEVICES 8
@@ -71,6 +72,10 @@ int srn_config_parse(const char *text, size_t len, enum srn_cfg_syntax syntax, c
  * string is not modified. Returns 0 or -EINVAL. */
 int srn_config_parse_entry(const char *entry, int index, struct srn_dev_cfg *cfg,
                            const char *where, char *err, size_t errlen);
+
+/* Name of the interface that owns address sa (same matching as below):
+ * 0, or -ENODEV when no interface in this network namespace has it. */
+int srn_link_ifname(const struct sockaddr *sa, char ifname[IF_NAMESIZE]);
 
 /* MTU of the interface that owns address sa (exact match; any 127/8 or ::1
  * address maps to the loopback interface). Returns 0 and sets *mtu, or
