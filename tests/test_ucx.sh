@@ -9,7 +9,7 @@
 #   ud    the same with UCX_TLS=ud_verbs
 #   netns rc_verbs and ud_verbs between two network namespaces joined by a
 #         veth pair (tests/lib/netns.sh; root only): the UDP link
-#   user  one rc_verbs run as an ordinary user (uid 65534 via setpriv; needs
+#   user  one rc_verbs run as an ordinary user (uid 4242 via setpriv; needs
 #         root to switch): the user-namespace path of `softrnic run`
 # Each run is small and bounded; a run passes when both ends exit 0, the
 # client prints its "Final:" line, and UCX's info log names the transport.
@@ -113,7 +113,8 @@ user)
     [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null ||
         { echo "SKIP: needs root to play an ordinary user"; exit 77; }
     cd "$TMP"
-    USER_AS="setpriv --reuid=65534 --regid=65534 --clear-groups"
+    # Not 65534: that is the overflow uid, which `run` refuses to map.
+    USER_AS="setpriv --reuid=4242 --regid=4242 --clear-groups"
     perf "$USER_AS" rc_verbs,ud_verbs:aux "ep_cfg[0]: tag(rc_verbs/softrnic0:1)" \
         -t tag_lat -n 200
     ;;

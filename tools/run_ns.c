@@ -362,6 +362,22 @@ static int make_namespace(char *err, size_t errlen)
 		snprintf(err, errlen, "unshare(CLONE_NEWNS): %s", strerror(errno));
 		return -errno;
 	}
+	/* Inside, every unmapped owner (root's /dev/shm, other users'
+	 * files) shows as the overflow uid: a caller who is that uid could
+	 * no longer tell those files from its own. */
+	long overflow = 65534;
+	FILE *f = fopen("/proc/sys/kernel/overflowuid", "re");
+	if (f) {
+		if (fscanf(f, "%ld", &overflow) != 1)
+			overflow = 65534;
+		fclose(f);
+	}
+	if ((long)uid == overflow) {
+		snprintf(err, errlen, "uid %u is the kernel's overflow uid: inside a user "
+			 "namespace it could not tell other users' files from its own",
+			 (unsigned)uid);
+		return -EPERM;
+	}
 	vouch_diag_dir();
 	if (unshare(CLONE_NEWUSER | CLONE_NEWNS)) {
 		snprintf(err, errlen, "cannot create a user namespace: %s%s", strerror(errno),
