@@ -115,8 +115,12 @@ user)
     cd "$TMP"
     # Not 65534: that is the overflow uid, which `run` refuses to map.
     USER_AS="setpriv --reuid=4242 --regid=4242 --clear-groups"
-    perf "$USER_AS" rc_verbs,ud_verbs:aux "ep_cfg[0]: tag(rc_verbs/softrnic0:1)" \
-        -t tag_lat -n 200
+    # Both join one user namespace, so the same-host rings still work
+    # between them (sibling namespaces could not open each other's inbox).
+    export SOFTRNIC_STATS=1
+    perf "$USER_AS" rc_verbs,ud_verbs:aux "shm_sent_pkts" -t tag_lat -n 200
+    grep -q "ep_cfg\[0\]: tag(rc_verbs/softrnic0:1)" "$TMP/cli" ||
+        { echo "FAIL  user run did not use rc_verbs"; fail=1; }
     ;;
 esac
 exit $fail

@@ -14,10 +14,11 @@
  *
  * So `run` gives PROG its own view of two directories, and nothing else:
  *
- *   unshare(CLONE_NEWNS) when we may (root), else
- *   unshare(CLONE_NEWUSER | CLONE_NEWNS) with the caller's uid and gid
- *   mapped to themselves (files PROG creates stay the caller's, getuid()
- *   is unchanged, no capability survives the execve);
+ *   unshare(CLONE_NEWNS) when we may (root), else a user namespace with
+ *   the caller's uid and gid mapped to themselves (files PROG creates stay
+ *   the caller's, getuid() is unchanged, no capability survives the
+ *   execve), one per user and shared by all their runs (join_user_ns), and
+ *   a mount namespace of this run's own in it;
  *   /dev and /sys/class: a tmpfs over each, refilled with every original
  *   entry (directories and files bind-mounted recursively from the covered
  *   directory, symlinks copied), so /dev/shm, /dev/pts, /sys/class/net ...
@@ -33,6 +34,9 @@
  * `softrnic stat` outside are exactly as without the namespace. Where a
  * namespace cannot be made (user namespaces disabled, seccomp), `run` says
  * so on stderr and runs PROG without the view.
+ *
+ * A run that finds every device's node and sysfs directory in place (a
+ * run inside a run, or root's system-wide setup) changes nothing.
  *
  * Invariants: every mount is made after the unshare, in the new namespace,
  * so nothing leaks to the caller's; propagation is MS_SLAVE, so mounts the
@@ -352,6 +356,91 @@ static void vouch_diag_dir(void)
 	setenv("SOFTRNIC_DIAG_DIR_ROOT", v, 1);
 }
 
+/*
+ * One user namespace per user, shared by all of that user's `run`s.
+ *
+ * Two processes in sibling user namespaces may not look into each other
+ * (the kernel's ptrace check, cap_ptrace_access_check, wants the same
+ * namespace or CAP_SYS_PTRACE over the other): the same-host link, which
+ * opens its peer's inbox memfd through /proc/PID/fd, would fall back to
+ * UDP. So the first `run` anchors its namespace in a marker
+ * (/dev/shm/softrnic-userns-<uid>: "pid ns-inode", ours, 0600) and later
+ * ones join it with setns, which its owner may do from outside. Each
+ * then makes its own mount namespace. A marker whose process is gone, or
+ * whose namespace is not that process's any more, is replaced.
+ */
+#define NS_MARKER_FMT "/dev/shm/softrnic-userns-%u"
+
+static int join_user_ns(uid_t uid)
+{
+	char path[64], buf[64];
+	snprintf(path, sizeof(path), NS_MARKER_FMT, (unsigned)uid);
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	struct stat st;
+	ssize_t n = -1;
+	if (!fstat(fd, &st) && S_ISREG(st.st_mode) && st.st_uid == uid &&
+	    (st.st_mode & 07777) == 0600)
+		n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	int pid;
+	unsigned long long ino;
+	if (n <= 0)
+		return -EINVAL;
+	buf[n] = '\0';
+	if (sscanf(buf, "%d %llu", &pid, &ino) != 2 || pid <= 0)
+		return -EINVAL;
+	/* The namespace must still be that process's, and the process
+	 * ours: a recycled pid fails one or the other. */
+	snprintf(path, sizeof(path), "/proc/%d/ns/user", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	char dir[32];
+	struct stat pst;
+	snprintf(dir, sizeof(dir), "/proc/%d", pid);
+	int ret = fstat(fd, &st) || stat(dir, &pst) ? -errno : 0;
+	if (!ret && ((unsigned long long)st.st_ino != ino || pst.st_uid != uid))
+		ret = -ESTALE;
+	/* Our gid must be mapped there too (a run under another primary
+	 * group could not create files otherwise). */
+	char map[80];
+	unsigned in, out, cnt;
+	snprintf(path, sizeof(path), "/proc/%d/gid_map", pid);
+	FILE *f = ret ? NULL : fopen(path, "re");
+	if (!ret && (!f || !fgets(map, sizeof(map), f) ||
+		     sscanf(map, "%u %u %u", &in, &out, &cnt) != 3 || in != getgid() ||
+		     out != getgid() || cnt != 1))
+		ret = -ESTALE;
+	if (f)
+		fclose(f);
+	if (!ret && setns(fd, CLONE_NEWUSER))
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
+static void anchor_user_ns(uid_t uid)
+{
+	char path[64], tmp[80], text[64];
+	struct stat st;
+	if (stat("/proc/self/ns/user", &st))
+		return;
+	snprintf(path, sizeof(path), NS_MARKER_FMT, (unsigned)uid);
+	snprintf(tmp, sizeof(tmp), "%s.%d", path, (int)getpid());
+	int n = snprintf(text, sizeof(text), "%d %llu\n", (int)getpid(),
+			 (unsigned long long)st.st_ino);
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return;
+	bool ok = write(fd, text, (size_t)n) == n;
+	close(fd);
+	/* rename replaces only a name we may replace: ours (sticky dir). */
+	if (!ok || rename(tmp, path))
+		unlink(tmp);
+}
+
 static int make_namespace(char *err, size_t errlen)
 {
 	uid_t uid = getuid();
@@ -379,6 +468,14 @@ static int make_namespace(char *err, size_t errlen)
 		return -EPERM;
 	}
 	vouch_diag_dir();
+	if (join_user_ns(uid) == 0) {
+		if (unshare(CLONE_NEWNS)) {
+			snprintf(err, errlen, "unshare(CLONE_NEWNS) in the shared user namespace: %s",
+				 strerror(errno));
+			return -errno;
+		}
+		goto mounts;
+	}
 	if (unshare(CLONE_NEWUSER | CLONE_NEWNS)) {
 		snprintf(err, errlen, "cannot create a user namespace: %s%s", strerror(errno),
 			 errno == EPERM || errno == ENOSPC ?
@@ -397,6 +494,7 @@ static int make_namespace(char *err, size_t errlen)
 			 (unsigned)uid, strerror(-ret));
 		return ret;
 	}
+	anchor_user_ns(uid);
 mounts:
 	if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL)) {
 		snprintf(err, errlen, "cannot make mounts private: %s", strerror(errno));
@@ -405,13 +503,35 @@ mounts:
 	return 0;
 }
 
+/* Every device already has its node and sysfs directory: a `run` inside
+ * another's view, or a system-wide setup by root. Nothing to do. */
+static bool view_present(struct ibv_device **list, int ndev)
+{
+	for (int i = 0; i < ndev; i++) {
+		char p[PATH_MAX];
+		struct stat st;
+		snprintf(p, sizeof(p), "/dev/infiniband/%s", list[i]->dev_name);
+		if (stat(p, &st) || !S_ISCHR(st.st_mode))
+			return false;
+		snprintf(p, sizeof(p), "/sys/class/infiniband/%s/ports/1/gid_attrs/types/0",
+			 list[i]->name);
+		if (access(p, R_OK))
+			return false;
+	}
+	return ndev > 0;
+}
+
 static int build_view(char *err, size_t errlen)
 {
-	int ndev = 0;
+	int ret, ndev = 0;
 	struct ibv_device **list = ibv_get_device_list(&ndev);
 	if (!list) {
 		snprintf(err, errlen, "no device list: %s", strerror(errno));
 		return -errno;
+	}
+	if (view_present(list, ndev)) {
+		ret = 0;
+		goto out;
 	}
 	/* The library numbers devices in configuration order; a
 	 * configuration it would refuse leaves the files it feeds empty. */
@@ -420,7 +540,7 @@ static int build_view(char *err, size_t errlen)
 	int ncfg = srn_config_load(cfg, SRN_MAX_DEVICES, cfgerr, sizeof(cfgerr));
 	if (ncfg != ndev)
 		ncfg = 0;
-	int ret = make_namespace(err, errlen);
+	ret = make_namespace(err, errlen);
 	if (ret)
 		goto out;
 
