@@ -118,6 +118,11 @@ static int receive(struct ep *e, int want, double secs, uint8_t *seen)
 		for (int i = 0; i < n; i++) {
 			CHECK(wc[i].status == IBV_WC_SUCCESS && wc[i].opcode == IBV_WC_RECV);
 			CHECK(wc[i].byte_len == MSGLEN + 40 && (wc[i].wc_flags & IBV_WC_GRH));
+			/* sl names the header in the GRH area, as mlx5's does
+			 * (UCX's ud_verbs finds the destination by it):
+			 * 2 = IPv4 header in bytes 20..39, 1 = IPv6 header. */
+			const uint8_t *grh = e->buf + wc[i].wr_id * (MSGLEN + 40);
+			CHECK(wc[i].sl == 2 ? grh[20] == 0x45 : wc[i].sl == 1 && grh[0] >> 4 == 6);
 			const uint8_t *m = e->buf + wc[i].wr_id * (MSGLEN + 40) + 40;
 			uint32_t seq;
 			memcpy(&seq, m, 4);
