@@ -28,6 +28,7 @@ chmod 755 "$TMP"
 trap 'rm -rf "$TMP"' EXIT
 export UCX_NET_DEVICES=softrnic0:1 UCX_WARN_UNUSED_ENV_VARS=n
 fail=0
+SRV_NS=
 
 # perf AS TLS EXPECT ARGS...: one server/client pair. EXPECT is the
 # ep_cfg text UCX must log (which lane carried the test).
@@ -37,7 +38,12 @@ perf() {
     UCX_TLS=$tls timeout 60 ${SRV_AS:-$as} "$SR" run -- ucx_perftest -p $port \
         >"$TMP/srv" 2>&1 &
     spid=$!
-    sleep 0.5
+    # The client does not retry: wait until the server listens (up to 20 s).
+    for _ in $(seq 200); do
+        $SRV_NS ss -Hltn "sport = :$port" 2>/dev/null | grep -q . && break
+        kill -0 $spid 2>/dev/null || break
+        sleep 0.1
+    done
     UCX_TLS=$tls UCX_LOG_LEVEL=info timeout 60 ${CLI_AS:-$as} "$SR" run -- \
         ucx_perftest ${TARGET:-127.0.0.1} -p $port "$@" >"$TMP/cli" 2>&1
     rc=$?
@@ -105,6 +111,7 @@ netns)
     SRV_AS="ip netns exec $NS_A env SOFTRNIC_DEVICES=name=softrnic0,addr=$ADDR_A"
     CLI_AS="ip netns exec $NS_B env SOFTRNIC_DEVICES=name=softrnic0,addr=$ADDR_B"
     TARGET=$ADDR_A
+    SRV_NS="ip netns exec $NS_A"
     perf "" rc_verbs,ud_verbs:aux "ep_cfg[0]: tag(rc_verbs/softrnic0:1)" -t tag_bw -s 65536 -n 100
     perf "" rc_verbs,ud_verbs:aux "rma(rc_verbs/softrnic0:1)" -t ucp_get -s 65536 -n 100
     perf "" ud_verbs "ep_cfg[0]: tag(ud_verbs/softrnic0:1)" -t tag_lat -n 100
