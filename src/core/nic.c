@@ -57,6 +57,17 @@ int srn_nic_qp_add(struct srn_nic *nic, struct srn_qp *qp, uint32_t *qpn)
 	return -ENOMEM;
 }
 
+int srn_nic_qp_add_gsi(struct srn_nic *nic, struct srn_qp *qp, uint32_t *qpn)
+{
+	/* QPN 1 is slot 1, generation 0: srn_nic_qp_add never uses slot 1. */
+	if (nic->qps[SRN_GSI_QPN])
+		return -EBUSY;
+	nic->qps[SRN_GSI_QPN] = qp;
+	nic->nqps++;
+	*qpn = SRN_GSI_QPN;
+	return 0;
+}
+
 void srn_nic_qp_del(struct srn_nic *nic, uint32_t qpn)
 {
 	uint32_t slot = qpn & (SRN_QP_TABLE_SIZE - 1);

@@ -7,6 +7,7 @@
 #define SRN_VERBS_VERBS_H
 
 #include <errno.h>
+#include <stdbool.h>
 #include <infiniband/verbs.h>
 
 #include "verbs/visibility.h"
@@ -34,6 +35,9 @@ struct srn_qp;
 struct srn_xrcd;
 int srn_qp_create(struct ibv_context *c, struct ibv_pd *pd, struct ibv_qp_init_attr *init,
 		  struct srn_xrcd *xrcd, struct srn_qp **out);
+/* The same, as the nic's GSI QP (QP number 1) when gsi (verbs_gsi.c). */
+int srn_qp_create_at(struct ibv_context *c, struct ibv_pd *pd, struct ibv_qp_init_attr *init,
+		     struct srn_xrcd *xrcd, bool gsi, struct srn_qp **out);
 int srn_qp_post_one(struct srn_qp *qp, const struct ibv_send_wr *wr);
 /* Check one send work request and write it into SQ slot pos without
  * making it visible (sq_head stays; no PSNs yet).  The caller owns the

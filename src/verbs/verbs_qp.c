@@ -52,6 +52,12 @@ SRN_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *ibpd, struct ibv_qp_init_
 int srn_qp_create(struct ibv_context *c, struct ibv_pd *ibpd, struct ibv_qp_init_attr *init,
 		  struct srn_xrcd *xrcd, struct srn_qp **out)
 {
+	return srn_qp_create_at(c, ibpd, init, xrcd, false, out);
+}
+
+int srn_qp_create_at(struct ibv_context *c, struct ibv_pd *ibpd, struct ibv_qp_init_attr *init,
+		     struct srn_xrcd *xrcd, bool gsi, struct srn_qp **out)
+{
 	struct srn_pd *pd = ibpd ? srn_pd(ibpd) : NULL;
 	struct srn_nic *nic = srn_ctx(c)->nic;
 	struct srn_qp_limits lim = limits_of(nic);
@@ -116,7 +122,7 @@ int srn_qp_create(struct ibv_context *c, struct ibv_pd *ibpd, struct ibv_qp_init
 	qp->cap.max_recv_wr = qp->srq ? 0 : qp->rq.max_wr;
 
 	srn_nic_lock(nic);
-	ret = srn_nic_qp_add(nic, qp, &qp->qpn);
+	ret = gsi ? srn_nic_qp_add_gsi(nic, qp, &qp->qpn) : srn_nic_qp_add(nic, qp, &qp->qpn);
 	if (!ret) {
 		if (qp->scq)
 			qp->scq->nqps++;
