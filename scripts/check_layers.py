@@ -31,6 +31,8 @@ LAYERS = [
     ("transport",),         # requester, responder, completer
     ("engine",),            # the NIC's run loop: progress, lifecycle
     ("verbs",),             # ibv_* entry points
+    ("cm",),                # connection manager: QP1, CM MADs, rdma_cm ids (librdmacm.so.1)
+    ("rdmacm",),            # rdma_* entry points and librdmacm's version map
     ("abi",),               # symbol-version shims so binaries load
 ]
 RANK = {d: i for i, group in enumerate(LAYERS) for d in group}
@@ -66,12 +68,13 @@ def include_edges(root):
 def object_files(root, build):
     objs = []
     for top, _, files in os.walk(build):
-        if "srn_objs.dir" not in top:
+        tag = next((t for t in ("srn_objs.dir", "srn_cm_objs.dir") if t in top), None)
+        if tag is None:
             continue
         for name in files:
             if name.endswith(".o"):
                 path = os.path.join(top, name)
-                rel = path.split("srn_objs.dir" + os.sep, 1)[1]
+                rel = path.split(tag + os.sep, 1)[1]
                 parts = rel.split(os.sep)
                 # .../srn_objs.dir/<dir>/<file>.c.o (CMake mirrors src/)
                 # Skip objects whose source is gone (a file moved since the

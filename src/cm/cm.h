@@ -1,0 +1,186 @@
+/*
+ * cm.h - softrnic's RDMA connection manager: the rdma_cm state machine
+ * and IBTA CM protocol under librdmacm.so.1 (src/rdmacm/ is the exported
+ * surface).  It sits above verbs and uses only the public ibv_* calls of
+ * libibverbs.so.1, plus softrnic_create_gsi_qp for each device's QP1.
+ *
+ * Locking: one mutex (srn_cm.lock) guards every id, channel, connection
+ * and device of the CM; the CM thread (gsi.c) takes it to process MADs
+ * and timers.  Verbs calls made under it take the nic lock below it, and
+ * nothing under the nic lock calls up, so the order is cm lock → nic lock.
+ */
+#ifndef SRN_CM_CM_H
+#define SRN_CM_CM_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <infiniband/verbs.h>
+#include <rdma/rdma_cma.h>
+
+#include "cm/mad.h"
+
+#define SRN_CM_MAX_DEV 8
+#define SRN_CM_NRECV 64
+#define SRN_CM_NSEND 64
+#define SRN_CM_NAH 32
+
+enum srn_cm_cnt {
+	SRN_CM_CNT_RX_MAD,
+	SRN_CM_CNT_TX_MAD,
+	SRN_CM_CNT_RX_BAD,             /* refused by srn_cm_mad_parse */
+	SRN_CM_CNT_RX_NO_CONN,         /* for a connection we do not know */
+	SRN_CM_CNT_RX_WRONG_STATE,     /* for a connection in another state */
+	SRN_CM_CNT_TX_FAIL,
+	SRN_CM_CNT_RETRIES,
+	SRN_CM_CNT_MAX
+};
+
+/* One device's QP1 (gsi.c). */
+struct srn_cm_dev {
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;             /* QP1's, and the PD ids get by default */
+	struct ibv_comp_channel *ch;
+	struct ibv_cq *cq;
+	struct ibv_qp *qp;             /* QPN 1 */
+	struct ibv_mr *mr;
+	uint8_t *buf;                  /* NRECV × (GRH + MAD), then NSEND × MAD */
+	uint32_t send_next, send_busy;
+	uint8_t gid[16];
+	struct sockaddr_storage addr;  /* the device's IP (from GID 0) */
+	uint64_t guid;
+	enum ibv_mtu mtu;
+	uint8_t max_rd_atomic;
+	struct { uint8_t gid[16]; struct ibv_ah *ah; } ah[SRN_CM_NAH];
+	unsigned nah;
+};
+
+/* rdma_cm id states (as rdma-core names them). */
+enum srn_cm_state {
+	SRN_CMS_IDLE,
+	SRN_CMS_ADDR_QUERY, SRN_CMS_ADDR_RESOLVED, SRN_CMS_ROUTE_QUERY, SRN_CMS_ROUTE_RESOLVED,
+	SRN_CMS_ADDR_BOUND, SRN_CMS_LISTEN,
+	SRN_CMS_REQ_SENT,              /* active: REQ out, waiting for REP */
+	SRN_CMS_REP_RCVD,              /* active: REP in, CONNECT_RESPONSE given, RTU not yet */
+	SRN_CMS_REQ_RCVD,              /* passive: CONNECT_REQUEST given, not answered */
+	SRN_CMS_REP_SENT,              /* passive: REP out, waiting for RTU */
+	SRN_CMS_ESTABLISHED,
+	SRN_CMS_DREQ_SENT, SRN_CMS_DREQ_RCVD,
+	SRN_CMS_TIMEWAIT,
+	SRN_CMS_DISCONNECTED,          /* after TIMEWAIT or a failure: no connection */
+};
+
+struct srn_cm_chan;
+
+struct srn_cm_id {
+	struct rdma_cm_id id;          /* handed out */
+	struct srn_cm_id *next;        /* all ids */
+	struct srn_cm_chan *chan;
+	bool sync;                     /* created without a channel: own channel, calls wait */
+	enum srn_cm_state state;
+	struct srn_cm_dev *dev;
+	struct ibv_sa_path_rec path;
+	int nevents;                   /* events given out and not acked */
+	bool destroying;
+	/* listener */
+	struct srn_cm_id *listener;    /* passive ids: who took the REQ */
+	int backlog, pending;          /* listener: REQs not yet answered */
+	struct ibv_qp_init_attr *ep_attr;  /* rdma_create_ep: QP for rdma_get_request */
+	/* connection */
+	uint32_t local_comm_id, remote_comm_id;
+	uint64_t tid;
+	uint8_t peer_gid[16];
+	uint32_t remote_qpn, local_psn, remote_psn;
+	uint8_t resp_res, init_depth;  /* of this side's QP: max_dest_rd_atomic, max_rd_atomic */
+	uint8_t retry_count, rnr_retry, ack_timeout;
+	enum ibv_mtu mtu;
+	uint8_t remote_cm_timeout;     /* what the peer gives us to answer */
+	uint8_t max_cm_retries;
+	bool ack_timeout_set, tos_set, reuseaddr, afonly;
+	uint8_t tos;
+	/* retransmission of the last MAD we sent that awaits an answer */
+	uint8_t last_mad[SRN_MAD_LEN];
+	bool last_valid;
+	uint64_t deadline_ns;          /* 0 = no timer */
+	uint32_t timeout_ms;
+	int retries_left;
+	struct srn_cm_id *timer_next;
+};
+
+struct srn_cm_event {
+	struct rdma_cm_event ev;       /* handed out */
+	struct srn_cm_event *next;
+	struct srn_cm_id *owner;       /* counted in owner->nevents */
+	uint8_t pdata[SRN_CM_MAX_PDATA];
+};
+
+struct srn_cm_chan {
+	struct rdma_event_channel ch;  /* fd: eventfd, one count per queued event */
+	struct srn_cm_event *head, *tail;
+	int nids;
+};
+
+struct srn_cm {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;           /* signalled when an event is acked (destroy waits) */
+	bool inited;
+	int init_err;
+	struct srn_cm_dev dev[SRN_CM_MAX_DEV];
+	int ndev;
+	struct srn_cm_id *ids;
+	pthread_t thread;
+	int epfd, kick_fd;
+	uint64_t cnt[SRN_CM_CNT_MAX];
+	uint64_t cnt_attr_rx[16], cnt_attr_tx[16];
+	uint32_t next_comm_id;
+};
+
+extern struct srn_cm srn_cm;
+
+/* gsi.c: open every device and its QP1, start the CM thread (once). */
+int srn_cm_init(void);
+/* Send a MAD to QP1 of gid on dev (must hold srn_cm.lock).  0 or -errno. */
+int srn_cm_send(struct srn_cm_dev *dev, const uint8_t gid[16], const uint8_t mad[SRN_MAD_LEN]);
+/* The CM thread: look at timers again (a deadline moved earlier). */
+void srn_cm_kick(void);
+uint64_t srn_cm_now_ns(void);
+/* Called by the CM thread under srn_cm.lock for each received MAD. */
+void srn_cm_recv(struct srn_cm_dev *dev, const uint8_t *mad, size_t len, const uint8_t src_gid[16]);
+/* Called by the CM thread under srn_cm.lock: run expired timers; returns the
+ * next deadline (0 = none). */
+uint64_t srn_cm_timers(uint64_t now);
+/* Which device has this address as its own (port ignored)?  NULL: none. */
+struct srn_cm_dev *srn_cm_dev_by_addr(const struct sockaddr *a);
+/* Which device reaches dst (src: a source to use, may be NULL)?  NULL: none. */
+struct srn_cm_dev *srn_cm_dev_route(const struct sockaddr *src, const struct sockaddr *dst);
+void srn_cm_addr_to_gid(const struct sockaddr *a, uint8_t gid[16]);
+
+/* conn.c: the connection protocol.  All must hold srn_cm.lock; -errno. */
+int srn_cm_connect(struct srn_cm_id *id, const struct rdma_conn_param *p);
+int srn_cm_accept(struct srn_cm_id *id, const struct rdma_conn_param *p);
+int srn_cm_reject(struct srn_cm_id *id, const void *pdata, uint8_t len);
+int srn_cm_establish(struct srn_cm_id *id);
+int srn_cm_disconnect(struct srn_cm_id *id);
+/* The id goes away: tell the peer what the state asks (REJ, DREQ/DREP). */
+void srn_cm_abort(struct srn_cm_id *id);
+int srn_cm_init_qp_attr(struct srn_cm_id *id, struct ibv_qp_attr *a, int *mask);
+int srn_cm_qp_to(struct srn_cm_id *id, enum ibv_qp_state s);
+void srn_cm_timer_stop(struct srn_cm_id *id);
+
+/* id.c: ids, channels and events. */
+struct srn_cm_id *srn_cm_id_new(struct srn_cm_chan *chan, void *context, enum rdma_port_space ps,
+				enum ibv_qp_type qpt);
+void srn_cm_id_free(struct srn_cm_id *id);
+struct srn_cm_chan *srn_cm_chan_new(void);
+void srn_cm_chan_free(struct srn_cm_chan *c);
+/* Queue an event for id (copies pdata).  status: 0, -errno or a REJ reason. */
+struct srn_cm_event *srn_cm_event_queue(struct srn_cm_id *id, enum rdma_cm_event_type type,
+					int status, const void *pdata, size_t plen);
+int srn_cm_get_event(struct srn_cm_chan *c, struct srn_cm_event **out);
+void srn_cm_ack_event(struct srn_cm_event *e);
+struct srn_cm_id *srn_cm_listener_for(uint64_t service_id, const struct sockaddr *dst);
+uint16_t srn_cm_id_port(const struct srn_cm_id *id);
+int srn_cm_port_alloc(struct srn_cm_id *id, struct sockaddr *a);
+bool srn_cm_port_in_use(enum rdma_port_space ps, const struct sockaddr *a, const struct srn_cm_id *except);
+
+#endif

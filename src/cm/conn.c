@@ -1,0 +1,768 @@
+/*
+ * conn.c - the IBTA CM protocol for rdma_cm ids (RC/UC, IBTA 12.6-12.9):
+ * REQ → REP → RTU to connect, REJ to refuse, MRA to ask for time, DREQ →
+ * DREP to disconnect, then TIME_WAIT.  Which side sends what, the timeouts
+ * and the QP attributes follow the kernel's ib_cm/rdma_cm and rdma-core's
+ * librdmacm, so a kernel peer (rxe, RoCE NICs) can be on the other end.
+ *
+ * Timers: an id that waits for an answer keeps the MAD it sent; when its
+ * deadline passes the MAD is sent again, up to max_cm_retries times, then
+ * the connection fails (UNREACHABLE, or DISCONNECTED for a DREQ).
+ * All functions here must hold srn_cm.lock.
+ */
+#include "cm/cm.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+/* RoCE paths have no SA: the packet lifetime rdma_cm uses for them
+ * (CMA_IBOE_PACKET_LIFETIME), its CM response timeout and retries. */
+#define CMA_PACKET_LIFETIME 16
+#define CMA_CM_RESPONSE_TIMEOUT 20
+#define CMA_MAX_CM_RETRIES 15
+#define CMA_MRA_SERVICE_TIMEOUT 24
+#define CMA_DEFAULT_ACK_TIMEOUT 18    /* 2 × lifetime: 4.096 us << 18 ≈ 1.07 s */
+
+/* 4.096 us × 2^t in milliseconds (at least 1). */
+static uint32_t cm_ms(uint8_t t)
+{
+	uint64_t ms = (4096ull << (t > 31 ? 31 : t)) / 1000000;
+	return ms ? (uint32_t)ms : 1;
+}
+
+static uint32_t rand24(void)
+{
+	uint32_t r = 0;
+	if (getrandom(&r, sizeof(r), 0) != sizeof(r))
+		r = (uint32_t)srn_cm_now_ns();
+	return r & 0xffffff;
+}
+
+static void timer_arm(struct srn_cm_id *id, uint32_t ms, int retries)
+{
+	id->timeout_ms = ms;
+	id->retries_left = retries;
+	id->deadline_ns = srn_cm_now_ns() + (uint64_t)ms * 1000000;
+	srn_cm_kick();
+}
+
+void srn_cm_timer_stop(struct srn_cm_id *id)
+{
+	id->deadline_ns = 0;
+	id->last_valid = false;
+}
+
+static int send_msg(struct srn_cm_id *id, struct srn_cm_msg *m, bool keep)
+{
+	uint8_t mad[SRN_MAD_LEN];
+	m->tid = id->tid;
+	if (srn_cm_mad_build(m, mad))
+		return -EINVAL;
+	if (keep) {
+		memcpy(id->last_mad, mad, sizeof(mad));
+		id->last_valid = true;
+	}
+	int ret = srn_cm_send(id->dev, id->peer_gid, mad);
+	return ret == -EAGAIN && keep ? 0 : ret;   /* the timer sends it again */
+}
+
+/* A reply for a MAD that matches no id (a REJ to a REQ, a DREP to a DREQ):
+ * to the sender's GID, its transaction ID, our comm ID 0. */
+static void send_stateless(struct srn_cm_dev *dev, const uint8_t gid[16], struct srn_cm_msg *m)
+{
+	uint8_t mad[SRN_MAD_LEN];
+	if (srn_cm_mad_build(m, mad) == 0)
+		srn_cm_send(dev, gid, mad);
+}
+
+static struct srn_cm_id *by_local(uint32_t comm_id)
+{
+	for (struct srn_cm_id *id = srn_cm.ids; id; id = id->next)
+		if (id->local_comm_id == comm_id && id->state >= SRN_CMS_REQ_SENT && !id->destroying)
+			return id;
+	return NULL;
+}
+
+static uint32_t new_comm_id(void)
+{
+	do
+		srn_cm.next_comm_id += 2;
+	while (srn_cm.next_comm_id == 0 || by_local(srn_cm.next_comm_id));
+	return srn_cm.next_comm_id;
+}
+
+static void fill_path(struct srn_cm_id *id)
+{
+	struct ibv_sa_path_rec *p = &id->path;
+	memset(p, 0, sizeof(*p));
+	memcpy(p->sgid.raw, id->dev->gid, 16);
+	memcpy(p->dgid.raw, id->peer_gid, 16);
+	p->hop_limit = 64;
+	p->traffic_class = id->tos;
+	p->reversible = 1;
+	p->pkey = htobe16(0xffff);
+	p->mtu_selector = 2;
+	p->mtu = id->mtu;
+	p->rate_selector = 2;
+	p->rate = 3;
+	p->packet_life_time_selector = 2;
+	p->packet_life_time = CMA_PACKET_LIFETIME;
+	id->id.route.path_rec = p;
+	id->id.route.num_paths = 1;
+}
+
+int srn_cm_init_qp_attr(struct srn_cm_id *id, struct ibv_qp_attr *a, int *mask)
+{
+	bool conn = id->state >= SRN_CMS_REQ_SENT;
+	switch (a->qp_state) {
+	case IBV_QPS_INIT:
+		a->pkey_index = 0;
+		a->port_num = 1;
+		*mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT;
+		if (id->id.qp_type == IBV_QPT_UD) {
+			a->qkey = RDMA_UDP_QKEY;
+			*mask |= IBV_QP_QKEY;
+		} else {
+			/* Before a connection: no remote access (cma_ib_init_qp_attr);
+			 * with one: the CM's (cm_init_qp_init_attr). */
+			a->qp_access_flags = !conn ? 0 : IBV_ACCESS_REMOTE_WRITE |
+				(id->resp_res ? IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC : 0);
+			*mask |= IBV_QP_ACCESS_FLAGS;
+		}
+		return 0;
+	case IBV_QPS_RTR:
+		if (!conn || id->id.qp_type == IBV_QPT_UD)
+			return -EINVAL;
+		memset(&a->ah_attr, 0, sizeof(a->ah_attr));
+		a->ah_attr.is_global = 1;
+		a->ah_attr.port_num = 1;
+		memcpy(a->ah_attr.grh.dgid.raw, id->peer_gid, 16);
+		a->ah_attr.grh.hop_limit = 64;
+		a->ah_attr.grh.traffic_class = id->tos;
+		a->path_mtu = id->mtu;
+		a->dest_qp_num = id->remote_qpn;
+		a->rq_psn = id->remote_psn;
+		*mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
+		if (id->id.qp_type == IBV_QPT_RC) {
+			a->max_dest_rd_atomic = id->resp_res;
+			a->min_rnr_timer = 0;   /* rdma_cm's default (655 ms) */
+			*mask |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+		}
+		return 0;
+	case IBV_QPS_RTS:
+		if (!conn || id->id.qp_type == IBV_QPT_UD)
+			return -EINVAL;
+		a->sq_psn = id->local_psn;
+		*mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
+		if (id->id.qp_type == IBV_QPT_RC) {
+			a->timeout = id->ack_timeout;
+			a->retry_cnt = id->retry_count;
+			a->rnr_retry = id->rnr_retry;
+			a->max_rd_atomic = id->init_depth;
+			*mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
+		}
+		return 0;
+	default:
+		return -EINVAL;
+	}
+}
+
+/* Move the id's QP (librdmacm's ucma_modify_qp_rtr/rts/err): INIT is
+ * refreshed before RTR so the access rights follow the connection. */
+int srn_cm_qp_to(struct srn_cm_id *id, enum ibv_qp_state s)
+{
+	struct ibv_qp *qp = id->id.qp;
+	struct ibv_qp_attr a;
+	int mask, ret;
+	if (!qp)
+		return 0;
+	if (s == IBV_QPS_ERR) {
+		memset(&a, 0, sizeof(a));
+		a.qp_state = IBV_QPS_ERR;
+		return -ibv_modify_qp(qp, &a, IBV_QP_STATE);
+	}
+	if (s == IBV_QPS_RTR) {
+		memset(&a, 0, sizeof(a));
+		a.qp_state = IBV_QPS_INIT;
+		if ((ret = srn_cm_init_qp_attr(id, &a, &mask)) || (ret = -ibv_modify_qp(qp, &a, mask)))
+			return ret;
+	}
+	memset(&a, 0, sizeof(a));
+	a.qp_state = s;
+	if ((ret = srn_cm_init_qp_attr(id, &a, &mask)))
+		return ret;
+	return -ibv_modify_qp(qp, &a, mask);
+}
+
+static void set_conn_param(struct rdma_conn_param *c, uint8_t rr, uint8_t id, uint8_t fc,
+			   uint8_t retry, uint8_t rnr, uint8_t srq, uint32_t qpn)
+{
+	c->responder_resources = rr;
+	c->initiator_depth = id;
+	c->flow_control = fc;
+	c->retry_count = retry;
+	c->rnr_retry_count = rnr;
+	c->srq = srq;
+	c->qp_num = qpn;
+}
+
+int srn_cm_connect(struct srn_cm_id *id, const struct rdma_conn_param *p)
+{
+	if (id->state != SRN_CMS_ROUTE_RESOLVED)
+		return -EINVAL;
+	if (id->id.qp_type != IBV_QPT_RC && id->id.qp_type != IBV_QPT_UC)
+		return -EOPNOTSUPP;    /* UD (SIDR) is not built yet */
+	if (p->private_data_len > SRN_CM_REQ_PDATA - SRN_CMA_HDR_LEN)
+		return -EINVAL;
+	struct srn_cm_msg m = { .attr = SRN_CM_ATTR_REQ };
+	struct srn_cm_req *r = &m.req;
+	id->local_comm_id = new_comm_id();
+	id->tid = (uint64_t)id->local_comm_id << 32 | rand24();
+	id->local_psn = rand24();
+	id->retry_count = p->retry_count > 7 ? 7 : p->retry_count;
+	if (!id->ack_timeout_set)
+		id->ack_timeout = CMA_DEFAULT_ACK_TIMEOUT;
+	id->mtu = id->dev->mtu;
+	r->local_comm_id = id->local_comm_id;
+	r->service_id = srn_cma_service_id((uint16_t)id->id.ps, ntohs(id->id.route.addr.dst_sin.sin_port));
+	r->ca_guid = id->dev->guid;
+	r->qpn = id->id.qp ? id->id.qp->qp_num : p->qp_num;
+	r->resp_res = p->responder_resources;
+	r->init_depth = p->initiator_depth;
+	r->remote_cm_timeout = CMA_CM_RESPONSE_TIMEOUT;
+	r->transport = id->id.qp_type == IBV_QPT_UC ? SRN_CM_TRANSPORT_UC : SRN_CM_TRANSPORT_RC;
+	r->flow_ctrl = p->flow_control ? 1 : 0;
+	r->psn = id->local_psn;
+	r->local_cm_timeout = CMA_CM_RESPONSE_TIMEOUT;
+	r->retry_count = id->retry_count;
+	r->pkey = 0xffff;
+	r->mtu = (uint8_t)id->mtu;
+	r->rnr_retry = p->rnr_retry_count > 7 ? 7 : p->rnr_retry_count;
+	r->max_cm_retries = CMA_MAX_CM_RETRIES;
+	r->srq = (id->id.srq || (!id->id.qp && p->srq)) ? 1 : 0;
+	r->local_lid = r->remote_lid = 0xffff;   /* permissive: RoCE is routed by GID */
+	memcpy(r->local_gid, id->dev->gid, 16);
+	memcpy(r->remote_gid, id->peer_gid, 16);
+	r->traffic_class = id->tos;
+	r->hop_limit = 64;
+	r->ack_timeout = id->ack_timeout;
+	if (srn_cma_hdr_build(r->pdata, &id->id.route.addr.src_addr, &id->id.route.addr.dst_addr))
+		return -EINVAL;
+	if (p->private_data_len)
+		memcpy(r->pdata + SRN_CMA_HDR_LEN, p->private_data, p->private_data_len);
+	id->state = SRN_CMS_REQ_SENT;
+	int ret = send_msg(id, &m, true);
+	if (ret) {
+		id->state = SRN_CMS_ROUTE_RESOLVED;
+		return ret;
+	}
+	timer_arm(id, 2 * cm_ms(CMA_PACKET_LIFETIME) + cm_ms(CMA_CM_RESPONSE_TIMEOUT), CMA_MAX_CM_RETRIES);
+	return 0;
+}
+
+int srn_cm_accept(struct srn_cm_id *id, const struct rdma_conn_param *p)
+{
+	if (id->state != SRN_CMS_REQ_RCVD)
+		return -EINVAL;
+	if (p->private_data_len > SRN_CM_REP_PDATA)
+		return -EINVAL;
+	id->resp_res = p->responder_resources == RDMA_MAX_RESP_RES ? id->resp_res : p->responder_resources;
+	id->init_depth = p->initiator_depth == RDMA_MAX_INIT_DEPTH ? id->init_depth : p->initiator_depth;
+	if (id->resp_res > id->dev->max_rd_atomic)
+		id->resp_res = id->dev->max_rd_atomic;
+	if (id->init_depth > id->dev->max_rd_atomic)
+		id->init_depth = id->dev->max_rd_atomic;
+	id->local_psn = rand24();
+	int ret = srn_cm_qp_to(id, IBV_QPS_RTR);
+	if (!ret)
+		ret = srn_cm_qp_to(id, IBV_QPS_RTS);
+	if (ret)
+		return ret;
+	struct srn_cm_msg m = { .attr = SRN_CM_ATTR_REP };
+	struct srn_cm_rep *r = &m.rep;
+	r->local_comm_id = id->local_comm_id;
+	r->remote_comm_id = id->remote_comm_id;
+	r->qpn = id->id.qp ? id->id.qp->qp_num : p->qp_num;
+	r->psn = id->local_psn;
+	r->resp_res = id->resp_res;
+	r->init_depth = id->init_depth;
+	r->target_ack_delay = 15;
+	r->flow_ctrl = p->flow_control ? 1 : 0;
+	r->rnr_retry = p->rnr_retry_count > 7 ? 7 : p->rnr_retry_count;
+	r->srq = (id->id.srq || (!id->id.qp && p->srq)) ? 1 : 0;
+	r->ca_guid = id->dev->guid;
+	if (p->private_data_len)
+		memcpy(r->pdata, p->private_data, p->private_data_len);
+	if (id->listener && id->listener->pending > 0)
+		id->listener->pending--;
+	id->listener = NULL;
+	id->state = SRN_CMS_REP_SENT;
+	ret = send_msg(id, &m, true);
+	if (ret)
+		return ret;
+	timer_arm(id, 2 * cm_ms(CMA_PACKET_LIFETIME) + cm_ms(id->remote_cm_timeout), id->max_cm_retries);
+	return 0;
+}
+
+static void send_rej(struct srn_cm_id *id, uint8_t msg, uint16_t reason, const void *pd, uint8_t len)
+{
+	struct srn_cm_msg m = { .attr = SRN_CM_ATTR_REJ };
+	m.rej.local_comm_id = id->local_comm_id;
+	m.rej.remote_comm_id = id->remote_comm_id;
+	m.rej.msg_rejected = msg;
+	m.rej.reason = reason;
+	if (len)
+		memcpy(m.rej.pdata, pd, len);
+	send_msg(id, &m, false);
+}
+
+int srn_cm_reject(struct srn_cm_id *id, const void *pdata, uint8_t len)
+{
+	if (len > SRN_CM_REJ_PDATA)
+		return -EINVAL;
+	if (id->state != SRN_CMS_REQ_RCVD && id->state != SRN_CMS_REP_RCVD)
+		return -EINVAL;
+	send_rej(id, id->state == SRN_CMS_REQ_RCVD ? SRN_CM_MSG_REQ : SRN_CM_MSG_REP,
+		 SRN_CM_REJ_CONSUMER_DEFINED, pdata, len);
+	if (id->listener && id->listener->pending > 0)
+		id->listener->pending--;
+	id->listener = NULL;
+	srn_cm_timer_stop(id);
+	id->state = SRN_CMS_DISCONNECTED;
+	return 0;
+}
+
+static int send_rtu(struct srn_cm_id *id)
+{
+	struct srn_cm_msg m = { .attr = SRN_CM_ATTR_RTU };
+	m.ids.local_comm_id = id->local_comm_id;
+	m.ids.remote_comm_id = id->remote_comm_id;
+	return send_msg(id, &m, false);
+}
+
+int srn_cm_establish(struct srn_cm_id *id)
+{
+	if (id->state != SRN_CMS_REP_RCVD)
+		return -EINVAL;
+	int ret = srn_cm_qp_to(id, IBV_QPS_RTR);
+	if (!ret && id->id.qp)
+		ret = srn_cm_qp_to(id, IBV_QPS_RTS);
+	if (ret)
+		return ret;
+	id->state = SRN_CMS_ESTABLISHED;
+	return send_rtu(id);
+}
+
+static void enter_timewait(struct srn_cm_id *id)
+{
+	srn_cm_timer_stop(id);
+	id->state = SRN_CMS_TIMEWAIT;
+	timer_arm(id, cm_ms(id->ack_timeout ? id->ack_timeout : CMA_DEFAULT_ACK_TIMEOUT), 0);
+}
+
+static void send_drep(struct srn_cm_id *id)
+{
+	struct srn_cm_msg m = { .attr = SRN_CM_ATTR_DREP };
+	m.ids.local_comm_id = id->local_comm_id;
+	m.ids.remote_comm_id = id->remote_comm_id;
+	send_msg(id, &m, false);
+}
+
+static int send_dreq(struct srn_cm_id *id)
+{
+	struct srn_cm_msg m = { .attr = SRN_CM_ATTR_DREQ };
+	m.ids.local_comm_id = id->local_comm_id;
+	m.ids.remote_comm_id = id->remote_comm_id;
+	m.ids.qpn = id->remote_qpn;
+	id->state = SRN_CMS_DREQ_SENT;
+	int ret = send_msg(id, &m, true);
+	timer_arm(id, 2 * cm_ms(CMA_PACKET_LIFETIME) + cm_ms(CMA_CM_RESPONSE_TIMEOUT), CMA_MAX_CM_RETRIES);
+	return ret;
+}
+
+int srn_cm_disconnect(struct srn_cm_id *id)
+{
+	srn_cm_qp_to(id, IBV_QPS_ERR);
+	switch (id->state) {
+	case SRN_CMS_ESTABLISHED:
+	case SRN_CMS_REP_SENT:         /* RTU may be lost: the peer may be established */
+		srn_cm_timer_stop(id);
+		return send_dreq(id);
+	case SRN_CMS_DREQ_RCVD:
+		send_drep(id);
+		enter_timewait(id);
+		return 0;
+	case SRN_CMS_DREQ_SENT:
+	case SRN_CMS_TIMEWAIT:
+	case SRN_CMS_DISCONNECTED:
+		return 0;
+	default:
+		return -EINVAL;
+	}
+}
+
+void srn_cm_abort(struct srn_cm_id *id)
+{
+	switch (id->state) {
+	case SRN_CMS_REQ_SENT:
+		send_rej(id, SRN_CM_MSG_REQ, SRN_CM_REJ_TIMEOUT, NULL, 0);
+		break;
+	case SRN_CMS_REQ_RCVD:
+		send_rej(id, SRN_CM_MSG_REQ, SRN_CM_REJ_CONSUMER_DEFINED, NULL, 0);
+		break;
+	case SRN_CMS_REP_RCVD:
+		send_rej(id, SRN_CM_MSG_REP, SRN_CM_REJ_CONSUMER_DEFINED, NULL, 0);
+		break;
+	case SRN_CMS_REP_SENT:
+	case SRN_CMS_ESTABLISHED: {
+		struct srn_cm_msg m = { .attr = SRN_CM_ATTR_DREQ };
+		m.ids.local_comm_id = id->local_comm_id;
+		m.ids.remote_comm_id = id->remote_comm_id;
+		m.ids.qpn = id->remote_qpn;
+		send_msg(id, &m, false);
+		break;
+	}
+	case SRN_CMS_DREQ_RCVD:
+		send_drep(id);
+		break;
+	default:
+		break;
+	}
+	if (id->listener && id->listener->pending > 0)
+		id->listener->pending--;
+	id->listener = NULL;
+	srn_cm_timer_stop(id);
+	id->state = SRN_CMS_DISCONNECTED;
+}
+
+/* ---- receiving ---- */
+
+static void rej_unknown(struct srn_cm_dev *dev, const uint8_t gid[16], const struct srn_cm_msg *in,
+			uint16_t reason)
+{
+	struct srn_cm_msg m = { .attr = SRN_CM_ATTR_REJ, .tid = in->tid };
+	m.rej.remote_comm_id = in->req.local_comm_id;
+	m.rej.msg_rejected = SRN_CM_MSG_REQ;
+	m.rej.reason = reason;
+	send_stateless(dev, gid, &m);
+}
+
+static void on_req(struct srn_cm_dev *dev, const struct srn_cm_msg *m, const uint8_t gid[16])
+{
+	const struct srn_cm_req *r = &m->req;
+	/* A REQ we know (retransmitted): say we are working on it. */
+	for (struct srn_cm_id *id = srn_cm.ids; id; id = id->next) {
+		if (id->destroying || id->remote_comm_id != r->local_comm_id ||
+		    memcmp(id->peer_gid, gid, 16) != 0 || id->state < SRN_CMS_REQ_RCVD)
+			continue;
+		if (id->state == SRN_CMS_REQ_RCVD) {
+			struct srn_cm_msg a = { .attr = SRN_CM_ATTR_MRA };
+			a.mra.local_comm_id = id->local_comm_id;
+			a.mra.remote_comm_id = id->remote_comm_id;
+			a.mra.msg_mraed = SRN_CM_MSG_REQ;
+			a.mra.service_timeout = CMA_MRA_SERVICE_TIMEOUT;
+			send_msg(id, &a, false);
+		} else if (id->state == SRN_CMS_REP_SENT && id->last_valid) {
+			srn_cm_send(dev, gid, id->last_mad);
+		}
+		return;
+	}
+	struct srn_cma_hdr h;
+	if ((r->service_id & SRN_CMA_SID_PREFIX_MASK) != SRN_CMA_SID_PREFIX) {
+		rej_unknown(dev, gid, m, SRN_CM_REJ_INVALID_SERVICE_ID);
+		return;
+	}
+	if (srn_cma_hdr_parse(r->pdata, sizeof(r->pdata), (uint16_t)r->service_id, &h)) {
+		rej_unknown(dev, gid, m, SRN_CM_REJ_CONSUMER_DEFINED);
+		return;
+	}
+	struct srn_cm_id *l = srn_cm_listener_for(r->service_id, (struct sockaddr *)&h.dst);
+	if (!l || (l->dev && l->dev != dev)) {
+		rej_unknown(dev, gid, m, SRN_CM_REJ_INVALID_SERVICE_ID);
+		return;
+	}
+	if (l->pending >= l->backlog) {
+		rej_unknown(dev, gid, m, SRN_CM_REJ_CONSUMER_DEFINED);   /* backlog full */
+		return;
+	}
+	enum ibv_qp_type qpt = r->transport == SRN_CM_TRANSPORT_UC ? IBV_QPT_UC : IBV_QPT_RC;
+	struct srn_cm_id *id = srn_cm_id_new(l->sync ? NULL : l->chan, l->id.context, l->id.ps, qpt);
+	if (!id) {
+		rej_unknown(dev, gid, m, SRN_CM_REJ_CONSUMER_DEFINED);
+		return;
+	}
+	id->dev = dev;
+	id->id.verbs = dev->ctx;
+	id->id.port_num = 1;
+	id->id.pd = l->id.pd;
+	memcpy(&id->id.route.addr.src_storage, &h.dst, sizeof(h.dst));
+	memcpy(&id->id.route.addr.dst_storage, &h.src, sizeof(h.src));
+	memcpy(id->peer_gid, gid, 16);
+	memcpy(id->id.route.addr.addr.ibaddr.sgid.raw, dev->gid, 16);
+	memcpy(id->id.route.addr.addr.ibaddr.dgid.raw, gid, 16);
+	id->id.route.addr.addr.ibaddr.pkey = htobe16(0xffff);
+	id->local_comm_id = new_comm_id();
+	id->remote_comm_id = r->local_comm_id;
+	id->tid = m->tid;
+	id->remote_qpn = r->qpn;
+	id->remote_psn = r->psn;
+	id->resp_res = r->init_depth;
+	id->init_depth = r->resp_res;
+	id->retry_count = r->retry_count;
+	id->rnr_retry = r->rnr_retry;
+	id->ack_timeout = r->ack_timeout ? r->ack_timeout : CMA_DEFAULT_ACK_TIMEOUT;
+	id->mtu = r->mtu < dev->mtu ? (enum ibv_mtu)r->mtu : dev->mtu;
+	id->remote_cm_timeout = r->local_cm_timeout;
+	id->max_cm_retries = r->max_cm_retries;
+	id->tos = r->traffic_class;
+	id->state = SRN_CMS_REQ_RCVD;
+	id->listener = l;
+	fill_path(id);
+	l->pending++;
+	struct srn_cm_event *e = srn_cm_event_queue(id, RDMA_CM_EVENT_CONNECT_REQUEST, 0,
+						    r->pdata + SRN_CMA_HDR_LEN,
+						    SRN_CM_REQ_PDATA - SRN_CMA_HDR_LEN);
+	if (!e) {
+		srn_cm_abort(id);
+		srn_cm_id_free(id);
+		return;
+	}
+	e->ev.listen_id = &l->id;
+	set_conn_param(&e->ev.param.conn, r->init_depth, r->resp_res, r->flow_ctrl, r->retry_count,
+		       r->rnr_retry, r->srq, r->qpn);
+}
+
+static void on_rep(const struct srn_cm_msg *m)
+{
+	const struct srn_cm_rep *r = &m->rep;
+	struct srn_cm_id *id = by_local(r->remote_comm_id);
+	if (!id) {
+		srn_cm.cnt[SRN_CM_CNT_RX_NO_CONN]++;
+		return;
+	}
+	if (id->state == SRN_CMS_ESTABLISHED && id->remote_comm_id == r->local_comm_id) {
+		send_rtu(id);          /* our RTU was lost: the peer sends REP again */
+		return;
+	}
+	if (id->state != SRN_CMS_REQ_SENT) {
+		srn_cm.cnt[SRN_CM_CNT_RX_WRONG_STATE]++;
+		return;
+	}
+	srn_cm_timer_stop(id);
+	id->remote_comm_id = r->local_comm_id;
+	id->remote_qpn = r->qpn;
+	id->remote_psn = r->psn;
+	id->resp_res = r->init_depth;
+	id->init_depth = r->resp_res;
+	id->rnr_retry = r->rnr_retry;
+	struct rdma_conn_param cp = { 0 };
+	set_conn_param(&cp, r->init_depth, r->resp_res, r->flow_ctrl, 0, r->rnr_retry, r->srq, r->qpn);
+	if (!id->id.qp) {
+		id->state = SRN_CMS_REP_RCVD;
+		struct srn_cm_event *e = srn_cm_event_queue(id, RDMA_CM_EVENT_CONNECT_RESPONSE, 0,
+							    r->pdata, SRN_CM_REP_PDATA);
+		if (e)
+			e->ev.param.conn = (struct rdma_conn_param){ .private_data = e->ev.param.conn.private_data,
+				.private_data_len = e->ev.param.conn.private_data_len,
+				.responder_resources = cp.responder_resources, .initiator_depth = cp.initiator_depth,
+				.flow_control = cp.flow_control, .rnr_retry_count = cp.rnr_retry_count,
+				.srq = cp.srq, .qp_num = cp.qp_num };
+		return;
+	}
+	int ret = srn_cm_qp_to(id, IBV_QPS_RTR);
+	if (!ret)
+		ret = srn_cm_qp_to(id, IBV_QPS_RTS);
+	if (ret) {
+		send_rej(id, SRN_CM_MSG_REP, SRN_CM_REJ_CONSUMER_DEFINED, NULL, 0);
+		id->state = SRN_CMS_DISCONNECTED;
+		srn_cm_event_queue(id, RDMA_CM_EVENT_CONNECT_ERROR, ret, NULL, 0);
+		return;
+	}
+	id->state = SRN_CMS_ESTABLISHED;
+	send_rtu(id);
+	struct srn_cm_event *e = srn_cm_event_queue(id, RDMA_CM_EVENT_ESTABLISHED, 0, r->pdata,
+						    SRN_CM_REP_PDATA);
+	if (e) {
+		const void *pd = e->ev.param.conn.private_data;
+		uint8_t pl = e->ev.param.conn.private_data_len;
+		e->ev.param.conn = cp;
+		e->ev.param.conn.private_data = pd;
+		e->ev.param.conn.private_data_len = pl;
+	}
+}
+
+static void on_rtu(const struct srn_cm_msg *m)
+{
+	struct srn_cm_id *id = by_local(m->ids.remote_comm_id);
+	if (!id || id->remote_comm_id != m->ids.local_comm_id) {
+		srn_cm.cnt[SRN_CM_CNT_RX_NO_CONN]++;
+		return;
+	}
+	if (id->state != SRN_CMS_REP_SENT) {
+		srn_cm.cnt[SRN_CM_CNT_RX_WRONG_STATE]++;
+		return;
+	}
+	srn_cm_timer_stop(id);
+	id->state = SRN_CMS_ESTABLISHED;
+	srn_cm_event_queue(id, RDMA_CM_EVENT_ESTABLISHED, 0, m->ids.pdata, SRN_CM_RTU_PDATA);
+}
+
+static void on_rej(const struct srn_cm_msg *m)
+{
+	const struct srn_cm_rej *r = &m->rej;
+	struct srn_cm_id *id = by_local(r->remote_comm_id);
+	if (!id) {
+		srn_cm.cnt[SRN_CM_CNT_RX_NO_CONN]++;
+		return;
+	}
+	/* Before the REP the REJ cannot name the peer's comm ID; after it,
+	 * it must (12.6.7). */
+	if (id->state != SRN_CMS_REQ_SENT && id->remote_comm_id != r->local_comm_id) {
+		srn_cm.cnt[SRN_CM_CNT_RX_NO_CONN]++;
+		return;
+	}
+	switch (id->state) {
+	case SRN_CMS_REQ_SENT:
+	case SRN_CMS_REP_RCVD:
+	case SRN_CMS_REP_SENT:
+	case SRN_CMS_ESTABLISHED:
+		break;
+	default:
+		srn_cm.cnt[SRN_CM_CNT_RX_WRONG_STATE]++;
+		return;
+	}
+	srn_cm_timer_stop(id);
+	srn_cm_qp_to(id, IBV_QPS_ERR);
+	id->state = SRN_CMS_DISCONNECTED;
+	srn_cm_event_queue(id, RDMA_CM_EVENT_REJECTED, r->reason, r->pdata, SRN_CM_REJ_PDATA);
+}
+
+static void on_mra(const struct srn_cm_msg *m)
+{
+	struct srn_cm_id *id = by_local(m->mra.remote_comm_id);
+	if (!id) {
+		srn_cm.cnt[SRN_CM_CNT_RX_NO_CONN]++;
+		return;
+	}
+	bool ok = (id->state == SRN_CMS_REQ_SENT && m->mra.msg_mraed == SRN_CM_MSG_REQ) ||
+		  (id->state == SRN_CMS_REP_SENT && m->mra.msg_mraed == SRN_CM_MSG_REP);
+	if (!ok) {
+		srn_cm.cnt[SRN_CM_CNT_RX_WRONG_STATE]++;
+		return;
+	}
+	/* 12.6.6: the peer needs its service timeout; wait that long before
+	 * sending again, with the retries left. */
+	id->deadline_ns = srn_cm_now_ns() +
+		(uint64_t)(2 * cm_ms(CMA_PACKET_LIFETIME) + cm_ms(m->mra.service_timeout)) * 1000000;
+}
+
+static void on_dreq(struct srn_cm_dev *dev, const struct srn_cm_msg *m, const uint8_t gid[16])
+{
+	struct srn_cm_id *id = by_local(m->ids.remote_comm_id);
+	if (!id || id->remote_comm_id != m->ids.local_comm_id) {
+		/* 12.9.8.3: a DREQ for a connection we do not have gets its DREP. */
+		struct srn_cm_msg d = { .attr = SRN_CM_ATTR_DREP, .tid = m->tid };
+		d.ids.local_comm_id = m->ids.remote_comm_id;
+		d.ids.remote_comm_id = m->ids.local_comm_id;
+		send_stateless(dev, gid, &d);
+		srn_cm.cnt[SRN_CM_CNT_RX_NO_CONN]++;
+		return;
+	}
+	switch (id->state) {
+	case SRN_CMS_REP_SENT:
+	case SRN_CMS_ESTABLISHED:
+		srn_cm_timer_stop(id);
+		id->state = SRN_CMS_DREQ_RCVD;
+		srn_cm_event_queue(id, RDMA_CM_EVENT_DISCONNECTED, 0, NULL, 0);
+		return;
+	case SRN_CMS_DREQ_SENT:        /* both ends disconnect at once */
+		send_drep(id);
+		enter_timewait(id);
+		srn_cm_event_queue(id, RDMA_CM_EVENT_DISCONNECTED, 0, NULL, 0);
+		return;
+	case SRN_CMS_TIMEWAIT:
+	case SRN_CMS_DISCONNECTED:
+		send_drep(id);         /* our DREP was lost */
+		return;
+	default:
+		srn_cm.cnt[SRN_CM_CNT_RX_WRONG_STATE]++;
+	}
+}
+
+static void on_drep(const struct srn_cm_msg *m)
+{
+	struct srn_cm_id *id = by_local(m->ids.remote_comm_id);
+	if (!id || id->remote_comm_id != m->ids.local_comm_id) {
+		srn_cm.cnt[SRN_CM_CNT_RX_NO_CONN]++;
+		return;
+	}
+	if (id->state != SRN_CMS_DREQ_SENT) {
+		srn_cm.cnt[SRN_CM_CNT_RX_WRONG_STATE]++;
+		return;
+	}
+	enter_timewait(id);
+	srn_cm_event_queue(id, RDMA_CM_EVENT_DISCONNECTED, 0, NULL, 0);
+}
+
+void srn_cm_recv(struct srn_cm_dev *dev, const uint8_t *mad, size_t len, const uint8_t gid[16])
+{
+	struct srn_cm_msg m;
+	if (srn_cm_mad_parse(mad, len, &m)) {
+		srn_cm.cnt[SRN_CM_CNT_RX_BAD]++;
+		return;
+	}
+	srn_cm.cnt_attr_rx[m.attr & 15]++;
+	switch (m.attr) {
+	case SRN_CM_ATTR_REQ: on_req(dev, &m, gid); break;
+	case SRN_CM_ATTR_REP: on_rep(&m); break;
+	case SRN_CM_ATTR_RTU: on_rtu(&m); break;
+	case SRN_CM_ATTR_REJ: on_rej(&m); break;
+	case SRN_CM_ATTR_MRA: on_mra(&m); break;
+	case SRN_CM_ATTR_DREQ: on_dreq(dev, &m, gid); break;
+	case SRN_CM_ATTR_DREP: on_drep(&m); break;
+	}
+}
+
+static void expire(struct srn_cm_id *id)
+{
+	if (id->state == SRN_CMS_TIMEWAIT) {
+		id->deadline_ns = 0;
+		id->state = SRN_CMS_DISCONNECTED;
+		srn_cm_event_queue(id, RDMA_CM_EVENT_TIMEWAIT_EXIT, 0, NULL, 0);
+		return;
+	}
+	if (id->retries_left > 0 && id->last_valid) {
+		id->retries_left--;
+		srn_cm.cnt[SRN_CM_CNT_RETRIES]++;
+		srn_cm_send(id->dev, id->peer_gid, id->last_mad);
+		id->deadline_ns = srn_cm_now_ns() + (uint64_t)id->timeout_ms * 1000000;
+		return;
+	}
+	enum srn_cm_state s = id->state;
+	srn_cm_timer_stop(id);
+	if (s == SRN_CMS_DREQ_SENT) {
+		enter_timewait(id);
+		srn_cm_event_queue(id, RDMA_CM_EVENT_DISCONNECTED, -ETIMEDOUT, NULL, 0);
+		return;
+	}
+	send_rej(id, s == SRN_CMS_REQ_SENT ? SRN_CM_MSG_REQ : SRN_CM_MSG_REP, SRN_CM_REJ_TIMEOUT, NULL, 0);
+	srn_cm_qp_to(id, IBV_QPS_ERR);
+	id->state = SRN_CMS_DISCONNECTED;
+	srn_cm_event_queue(id, RDMA_CM_EVENT_UNREACHABLE, -ETIMEDOUT, NULL, 0);
+}
+
+uint64_t srn_cm_timers(uint64_t now)
+{
+	uint64_t next = 0;
+	for (struct srn_cm_id *id = srn_cm.ids; id; id = id->next) {
+		if (!id->deadline_ns || id->destroying)
+			continue;
+		if (id->deadline_ns <= now)
+			expire(id);
+		if (id->deadline_ns && (!next || id->deadline_ns < next))
+			next = id->deadline_ns;
+	}
+	return next;
+}

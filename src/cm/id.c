@@ -1,0 +1,259 @@
+/*
+ * id.c - rdma_cm ids, event channels and events, ports and listeners.
+ *
+ * An event channel's fd is an eventfd that holds 1 exactly while events
+ * wait in the channel, so poll/epoll see it readable then; whether
+ * rdma_get_cm_event blocks follows the fd's O_NONBLOCK, as with the
+ * kernel's rdma_cm fd.  Events handed out stay owned by their id
+ * (nevents) until acked; destroying an id waits for that, as librdmacm
+ * does, and drops its events nobody fetched.  Must hold srn_cm.lock
+ * unless a function says otherwise.
+ */
+#include "cm/cm.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+struct srn_cm_chan *srn_cm_chan_new(void)
+{
+	struct srn_cm_chan *c = calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
+	c->ch.fd = eventfd(0, EFD_CLOEXEC);
+	if (c->ch.fd < 0) {
+		free(c);
+		return NULL;
+	}
+	return c;
+}
+
+void srn_cm_chan_free(struct srn_cm_chan *c)
+{
+	close(c->ch.fd);
+	free(c);
+}
+
+static void chan_level(struct srn_cm_chan *c, bool was_empty)
+{
+	uint64_t v = 1;
+	if (was_empty && c->head) {
+		if (write(c->ch.fd, &v, sizeof(v)) < 0) { /* cannot overflow from 0 */ }
+	} else if (!was_empty && !c->head) {
+		/* The count is 1 (we wrote it), so this read does not block. */
+		if (read(c->ch.fd, &v, sizeof(v)) < 0) { /* already 0 */ }
+	}
+	pthread_cond_broadcast(&srn_cm.cond);
+}
+
+struct srn_cm_id *srn_cm_id_new(struct srn_cm_chan *chan, void *context, enum rdma_port_space ps,
+				enum ibv_qp_type qpt)
+{
+	struct srn_cm_id *id = calloc(1, sizeof(*id));
+	if (!id)
+		return NULL;
+	if (!chan) {
+		chan = srn_cm_chan_new();
+		if (!chan) {
+			free(id);
+			return NULL;
+		}
+		id->sync = true;
+	}
+	id->chan = chan;
+	chan->nids++;
+	id->id.channel = &chan->ch;
+	id->id.context = context;
+	id->id.ps = ps;
+	id->id.qp_type = qpt;
+	id->state = SRN_CMS_IDLE;
+	id->next = srn_cm.ids;
+	srn_cm.ids = id;
+	return id;
+}
+
+/* Drop the id's events nobody fetched; the caller waits for the rest. */
+static void drop_queued(struct srn_cm_id *id)
+{
+	struct srn_cm_chan *c = id->chan;
+	bool was_empty = !c->head;
+	struct srn_cm_event **pp = &c->head, *last = NULL;
+	while (*pp) {
+		struct srn_cm_event *e = *pp;
+		if (e->owner == id) {
+			*pp = e->next;
+			id->nevents--;
+			free(e);
+		} else {
+			last = e;
+			pp = &e->next;
+		}
+	}
+	c->tail = last;
+	chan_level(c, was_empty);
+}
+
+void srn_cm_id_free(struct srn_cm_id *id)
+{
+	drop_queued(id);
+	for (struct srn_cm_id **pp = &srn_cm.ids; *pp; pp = &(*pp)->next)
+		if (*pp == id) {
+			*pp = id->next;
+			break;
+		}
+	struct srn_cm_chan *c = id->chan;
+	c->nids--;
+	if (id->sync)
+		srn_cm_chan_free(c);
+	free(id->ep_attr);
+	free(id);
+}
+
+struct srn_cm_event *srn_cm_event_queue(struct srn_cm_id *id, enum rdma_cm_event_type type,
+					int status, const void *pdata, size_t plen)
+{
+	if (id->destroying)
+		return NULL;
+	struct srn_cm_event *e = calloc(1, sizeof(*e));
+	if (!e)
+		return NULL;
+	e->owner = id;
+	e->ev.id = &id->id;
+	e->ev.event = type;
+	e->ev.status = status;
+	if (plen > sizeof(e->pdata))
+		plen = sizeof(e->pdata);
+	if (plen) {
+		memcpy(e->pdata, pdata, plen);
+		e->ev.param.conn.private_data = e->pdata;
+		e->ev.param.conn.private_data_len = (uint8_t)(plen > 255 ? 255 : plen);
+	}
+	id->nevents++;
+	struct srn_cm_chan *c = id->chan;
+	bool was_empty = !c->head;
+	if (c->tail)
+		c->tail->next = e;
+	else
+		c->head = e;
+	c->tail = e;
+	chan_level(c, was_empty);
+	return e;
+}
+
+/* Called without srn_cm.lock held; takes it. */
+int srn_cm_get_event(struct srn_cm_chan *c, struct srn_cm_event **out)
+{
+	bool nonblock = fcntl(c->ch.fd, F_GETFL) & O_NONBLOCK;
+	pthread_mutex_lock(&srn_cm.lock);
+	while (!c->head) {
+		if (nonblock) {
+			pthread_mutex_unlock(&srn_cm.lock);
+			return -EAGAIN;
+		}
+		pthread_cond_wait(&srn_cm.cond, &srn_cm.lock);
+	}
+	struct srn_cm_event *e = c->head;
+	c->head = e->next;
+	if (!c->head)
+		c->tail = NULL;
+	e->next = NULL;
+	chan_level(c, false);
+	e->owner->id.event = &e->ev;
+	pthread_mutex_unlock(&srn_cm.lock);
+	*out = e;
+	return 0;
+}
+
+void srn_cm_ack_event(struct srn_cm_event *e)
+{
+	struct srn_cm_id *id = e->owner;
+	if (id->id.event == &e->ev)
+		id->id.event = NULL;
+	id->nevents--;
+	pthread_cond_broadcast(&srn_cm.cond);
+	free(e);
+}
+
+uint16_t srn_cm_id_port(const struct srn_cm_id *id)
+{
+	return ntohs(id->id.route.addr.src_sin.sin_port);
+}
+
+static bool is_any(const struct sockaddr *a)
+{
+	if (a->sa_family == AF_INET)
+		return ((const struct sockaddr_in *)a)->sin_addr.s_addr == INADDR_ANY;
+	return IN6_IS_ADDR_UNSPECIFIED(&((const struct sockaddr_in6 *)a)->sin6_addr);
+}
+
+static bool addr_match(const struct sockaddr *bound, const struct sockaddr *a)
+{
+	if (is_any(bound))
+		return true;
+	if (bound->sa_family != a->sa_family)
+		return false;
+	if (a->sa_family == AF_INET)
+		return ((const struct sockaddr_in *)bound)->sin_addr.s_addr ==
+		       ((const struct sockaddr_in *)a)->sin_addr.s_addr;
+	return memcmp(&((const struct sockaddr_in6 *)bound)->sin6_addr,
+		      &((const struct sockaddr_in6 *)a)->sin6_addr, 16) == 0;
+}
+
+bool srn_cm_port_in_use(enum rdma_port_space ps, const struct sockaddr *a, const struct srn_cm_id *except)
+{
+	uint16_t port = ntohs(((const struct sockaddr_in *)a)->sin_port);
+	for (struct srn_cm_id *id = srn_cm.ids; id; id = id->next) {
+		if (id == except || id->destroying || id->id.ps != ps || id->listener ||
+		    id->state == SRN_CMS_IDLE || srn_cm_id_port(id) != port)
+			continue;
+		if (id->state >= SRN_CMS_REQ_RCVD && id->state != SRN_CMS_LISTEN &&
+		    !id->dev)
+			continue;
+		const struct sockaddr *b = &id->id.route.addr.src_addr;
+		if (addr_match(b, a) || addr_match(a, b))
+			return true;
+	}
+	return false;
+}
+
+int srn_cm_port_alloc(struct srn_cm_id *id, struct sockaddr *a)
+{
+	struct sockaddr_in *s = (void *)a;
+	if (s->sin_port)
+		return srn_cm_port_in_use(id->id.ps, a, id) && !id->reuseaddr ? -EADDRINUSE : 0;
+	uint32_t r = 0;
+	if (getrandom(&r, sizeof(r), 0) != sizeof(r))
+		r = (uint32_t)srn_cm_now_ns();
+	/* The kernel's default ephemeral range, 32768-60999. */
+	for (uint32_t i = 0; i < 28232; i++) {
+		s->sin_port = htons((uint16_t)(32768 + (r + i) % 28232));
+		if (!srn_cm_port_in_use(id->id.ps, a, id))
+			return 0;
+	}
+	return -EADDRNOTAVAIL;
+}
+
+struct srn_cm_id *srn_cm_listener_for(uint64_t service_id, const struct sockaddr *dst)
+{
+	uint16_t ps = (uint16_t)(service_id >> 16), port = (uint16_t)service_id;
+	struct srn_cm_id *any = NULL;
+	for (struct srn_cm_id *id = srn_cm.ids; id; id = id->next) {
+		if (id->state != SRN_CMS_LISTEN || id->destroying || (uint16_t)id->id.ps != ps ||
+		    srn_cm_id_port(id) != port)
+			continue;
+		const struct sockaddr *b = &id->id.route.addr.src_addr;
+		if (is_any(b)) {
+			/* AF_INET6 wildcard takes IPv4 too unless AFONLY. */
+			if (b->sa_family == dst->sa_family || (b->sa_family == AF_INET6 && !id->afonly))
+				any = id;
+		} else if (addr_match(b, dst)) {
+			return id;
+		}
+	}
+	return any;
+}
