@@ -13,6 +13,7 @@
 #define SRN_CM_CM_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <infiniband/verbs.h>
@@ -76,6 +77,9 @@ struct srn_cm_id {
 	struct rdma_cm_id id;          /* handed out */
 	struct srn_cm_id *next;        /* all ids */
 	struct srn_cm_chan *chan;
+	/* A passive id of a synchronous listener has its own channel, but its
+	 * CONNECT_REQUEST waits in the listener's (rdma_get_request). */
+	struct srn_cm_chan *req_chan;
 	bool sync;                     /* created without a channel: own channel, calls wait */
 	enum srn_cm_state state;
 	struct srn_cm_dev *dev;
@@ -118,6 +122,8 @@ struct srn_cm_chan {
 	struct rdma_event_channel ch;  /* fd: eventfd, one count per queued event */
 	struct srn_cm_event *head, *tail;
 	int nids;
+	int waiters;                   /* threads blocked in rdma_get_cm_event */
+	bool dead;                     /* destroyed under a waiter: kept, never ready */
 };
 
 struct srn_cm {
@@ -129,6 +135,8 @@ struct srn_cm {
 	int ndev;
 	struct srn_cm_id *ids;
 	pthread_t thread;
+	bool thread_started;
+	_Atomic bool stop;             /* library destructor: the thread ends */
 	int epfd, kick_fd;
 	uint64_t cnt[SRN_CM_CNT_MAX];
 	uint64_t cnt_attr_rx[16], cnt_attr_tx[16];

@@ -493,6 +493,8 @@ static void on_req(struct srn_cm_dev *dev, const struct srn_cm_msg *m, const uin
 		rej_unknown(dev, gid, m, SRN_CM_REJ_CONSUMER_DEFINED);
 		return;
 	}
+	if (l->sync)
+		id->req_chan = l->chan;
 	id->dev = dev;
 	id->id.verbs = dev->ctx;
 	id->id.port_num = 1;

@@ -15,6 +15,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -287,6 +288,8 @@ static void *cm_thread(void *arg)
 		}
 		struct epoll_event ev[SRN_CM_MAX_DEV + 1];
 		int n = epoll_wait(srn_cm.epfd, ev, SRN_CM_MAX_DEV + 1, tmo);
+		if (atomic_load(&srn_cm.stop))
+			return NULL;
 		pthread_mutex_lock(&srn_cm.lock);
 		for (int i = 0; i < n; i++) {
 			if (ev[i].data.ptr == NULL) {
@@ -344,8 +347,21 @@ int srn_cm_init(void)
 	ibv_free_device_list(list);
 	if (!ret && pthread_create(&srn_cm.thread, NULL, cm_thread, NULL))
 		ret = -EAGAIN;
-	if (!ret)
-		pthread_detach(srn_cm.thread);
+	srn_cm.thread_started = !ret;
 	srn_cm.init_err = ret;
 	return ret;
+}
+
+/* At exit the CM thread must be gone before libibverbs.so.1's destructor
+ * closes the devices under it (ours runs first: we depend on it).  A
+ * program that exits with connections open leaves them to the peer's
+ * timeouts, as a killed process does. */
+__attribute__((destructor)) static void srn_cm_fini(void)
+{
+	if (!srn_cm.thread_started)
+		return;
+	atomic_store(&srn_cm.stop, true);
+	srn_cm_kick();
+	pthread_join(srn_cm.thread, NULL);
+	srn_cm.thread_started = false;
 }

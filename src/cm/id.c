@@ -35,6 +35,12 @@ struct srn_cm_chan *srn_cm_chan_new(void)
 
 void srn_cm_chan_free(struct srn_cm_chan *c)
 {
+	if (c->waiters) {
+		/* A thread sleeps in rdma_get_cm_event on it (rping's CM thread
+		 * does at exit): as a read on the kernel's fd, it stays asleep. */
+		c->dead = true;
+		return;
+	}
 	close(c->ch.fd);
 	free(c);
 }
@@ -77,10 +83,9 @@ struct srn_cm_id *srn_cm_id_new(struct srn_cm_chan *chan, void *context, enum rd
 	return id;
 }
 
-/* Drop the id's events nobody fetched; the caller waits for the rest. */
-static void drop_queued(struct srn_cm_id *id)
+/* Drop the id's events nobody fetched from c. */
+static void drop_queued_in(struct srn_cm_id *id, struct srn_cm_chan *c)
 {
-	struct srn_cm_chan *c = id->chan;
 	bool was_empty = !c->head;
 	struct srn_cm_event **pp = &c->head, *last = NULL;
 	while (*pp) {
@@ -96,6 +101,14 @@ static void drop_queued(struct srn_cm_id *id)
 	}
 	c->tail = last;
 	chan_level(c, was_empty);
+}
+
+/* Drop the id's events nobody fetched; the caller waits for the rest. */
+static void drop_queued(struct srn_cm_id *id)
+{
+	drop_queued_in(id, id->chan);
+	if (id->req_chan && id->req_chan != id->chan)
+		drop_queued_in(id, id->req_chan);
 }
 
 void srn_cm_id_free(struct srn_cm_id *id)
@@ -134,7 +147,7 @@ struct srn_cm_event *srn_cm_event_queue(struct srn_cm_id *id, enum rdma_cm_event
 		e->ev.param.conn.private_data_len = (uint8_t)(plen > 255 ? 255 : plen);
 	}
 	id->nevents++;
-	struct srn_cm_chan *c = id->chan;
+	struct srn_cm_chan *c = type == RDMA_CM_EVENT_CONNECT_REQUEST && id->req_chan ? id->req_chan : id->chan;
 	bool was_empty = !c->head;
 	if (c->tail)
 		c->tail->next = e;
@@ -150,12 +163,14 @@ int srn_cm_get_event(struct srn_cm_chan *c, struct srn_cm_event **out)
 {
 	bool nonblock = fcntl(c->ch.fd, F_GETFL) & O_NONBLOCK;
 	pthread_mutex_lock(&srn_cm.lock);
-	while (!c->head) {
+	while (!c->head || c->dead) {
 		if (nonblock) {
 			pthread_mutex_unlock(&srn_cm.lock);
 			return -EAGAIN;
 		}
+		c->waiters++;
 		pthread_cond_wait(&srn_cm.cond, &srn_cm.lock);
+		c->waiters--;
 	}
 	struct srn_cm_event *e = c->head;
 	c->head = e->next;

@@ -66,8 +66,11 @@ SRN_RDMACM_EXPORT struct rdma_event_channel *rdma_create_event_channel(void)
 
 SRN_RDMACM_EXPORT void rdma_destroy_event_channel(struct rdma_event_channel *channel)
 {
-	if (channel)
-		srn_cm_chan_free((struct srn_cm_chan *)channel);
+	if (!channel)
+		return;
+	lock();
+	srn_cm_chan_free((struct srn_cm_chan *)channel);
+	unlock();
 }
 
 static enum ibv_qp_type qpt_of(enum rdma_port_space ps)
@@ -110,7 +113,7 @@ SRN_RDMACM_EXPORT int rdma_destroy_id(struct rdma_cm_id *id)
 		if (c->listener == p && c->nevents > 0 && !c->destroying) {
 			struct srn_cm_event *e;
 			bool queued = false;
-			for (e = c->chan->head; e; e = e->next)
+			for (e = c->req_chan ? c->req_chan->head : c->chan->head; e; e = e->next)
 				queued |= e->owner == c;
 			if (queued && c->nevents == 1) {
 				srn_cm_abort(c);
@@ -119,14 +122,20 @@ SRN_RDMACM_EXPORT int rdma_destroy_id(struct rdma_cm_id *id)
 		}
 	}
 	p->destroying = true;
-	for (struct srn_cm_id *c = srn_cm.ids; c; c = c->next)
+	for (struct srn_cm_id *c = srn_cm.ids; c; c = c->next) {
 		if (c->listener == p)
 			c->listener = NULL;
+		if (p->sync && c->req_chan == p->chan)
+			c->req_chan = NULL;    /* the listener's channel goes with it */
+	}
 	/* Events nobody fetched go with the id; fetched ones must be acked. */
 	for (;;) {
 		int queued = 0;
 		for (struct srn_cm_event *e = p->chan->head; e; e = e->next)
 			queued += e->owner == p;
+		if (p->req_chan && p->req_chan != p->chan)
+			for (struct srn_cm_event *e = p->req_chan->head; e; e = e->next)
+				queued += e->owner == p;
 		if (p->nevents <= queued)
 			break;
 		pthread_cond_wait(&srn_cm.cond, &srn_cm.lock);
