@@ -8,6 +8,7 @@ PACKAGES=(
 	build-essential cmake pkg-config    # compiler (with libasan/libubsan/libtsan), build
 	libibverbs-dev                      # <infiniband/verbs.h>: the ABI we implement
 	ibverbs-utils ibverbs-providers     # unmodified ibv_* binaries the tests and demo run
+	librdmacm-dev rdmacm-utils librdmacm1  # rdma_cma.h for librdmacm.so.1; unmodified rdmacm programs the tests run
 	libisal-dev                         # ISA-L: fast (SIMD) CRC32 for the ICRC
 	zlib1g-dev                          # zlib: the reference CRC32 in the ICRC test
 	iproute2                            # ip netns / veth / ss for the tests
