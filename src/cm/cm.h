@@ -118,12 +118,17 @@ struct srn_cm_event {
 	uint8_t pdata[SRN_CM_MAX_PDATA];
 };
 
+/* An event channel lives until it is destroyed (rdma_destroy_event_channel,
+ * or its synchronous id going away) and no id and no sleeping thread uses
+ * it any more.  Destroyed, it is off the live list, its fd is closed (-1),
+ * its events are dropped and nothing is queued in it again. */
 struct srn_cm_chan {
 	struct rdma_event_channel ch;  /* fd: eventfd, one count per queued event */
 	struct srn_cm_event *head, *tail;
 	int nids;
 	int waiters;                   /* threads blocked in rdma_get_cm_event */
-	bool dead;                     /* destroyed under a waiter: kept, never ready */
+	bool destroyed;                /* never ready again: its waiters stay asleep */
+	struct srn_cm_chan *next_live; /* srn_cm.chans */
 };
 
 struct srn_cm {
@@ -134,6 +139,7 @@ struct srn_cm {
 	struct srn_cm_dev dev[SRN_CM_MAX_DEV];
 	int ndev;
 	struct srn_cm_id *ids;
+	struct srn_cm_chan *chans;     /* live channels: the only ones a caller may name */
 	pthread_t thread;
 	bool thread_started;
 	_Atomic bool stop;             /* library destructor: the thread ends */
@@ -180,7 +186,13 @@ struct srn_cm_id *srn_cm_id_new(struct srn_cm_chan *chan, void *context, enum rd
 				enum ibv_qp_type qpt);
 void srn_cm_id_free(struct srn_cm_id *id);
 struct srn_cm_chan *srn_cm_chan_new(void);
+/* The channel's owner is done with it; its memory goes when nothing uses it. */
 void srn_cm_chan_free(struct srn_cm_chan *c);
+/* Is c a channel we handed out and nobody destroyed?  Callers' channel
+ * pointers are checked with this before anything reads them. */
+bool srn_cm_chan_live(const struct rdma_event_channel *c);
+/* An id stops using c (nids--); frees a destroyed channel nobody uses. */
+void srn_cm_chan_unref(struct srn_cm_chan *c);
 /* Queue an event for id (copies pdata).  status: 0, -errno or a REJ reason. */
 struct srn_cm_event *srn_cm_event_queue(struct srn_cm_id *id, enum rdma_cm_event_type type,
 					int status, const void *pdata, size_t plen);

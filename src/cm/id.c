@@ -30,25 +30,70 @@ struct srn_cm_chan *srn_cm_chan_new(void)
 		free(c);
 		return NULL;
 	}
+	c->next_live = srn_cm.chans;
+	srn_cm.chans = c;
 	return c;
 }
 
+bool srn_cm_chan_live(const struct rdma_event_channel *ch)
+{
+	for (const struct srn_cm_chan *c = srn_cm.chans; c; c = c->next_live)
+		if (&c->ch == ch)
+			return true;
+	return false;
+}
+
+static void chan_release(struct srn_cm_chan *c)
+{
+	if (c->destroyed && !c->nids && !c->waiters)
+		free(c);
+}
+
+/* Drop every event queued in c (their ids count them no more). */
+static void drop_all(struct srn_cm_chan *c)
+{
+	while (c->head) {
+		struct srn_cm_event *e = c->head;
+		c->head = e->next;
+		e->owner->nevents--;
+		free(e);
+	}
+	c->tail = NULL;
+}
+
+/* Programs destroy a channel that one of their threads is still using:
+ * Debian's rping (rdma-core 44) never joins its CM thread, which sleeps in
+ * rdma_get_cm_event or is about to call it again after its last ack.  With
+ * the kernel's fd that thread stays asleep (or reads a closed fd); here it
+ * must never touch freed memory.  So the channel leaves the live list at
+ * once, and its memory stays while an id or a sleeping thread uses it. */
 void srn_cm_chan_free(struct srn_cm_chan *c)
 {
-	if (c->waiters) {
-		/* A thread sleeps in rdma_get_cm_event on it (rping's CM thread
-		 * does at exit): as a read on the kernel's fd, it stays asleep. */
-		c->dead = true;
-		return;
-	}
+	for (struct srn_cm_chan **pp = &srn_cm.chans; *pp; pp = &(*pp)->next_live)
+		if (*pp == c) {
+			*pp = c->next_live;
+			break;
+		}
+	c->destroyed = true;
+	drop_all(c);
 	close(c->ch.fd);
-	free(c);
+	c->ch.fd = -1;
+	pthread_cond_broadcast(&srn_cm.cond);   /* rdma_destroy_id may wait for dropped events */
+	chan_release(c);
+}
+
+void srn_cm_chan_unref(struct srn_cm_chan *c)
+{
+	c->nids--;
+	chan_release(c);
 }
 
 static void chan_level(struct srn_cm_chan *c, bool was_empty)
 {
 	uint64_t v = 1;
-	if (was_empty && c->head) {
+	if (c->ch.fd < 0) {
+		/* destroyed: nothing is queued, no fd to level */
+	} else if (was_empty && c->head) {
 		if (write(c->ch.fd, &v, sizeof(v)) < 0) { /* cannot overflow from 0 */ }
 	} else if (!was_empty && !c->head) {
 		/* The count is 1 (we wrote it), so this read does not block. */
@@ -120,9 +165,9 @@ void srn_cm_id_free(struct srn_cm_id *id)
 			break;
 		}
 	struct srn_cm_chan *c = id->chan;
-	c->nids--;
 	if (id->sync)
 		srn_cm_chan_free(c);
+	srn_cm_chan_unref(c);
 	free(id->ep_attr);
 	free(id);
 }
@@ -146,8 +191,12 @@ struct srn_cm_event *srn_cm_event_queue(struct srn_cm_id *id, enum rdma_cm_event
 		e->ev.param.conn.private_data = e->pdata;
 		e->ev.param.conn.private_data_len = (uint8_t)(plen > 255 ? 255 : plen);
 	}
-	id->nevents++;
 	struct srn_cm_chan *c = type == RDMA_CM_EVENT_CONNECT_REQUEST && id->req_chan ? id->req_chan : id->chan;
+	if (c->destroyed) {
+		free(e);                /* nobody can fetch it */
+		return NULL;
+	}
+	id->nevents++;
 	bool was_empty = !c->head;
 	if (c->tail)
 		c->tail->next = e;
@@ -158,12 +207,24 @@ struct srn_cm_event *srn_cm_event_queue(struct srn_cm_id *id, enum rdma_cm_event
 	return e;
 }
 
-/* Called without srn_cm.lock held; takes it. */
+/* A thread that asked a destroyed channel for events: asleep until the
+ * process ends (see srn_cm_chan_free).  Must hold srn_cm.lock. */
+static _Noreturn void sleep_forever(void)
+{
+	static pthread_cond_t never = PTHREAD_COND_INITIALIZER;
+	for (;;)
+		pthread_cond_wait(&never, &srn_cm.lock);
+}
+
+/* Called without srn_cm.lock held; takes it.  c is the caller's pointer:
+ * nothing is read through it before srn_cm_chan_live says it is ours. */
 int srn_cm_get_event(struct srn_cm_chan *c, struct srn_cm_event **out)
 {
-	bool nonblock = fcntl(c->ch.fd, F_GETFL) & O_NONBLOCK;
 	pthread_mutex_lock(&srn_cm.lock);
-	while (!c->head || c->dead) {
+	if (!srn_cm_chan_live(&c->ch))
+		sleep_forever();
+	bool nonblock = fcntl(c->ch.fd, F_GETFL) & O_NONBLOCK;
+	while (!c->head || c->destroyed) {
 		if (nonblock) {
 			pthread_mutex_unlock(&srn_cm.lock);
 			return -EAGAIN;

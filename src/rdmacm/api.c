@@ -69,7 +69,8 @@ SRN_RDMACM_EXPORT void rdma_destroy_event_channel(struct rdma_event_channel *cha
 	if (!channel)
 		return;
 	lock();
-	srn_cm_chan_free((struct srn_cm_chan *)channel);
+	if (srn_cm_chan_live(channel))   /* destroyed twice: nothing left to do */
+		srn_cm_chan_free((struct srn_cm_chan *)channel);
 	unlock();
 }
 
@@ -86,6 +87,8 @@ SRN_RDMACM_EXPORT int rdma_create_id(struct rdma_event_channel *channel, struct 
 	lock();
 	int ret = srn_cm_init();
 	struct srn_cm_id *p = NULL;
+	if (!ret && channel && !srn_cm_chan_live(channel))
+		ret = -EINVAL;          /* destroyed, or never ours */
 	if (!ret) {
 		p = srn_cm_id_new((struct srn_cm_chan *)channel, context, ps, qpt_of(ps));
 		if (!p)
@@ -498,6 +501,10 @@ SRN_RDMACM_EXPORT int rdma_migrate_id(struct rdma_cm_id *id, struct rdma_event_c
 {
 	struct srn_cm_id *p = priv(id);
 	lock();
+	if (channel && !srn_cm_chan_live(channel)) {
+		unlock();
+		return ret_errno(-EINVAL);
+	}
 	struct srn_cm_chan *to = channel ? (struct srn_cm_chan *)channel : srn_cm_chan_new();
 	int ret = 0;
 	if (!to) {
@@ -508,9 +515,9 @@ SRN_RDMACM_EXPORT int rdma_migrate_id(struct rdma_cm_id *id, struct rdma_event_c
 			srn_cm_chan_free(to);
 	} else {
 		struct srn_cm_chan *from = p->chan;
-		from->nids--;
 		if (p->sync)
 			srn_cm_chan_free(from);
+		srn_cm_chan_unref(from);
 		p->chan = to;
 		to->nids++;
 		p->sync = channel == NULL;
