@@ -239,7 +239,9 @@ int srn_cm_get_event(struct srn_cm_chan *c, struct srn_cm_event **out)
 		c->tail = NULL;
 	e->next = NULL;
 	chan_level(c, false);
-	e->owner->id.event = &e->ev;
+	/* id.event is not set here: it names the event a synchronous call
+	 * holds (ucma_complete, rdma_get_request), which rdma_destroy_id acks.
+	 * An asynchronous program's thread still holds this one. */
 	pthread_mutex_unlock(&srn_cm.lock);
 	*out = e;
 	return 0;
