@@ -16,6 +16,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
 
@@ -142,6 +143,7 @@ struct srn_cm {
 	struct srn_cm_chan *chans;     /* live channels: the only ones a caller may name */
 	pthread_t thread;
 	bool thread_started;
+	pid_t pid;                     /* of the process that started the thread */
 	_Atomic bool stop;             /* library destructor: the thread ends */
 	int epfd, kick_fd;
 	uint64_t cnt[SRN_CM_CNT_MAX];

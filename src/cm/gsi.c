@@ -348,6 +348,7 @@ int srn_cm_init(void)
 	if (!ret && pthread_create(&srn_cm.thread, NULL, cm_thread, NULL))
 		ret = -EAGAIN;
 	srn_cm.thread_started = !ret;
+	srn_cm.pid = getpid();
 	srn_cm.init_err = ret;
 	return ret;
 }
@@ -358,7 +359,8 @@ int srn_cm_init(void)
  * timeouts, as a killed process does. */
 __attribute__((destructor)) static void srn_cm_fini(void)
 {
-	if (!srn_cm.thread_started)
+	/* A forked child has no CM thread: joining the parent's id is undefined. */
+	if (!srn_cm.thread_started || srn_cm.pid != getpid())
 		return;
 	atomic_store(&srn_cm.stop, true);
 	srn_cm_kick();
