@@ -86,9 +86,9 @@ int main(int argc, char **argv)
 	sin->sin_family = AF_INET;
 	inet_pton(AF_INET, "127.0.0.2", &sin->sin_addr);
 	qp.peer_len = sizeof(*sin);
-	qp.sq = sq;
-	qp.sq_size = 4;
-	qp.sq_head = 1;
+	qp.sq.wqe = sq;
+	qp.sq.size = 4;
+	qp.sq.head = 1;
 	qp.sq_cur = 1;
 	qp.req_psn = 0x000101;
 	qp.req_una = 0x000100;

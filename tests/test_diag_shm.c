@@ -395,11 +395,11 @@ static void test_snapshots(struct srn_diag *d, const struct srn_diag_seg *ro)
 	sin->sin_family = AF_INET;
 	inet_pton(AF_INET, "127.0.0.2", &sin->sin_addr);
 	qp->peer_len = sizeof(*sin);
-	qp->sq = sq;
-	qp->sq_size = 4;
-	qp->sq_tail = 0;
+	qp->sq.wqe = sq;
+	qp->sq.size = 4;
+	qp->sq.tail = 0;
 	qp->sq_cur = 1;
-	qp->sq_head = 3;
+	qp->sq.head = 3;
 	qp->req_psn = 0x10;
 	qp->req_una = 0x0c;
 	qp->resp_epsn = 0x99;

@@ -2,7 +2,7 @@
  * test_trust_verbs2_batch - the life of an ibv_wr_* batch at its edges
  * (issue 10, item 11, second review).  One mode per CTest test:
  *
- *   reset    a batch opened at sq_head 0, then the QP reset and
+ *   reset    a batch opened at sq.head 0, then the QP reset and
  *            reconnected under it: ibv_wr_complete refuses it (EINVAL)
  *            and it never reaches the wire; the QP then works.
  *   abort    ibv_wr_abort drops the batch: a ibv_wr_complete after it,
@@ -138,15 +138,15 @@ static void expect_ret(int r, int want, const char *what)
 	}
 }
 
-/* Item 3: a reset under the batch, detected even when sq_head is back
+/* Item 3: a reset under the batch, detected even when sq.head is back
  * where the batch began. */
 static void mode_reset(struct ibv_qp *qp)
 {
 	struct ibv_qp_ex *x = ibv_qp_to_qp_ex(qp);
-	ibv_wr_start(x);                         /* fresh QP: sq_head 0 */
+	ibv_wr_start(x);                         /* fresh QP: sq.head 0 */
 	write_slot(x, 11, 1, 0x1111);
 	reset_qp(qp);
-	connect_to_peer(qp);                     /* RTS again, sq_head 0 again */
+	connect_to_peer(qp);                     /* RTS again, sq.head 0 again */
 	expect_ret(ibv_wr_complete(x), EINVAL, "wr_complete of a batch the QP was reset under");
 	expect_quiet(qp->send_cq, 0.3, "batch across a reset");
 	/* The reconnected QP works, from the PSN nothing used. */

@@ -30,14 +30,15 @@ static uint32_t pow2_at_least(uint32_t n)
 
 int srn_qp_alloc_queues(struct srn_qp *qp)
 {
-	qp->sq_size = pow2_at_least(qp->cap.max_send_wr ? qp->cap.max_send_wr : 1);
+	qp->sq.size = pow2_at_least(qp->cap.max_send_wr ? qp->cap.max_send_wr : 1);
 	if (srn_rq_init(&qp->rq, qp->cap.max_recv_wr, qp->cap.max_recv_sge))
 		return -ENOMEM;
-	qp->sq = calloc(qp->sq_size, sizeof(*qp->sq));
-	qp->sq_sge = calloc((size_t)qp->sq_size * (qp->cap.max_send_sge ? qp->cap.max_send_sge : 1),
+	qp->sq.wqe = calloc(qp->sq.size, sizeof(*qp->sq.wqe));
+	qp->sq.sge = calloc((size_t)qp->sq.size * (qp->cap.max_send_sge ? qp->cap.max_send_sge : 1),
 			    sizeof(struct ibv_sge));
-	qp->sq_inline = calloc((size_t)qp->sq_size * (qp->cap.max_inline_data ? qp->cap.max_inline_data : 1), 1);
-	if (!qp->sq || !qp->sq_sge || !qp->sq_inline)
+	qp->sq.inline_buf = calloc((size_t)qp->sq.size *
+				   (qp->cap.max_inline_data ? qp->cap.max_inline_data : 1), 1);
+	if (!qp->sq.wqe || !qp->sq.sge || !qp->sq.inline_buf)
 		return -ENOMEM;
 	return 0;
 }
@@ -45,10 +46,10 @@ int srn_qp_alloc_queues(struct srn_qp *qp)
 void srn_qp_free_queues(struct srn_qp *qp)
 {
 	free(qp->res);
-	free(qp->wr_stage);
-	free(qp->sq);
-	free(qp->sq_sge);
-	free(qp->sq_inline);
+	free(qp->sq.wr_stage);
+	free(qp->sq.wqe);
+	free(qp->sq.sge);
+	free(qp->sq.inline_buf);
 	srn_rq_fini(&qp->rq);
 }
 
@@ -71,8 +72,8 @@ static void reset(struct srn_qp *qp)
 {
 	if (qp->type == IBV_QPT_XRC_RECV)
 		srn_qp_bind_xrc_srq(qp, NULL);   /* no message in progress holds it */
-	qp->sq_head = qp->sq_cur = qp->sq_tail = 0;
-	qp->reset_gen++;
+	qp->sq.head = qp->sq_cur = qp->sq.tail = 0;
+	qp->sq.reset_gen++;
 	qp->sq_cur_off = 0;
 	qp->sq_cur_started = false;
 	qp->rq.head = qp->rq.tail = 0;
@@ -83,7 +84,7 @@ static void reset(struct srn_qp *qp)
 	qp->resp_epsn = qp->resp_msn = 0;
 	qp->resp_in_msg = qp->resp_in_write = false;
 	qp->resp_nak_sent = qp->resp_comm_est = false;
-	qp->sq_drained_pending = false;
+	qp->sq.drained_pending = false;
 	qp->rd_atomic_inflight = 0;
 	qp->rewound = false;
 	qp->resp_tx_pending = false;

@@ -4,7 +4,7 @@
  * The SQ and RQ are power-of-two rings of work requests copied at post
  * time, with free-running 32-bit indices:
  *
- *   SQ:  sq_tail <= sq_cur <= sq_head
+ *   SQ:  sq.tail <= sq_cur <= sq.head
  *        [tail, cur)  transmitted, waiting for acknowledgement
  *        cur          being transmitted (sq_cur_off bytes sent so far)
  *        (cur, head)  posted, not started
@@ -85,6 +85,26 @@ struct srn_resp_res {
 	uint64_t next_slice_ns;        /* READ pacing: the next slice not before (responder.c) */
 };
 
+/* The send queue ring (qp->sq), the work requests as posted.  The
+ * poster (verbs, under nic->lock or sq.lock) writes head and the slots
+ * past it; the completer and the flush write tail; the requester reads
+ * the slots.  Its transmit cursor is qp->req.cur. */
+struct srn_sq {
+	struct srn_swqe *wqe;
+	struct ibv_sge *sge;           /* size * cap.max_send_sge */
+	uint8_t *inline_buf;           /* size * cap.max_inline_data */
+	uint32_t size, head, tail;
+	uint32_t reset_gen;            /* counts resets: an ibv_wr_* batch opened before
+					* one is refused (head alone may look unmoved) */
+	bool drained_pending;          /* SQD: raise SQ_DRAINED once empty */
+	/* ibv_wr_* staging (verbs_ex.c), allocated for QPs created with
+	 * send_ops_flags.  Such a QP also has sq.lock (error-checking): held
+	 * by a batch from ibv_wr_start to ibv_wr_complete/abort while it
+	 * writes WQEs into free SQ slots past head without nic->lock, and
+	 * by ibv_post_send on that QP.  Order: sq.lock before nic->lock. */
+	struct srn_wr_stage *wr_stage;
+	pthread_mutex_t lock;
+};
 
 struct srn_qp {
 	struct ibv_qp_ex ibqp_ex;      /* ibqp_ex.qp_base is the ibv_qp handed out */
@@ -110,12 +130,8 @@ struct srn_qp {
 	uint32_t mtu;                  /* path MTU in bytes */
 
 	/* Send queue */
-	struct srn_swqe *sq;
-	struct ibv_sge *sq_sge;        /* sq_size * cap.max_send_sge */
-	uint8_t *sq_inline;            /* sq_size * cap.max_inline_data */
-	uint32_t sq_size, sq_head, sq_cur, sq_tail;
-	uint32_t reset_gen;            /* counts resets: an ibv_wr_* batch opened before
-					* one is refused (sq_head alone may look unmoved) */
+	struct srn_sq sq;
+	uint32_t sq_cur;
 	uint32_t sq_cur_off;           /* bytes of sq[sq_cur] already sent */
 	bool sq_cur_started;           /* sq[sq_cur] has its PSNs assigned */
 	uint32_t req_psn;              /* next PSN to send */
@@ -138,7 +154,6 @@ struct srn_qp {
 	uint64_t rnr_deadline;
 	struct srn_qp *timer_next;     /* on nic->timer_list */
 	bool on_timer_list;
-	bool sq_drained_pending;       /* SQD: raise SQ_DRAINED once empty */
 
 	/* Receive queue (unused when the QP takes from an SRQ), and the
 	 * receive WQE the message in progress lands in, taken out of the RQ
@@ -167,14 +182,6 @@ struct srn_qp {
 	uint8_t ack_syndrome;
 	uint32_t ack_psn;
 	struct srn_qp *ack_next;
-
-	/* ibv_wr_* staging (verbs_ex.c), allocated for QPs created with
-	 * send_ops_flags.  Such a QP also has sq_lock (error-checking): held
-	 * by a batch from ibv_wr_start to ibv_wr_complete/abort while it
-	 * writes WQEs into free SQ slots past sq_head without nic->lock, and
-	 * by ibv_post_send on that QP.  Order: sq_lock before nic->lock. */
-	struct srn_wr_stage *wr_stage;
-	pthread_mutex_t sq_lock;
 
 	/* Deferred transmit list (socket was full). */
 	struct srn_qp *tx_next;
@@ -215,11 +222,11 @@ static inline struct srn_qp *srn_qp(struct ibv_qp *q)
 	return (struct srn_qp *)q;
 }
 
-/* Take qp->sq_lock (QPs with wr_stage only): 0, or -EDEADLK when this
+/* Take qp->sq.lock (QPs with sq.wr_stage only): 0, or -EDEADLK when this
  * thread already holds it (a post inside its own ibv_wr_* batch). */
 static inline int srn_sq_lock(struct srn_qp *qp)
 {
-	return -pthread_mutex_lock(&qp->sq_lock);
+	return -pthread_mutex_lock(&qp->sq.lock);
 }
 
 /* qp.c; must hold nic->lock */

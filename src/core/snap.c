@@ -69,7 +69,7 @@ static void snap_qp(struct srn_diag_obj *o, const struct srn_qp *qp)
 			 (qp->req_blocked ? SRN_DIAG_QPF_TX_BLOCKED : 0) |
 			 (qp->ack_deadline ? SRN_DIAG_QPF_ACK_TIMER : 0) |
 			 (qp->resp_in_msg ? SRN_DIAG_QPF_IN_MSG : 0) |
-			 (qp->sq_drained_pending ? SRN_DIAG_QPF_SQ_DRAINING : 0) |
+			 (qp->sq.drained_pending ? SRN_DIAG_QPF_SQ_DRAINING : 0) |
 			 (qp->nic && srn_shm_has_ring(&qp->nic->shm,
 						      (const struct sockaddr *)&qp->peer, qp->peer_len)
 				  ? SRN_DIAG_QPF_SHM : 0);
@@ -85,8 +85,8 @@ static void snap_qp(struct srn_diag_obj *o, const struct srn_qp *qp)
 	SRN_DIAG_SET(q->msn, qp->resp_msn);
 	SRN_DIAG_SET(q->sq_size, qp->cap.max_send_wr);
 	SRN_DIAG_SET(q->rq_size, rq->max_wr);
-	SRN_DIAG_SET(q->sq_outstanding, qp->sq_head - qp->sq_tail);
-	SRN_DIAG_SET(q->sq_unsent, qp->sq_head - qp->sq_cur);
+	SRN_DIAG_SET(q->sq_outstanding, qp->sq.head - qp->sq.tail);
+	SRN_DIAG_SET(q->sq_unsent, qp->sq.head - qp->sq_cur);
 	SRN_DIAG_SET(q->rq_posted, rq->wqe ? srn_rq_count(rq) : 0);
 	SRN_DIAG_SET(q->rd_atomic_inflight, qp->rd_atomic_inflight);
 	SRN_DIAG_SET(q->peer_qpn, qp->attr.dest_qp_num);

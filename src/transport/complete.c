@@ -71,13 +71,13 @@ static const char *take_why(struct srn_qp *qp, enum ibv_wc_status status)
 
 void srn_complete_send(struct srn_qp *qp, enum ibv_wc_status status)
 {
-	struct srn_swqe *w = &qp->sq[qp->sq_tail & (qp->sq_size - 1)];
+	struct srn_swqe *w = &qp->sq.wqe[qp->sq.tail & (qp->sq.size - 1)];
 	const char *why = take_why(qp, status);
 	if (why) {
 		srn_diag_explain_send(qp->diag, qp, w, status, "%s", why);
 		qp->err_why[0] = 0;
 	}
-	qp->sq_tail++;
+	qp->sq.tail++;
 	if (status == IBV_WC_SUCCESS && !qp->sq_sig_all && !(w->send_flags & IBV_SEND_SIGNALED))
 		return;
 	struct ibv_wc wc = {
@@ -89,8 +89,8 @@ void srn_complete_send(struct srn_qp *qp, enum ibv_wc_status status)
 		.vendor_err = status == IBV_WC_SUCCESS ? 0 : (uint32_t)status,
 	};
 	push(qp, qp->scq, &wc, false);
-	if (qp->sq_drained_pending && qp->sq_tail == qp->sq_head) {
-		qp->sq_drained_pending = false;
+	if (qp->sq.drained_pending && qp->sq.tail == qp->sq.head) {
+		qp->sq.drained_pending = false;
 		srn_qp_event(qp, IBV_EVENT_SQ_DRAINED);
 	}
 }
@@ -144,9 +144,9 @@ void srn_complete_recv_ud(struct srn_qp *qp, uint32_t byte_len, bool with_imm, u
 
 void srn_qp_flush(struct srn_qp *qp)
 {
-	while (qp->sq_tail != qp->sq_head)
+	while (qp->sq.tail != qp->sq.head)
 		srn_complete_send(qp, IBV_WC_WR_FLUSH_ERR);
-	qp->sq_cur = qp->sq_sent_end = qp->sq_head;
+	qp->sq_cur = qp->sq_sent_end = qp->sq.head;
 	qp->sq_cur_started = false;
 	/* The receive a message was landing in is this QP's even when it
 	 * came from an SRQ; the SRQ's other WQEs stay for other QPs. */
@@ -172,7 +172,7 @@ void srn_qp_fail(struct srn_qp *qp, int event)
 	qp->state = IBV_QPS_ERR;
 	qp->ibqp_ex.qp_base.state = IBV_QPS_ERR;
 	qp->attr.qp_state = IBV_QPS_ERR;
-	uint32_t outstanding = (qp->sq_head - qp->sq_tail) + srn_rq_count(&qp->rq) +
+	uint32_t outstanding = (qp->sq.head - qp->sq.tail) + srn_rq_count(&qp->rq) +
 			       qp->recv_cur_valid;
 	srn_diag_log(qp->diag, SRN_LOG_WARN, "QP to ERR: %u outstanding work requests flushed",
 		     outstanding);

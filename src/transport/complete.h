@@ -14,7 +14,7 @@ struct srn_qp;
 struct srn_swqe;
 struct srn_rwqe;
 
-/* Complete the oldest send WQE (sq_tail) with status; a successful
+/* Complete the oldest send WQE (sq.tail) with status; a successful
  * unsignaled one produces no CQE. */
 void srn_complete_send(struct srn_qp *qp, enum ibv_wc_status status);
 /* Complete the current receive WQE (qp->recv_cur). */

@@ -2,7 +2,7 @@
  * completer.c - what comes back for our own requests: ACKs, NAKs, READ
  * responses and atomic acknowledgements.
  *
- * Everything is matched in order from sq_tail.  An ACK with PSN n
+ * Everything is matched in order from sq.tail.  An ACK with PSN n
  * acknowledges every request packet up to n (coalescing; rxe check_ack),
  * and so does a READ response or atomic ACK for everything before it.  If
  * such an acknowledgement passes a READ or atomic whose response never
@@ -30,7 +30,7 @@
 
 static struct srn_swqe *tail_wqe(struct srn_qp *qp)
 {
-	return &qp->sq[qp->sq_tail & (qp->sq_size - 1)];
+	return &qp->sq.wqe[qp->sq.tail & (qp->sq.size - 1)];
 }
 
 /* After completions: the requester never stands on (or resends) a WQE
@@ -39,8 +39,8 @@ static struct srn_swqe *tail_wqe(struct srn_qp *qp)
 static void catch_up(struct srn_qp *qp)
 {
 	bool moved = false;
-	if ((int32_t)(qp->sq_tail - qp->sq_cur) > 0) {
-		qp->sq_cur = qp->sq_tail;
+	if ((int32_t)(qp->sq.tail - qp->sq_cur) > 0) {
+		qp->sq_cur = qp->sq.tail;
 		moved = true;
 	}
 	if (moved || srn_psn_cmp(qp->req_psn, qp->req_una) < 0) {
@@ -48,7 +48,7 @@ static void catch_up(struct srn_qp *qp)
 		 * keeps the PSNs it had (the peer may hold part of it): never
 		 * let it be numbered afresh. */
 		qp->req_psn = qp->req_una;
-		qp->sq_cur_started = qp->sq_cur != qp->sq_head &&
+		qp->sq_cur_started = qp->sq_cur != qp->sq.head &&
 				     (int32_t)(qp->sq_sent_end - qp->sq_cur) > 0;
 	}
 }
@@ -68,7 +68,7 @@ static bool ack_before(struct srn_qp *qp, uint32_t upto)
 {
 	/* Every WQE ever started may be acknowledged, also those past sq_cur
 	 * that go-back-N is about to resend. */
-	while ((int32_t)(qp->sq_sent_end - qp->sq_tail) > 0) {
+	while ((int32_t)(qp->sq_sent_end - qp->sq.tail) > 0) {
 		const struct srn_swqe *w = tail_wqe(qp);
 		if (srn_psn_cmp(w->last_psn, upto) >= 0) {
 			/* A READ/atomic's PSNs are acknowledged only by its own
@@ -119,8 +119,8 @@ static void fail_at(struct srn_qp *qp, uint32_t psn, enum ibv_wc_status st)
 	}
 	ack_before(qp, psn);
 	srn_count(qp->nic->cnt, SRN_CNT_SEND_ERR, 1);
-	if (qp->sq_tail != qp->sq_head) {
-		if (qp->sq_tail == qp->sq_cur) {
+	if (qp->sq.tail != qp->sq.head) {
+		if (qp->sq.tail == qp->sq_cur) {
 			qp->sq_cur++;
 			qp->sq_cur_started = false;
 		}
@@ -134,9 +134,9 @@ static void fail_at(struct srn_qp *qp, uint32_t psn, enum ibv_wc_status st)
 static int scatter(struct srn_qp *qp, const struct srn_swqe *w, uint32_t off,
 		   const uint8_t *src, uint32_t len)
 {
-	uint32_t idx = qp->sq_tail & (qp->sq_size - 1);
+	uint32_t idx = qp->sq.tail & (qp->sq.size - 1);
 	return srn_sge_copy_in(qp->nic, qp->pd, qp->qpn,
-			       qp->sq_sge + (size_t)idx * qp->cap.max_send_sge, w->num_sge, off, src,
+			       qp->sq.sge + (size_t)idx * qp->cap.max_send_sge, w->num_sge, off, src,
 			       len);
 }
 
@@ -216,9 +216,9 @@ static void on_response(struct srn_qp *qp, const struct srn_pkt *p)
 		implied_nak(qp);
 		return;
 	}
-	/* Nothing ever sent owns it.  (Not "sq_tail == sq_cur": going back
+	/* Nothing ever sent owns it.  (Not "sq.tail == sq_cur": going back
 	 * puts sq_cur on the tail while its request is still answered.) */
-	if ((int32_t)(qp->sq_sent_end - qp->sq_tail) <= 0)
+	if ((int32_t)(qp->sq_sent_end - qp->sq.tail) <= 0)
 		return;
 	if (srn_psn_cmp(p->psn, qp->req_una) < 0)
 		return;                         /* a duplicate of one already taken */

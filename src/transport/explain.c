@@ -51,9 +51,9 @@ void srn_diag_peer_str(const struct srn_qp *qp, char *buf, size_t len)
 /* Was w transmitted (PSNs assigned)?  [tail, cur) were, cur if started. */
 static bool wqe_started(const struct srn_qp *qp, const struct srn_swqe *w)
 {
-	uint32_t mask = qp->sq_size - 1;
-	uint32_t rel = ((uint32_t)(w - qp->sq) - qp->sq_tail) & mask;
-	uint32_t sent = qp->sq_cur - qp->sq_tail;
+	uint32_t mask = qp->sq.size - 1;
+	uint32_t rel = ((uint32_t)(w - qp->sq.wqe) - qp->sq.tail) & mask;
+	uint32_t sent = qp->sq_cur - qp->sq.tail;
 	return rel < sent || (rel == sent && qp->sq_cur_started);
 }
 
@@ -67,7 +67,7 @@ void srn_diag_explain_send(struct srn_diag_obj *o, const struct srn_qp *qp,
 	va_start(ap, fmt);
 	vsnprintf(why, sizeof(why), fmt, ap);
 	va_end(ap);
-	if (qp->sq && qp->sq_size && wqe_started(qp, w)) {
+	if (qp->sq.wqe && qp->sq.size && wqe_started(qp, w)) {
 		if (w->first_psn == w->last_psn)
 			snprintf(psn, sizeof(psn), " PSN 0x%06x", w->first_psn);
 		else

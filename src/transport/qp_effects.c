@@ -64,10 +64,10 @@ int srn_qp_modify(struct srn_qp *qp, const struct ibv_qp_attr *attr, int mask)
 	}
 	if (next == IBV_QPS_SQD && cur == IBV_QPS_RTS) {
 		if (qp->attr.en_sqd_async_notify) {
-			if (qp->sq_tail == qp->sq_head)
+			if (qp->sq.tail == qp->sq.head)
 				srn_qp_event(qp, IBV_EVENT_SQ_DRAINED);
 			else
-				qp->sq_drained_pending = true;
+				qp->sq.drained_pending = true;
 		}
 	}
 	if (next == IBV_QPS_RTS)

@@ -13,7 +13,7 @@
  * waits until none is outstanding.  A full socket buffer parks the QP
  * until the progress loop resumes it; nothing is dropped.
  *
- * Go-back-N: sq_cur returns to sq_tail (the WQE holding the oldest
+ * Go-back-N: sq_cur returns to sq.tail (the WQE holding the oldest
  * unacknowledged PSN) and req_psn to that PSN; send_one derives the packet
  * index from req_psn - first_psn, so the WQE resumes at exactly that
  * packet, and the WQEs after it are resent with the PSNs they had.
@@ -51,12 +51,12 @@ static int gather(struct srn_qp *qp, const struct srn_swqe *w, uint32_t idx, uin
 	if (len == 0)
 		return 0;
 	if (w->is_inline) {
-		iov[0].iov_base = qp->sq_inline + (size_t)idx * qp->cap.max_inline_data + off;
+		iov[0].iov_base = qp->sq.inline_buf + (size_t)idx * qp->cap.max_inline_data + off;
 		iov[0].iov_len = len;
 		*niov = 1;
 		return 0;
 	}
-	const struct ibv_sge *sge = qp->sq_sge + (size_t)idx * qp->cap.max_send_sge;
+	const struct ibv_sge *sge = qp->sq.sge + (size_t)idx * qp->cap.max_send_sge;
 	for (uint32_t i = 0; i < w->num_sge && len; i++) {
 		if (off >= sge[i].length) {
 			off -= sge[i].length;
@@ -127,8 +127,8 @@ void srn_req_number(struct srn_qp *qp, struct srn_swqe *w)
  * sent, 0 if more packets remain, or -errno (-EAGAIN: retry later). */
 static int send_one(struct srn_qp *qp)
 {
-	uint32_t idx = qp->sq_cur & (qp->sq_size - 1);
-	struct srn_swqe *w = &qp->sq[idx];
+	uint32_t idx = qp->sq_cur & (qp->sq.size - 1);
+	struct srn_swqe *w = &qp->sq.wqe[idx];
 	uint32_t npkts = npkts_of(qp, w);
 
 	if (!qp->sq_cur_started) {
@@ -269,8 +269,8 @@ void srn_req_push(struct srn_qp *qp)
 {
 	if (qp->req_blocked || qp->rnr_wait)
 		return;
-	while (qp->sq_cur != qp->sq_head) {
-		struct srn_swqe *w = &qp->sq[qp->sq_cur & (qp->sq_size - 1)];
+	while (qp->sq_cur != qp->sq.head) {
+		struct srn_swqe *w = &qp->sq.wqe[qp->sq_cur & (qp->sq.size - 1)];
 		/* RTS sends; SQD finishes the message in progress only. */
 		if (qp->state != IBV_QPS_RTS && !(qp->state == IBV_QPS_SQD && qp->sq_cur_started))
 			return;
@@ -290,7 +290,7 @@ void srn_req_push(struct srn_qp *qp)
 		if (srn_wr_is_local(w->opcode)) {
 			enum ibv_wc_status st = run_local(qp, w);
 			if (st != IBV_WC_SUCCESS) {
-				while (qp->sq_tail != qp->sq_cur)
+				while (qp->sq.tail != qp->sq_cur)
 					srn_complete_send(qp, IBV_WC_WR_FLUSH_ERR);
 				qp->sq_cur++;
 				srn_complete_send(qp, st);
@@ -299,7 +299,7 @@ void srn_req_push(struct srn_qp *qp)
 			}
 			qp->sq_cur++;
 			/* Nothing before it outstanding: done now, in order. */
-			if (qp->sq_tail + 1 == qp->sq_cur)
+			if (qp->sq.tail + 1 == qp->sq_cur)
 				srn_complete_send(qp, IBV_WC_SUCCESS);
 			continue;
 		}
@@ -314,7 +314,7 @@ void srn_req_push(struct srn_qp *qp)
 		if (ret < 0) {
 			/* The WQE cannot be executed: complete it with an error
 			 * after everything before it, then fail the QP. */
-			while (qp->sq_tail != qp->sq_cur)
+			while (qp->sq.tail != qp->sq_cur)
 				srn_complete_send(qp, IBV_WC_WR_FLUSH_ERR);
 			srn_count(qp->nic->cnt, SRN_CNT_SEND_ERR, 1);
 			qp->sq_cur++;
@@ -331,7 +331,7 @@ void srn_req_push(struct srn_qp *qp)
 			qp->sq_cur_started = false;
 			/* UC has no acknowledgements: done once sent. */
 			if (!srn_qp_reliable(qp))
-				while (qp->sq_tail != qp->sq_cur)
+				while (qp->sq.tail != qp->sq_cur)
 					srn_complete_send(qp, IBV_WC_SUCCESS);
 		}
 	}
@@ -339,18 +339,18 @@ void srn_req_push(struct srn_qp *qp)
 
 void srn_req_rewind(struct srn_qp *qp, uint32_t psn)
 {
-	if ((int32_t)(qp->sq_sent_end - qp->sq_tail) <= 0)
+	if ((int32_t)(qp->sq_sent_end - qp->sq.tail) <= 0)
 		return;                 /* nothing was sent that needs resending */
 	/* Never behind what is acknowledged (an RNR wait may have outlived
 	 * the packet it was for), nor before the first PSN of the WQE it
 	 * restarts: PSNs belong to WQEs (srn_req_number). */
 	if (srn_psn_cmp(psn, qp->req_una) < 0)
 		psn = qp->req_una;
-	const struct srn_swqe *t = &qp->sq[qp->sq_tail & (qp->sq_size - 1)];
+	const struct srn_swqe *t = &qp->sq.wqe[qp->sq.tail & (qp->sq.size - 1)];
 	if (srn_psn_cmp(psn, t->first_psn) < 0)
 		psn = t->first_psn;
 	srn_qp_count(qp, SRN_CNT_RETRANSMITS, SRN_QPC_RETRANSMITS, 1);
-	qp->sq_cur = qp->sq_tail;
+	qp->sq_cur = qp->sq.tail;
 	qp->sq_cur_started = true;      /* the tail WQE keeps its PSN range */
 	qp->req_psn = psn;
 	qp->rewound = true;
@@ -374,8 +374,8 @@ void srn_req_retry(struct srn_qp *qp, uint32_t psn, const char *cause)
 			   psn, cause, last);
 		srn_count(qp->nic->cnt, SRN_CNT_RETRY_EXCEEDED, 1);
 		srn_count(qp->nic->cnt, SRN_CNT_SEND_ERR, 1);
-		if (qp->sq_tail != qp->sq_head) {
-			if (qp->sq_tail == qp->sq_cur) {
+		if (qp->sq.tail != qp->sq.head) {
+			if (qp->sq.tail == qp->sq_cur) {
 				qp->sq_cur++;
 				qp->sq_cur_started = false;
 			}

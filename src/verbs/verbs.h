@@ -40,10 +40,10 @@ int srn_qp_create_at(struct ibv_context *c, struct ibv_pd *pd, struct ibv_qp_ini
 		     struct srn_xrcd *xrcd, bool gsi, struct srn_qp **out);
 int srn_qp_post_one(struct srn_qp *qp, const struct ibv_send_wr *wr);
 /* Check one send work request and write it into SQ slot pos without
- * making it visible (sq_head stays; no PSNs yet).  The caller owns the
- * slot: it holds nic->lock and pos is sq_head, or it holds qp->sq_lock and
+ * making it visible (sq.head stays; no PSNs yet).  The caller owns the
+ * slot: it holds nic->lock and pos is sq.head, or it holds qp->sq.lock and
  * pos lies in the free part of the ring it saw under nic->lock (the
- * transport reads only [sq_tail, sq_head)).  0 or -errno. */
+ * transport reads only [sq.tail, sq.head)).  0 or -errno. */
 int srn_sq_fill(struct srn_qp *qp, uint32_t pos, const struct ibv_send_wr *wr);
 /* verbs_ex.c */
 struct ibv_cq_ex *srn_verbs_create_cq_ex(struct ibv_context *c, struct ibv_cq_init_attr_ex *attr);

@@ -10,24 +10,24 @@
  * copied-out completion.
  *
  * qp_ex: a batch (ibv_wr_start .. ibv_wr_complete) holds only that QP's
- * send-queue lock (qp->sq_lock), as rxe and mlx5 lock only the QP's send
+ * send-queue lock (qp->sq.lock), as rxe and mlx5 lock only the QP's send
  * queue, so other verbs -- on this thread or any other -- run freely in
  * between.  Each ibv_wr_<op> call opens a staged work request that the
  * ibv_wr_set_* calls complete; when the next one opens, or at
  * ibv_wr_complete, it is checked by the same code as ibv_post_send and
- * written into the next free SQ slot past sq_head, which nothing else
- * reads (the transport reads only [sq_tail, sq_head), and every poster of
- * this QP holds sq_lock).  ibv_wr_complete takes nic->lock once: it checks
- * the QP state, numbers the batch's WQEs, moves sq_head over them and
+ * written into the next free SQ slot past sq.head, which nothing else
+ * reads (the transport reads only [sq.tail, sq.head), and every poster of
+ * this QP holds sq.lock).  ibv_wr_complete takes nic->lock once: it checks
+ * the QP state, numbers the batch's WQEs, moves sq.head over them and
  * rings the doorbell.  An error anywhere makes ibv_wr_complete drop the
  * whole batch and return it; ibv_wr_abort drops it silently.  So both APIs
  * queue identical work and send identical packets.
  *
- * A batch belongs to the thread that opened it (wr_stage->owner): the
+ * A batch belongs to the thread that opened it (sq.wr_stage->owner): the
  * ibv_wr_* calls of any other thread, and ibv_wr_complete/abort with no
  * batch open, touch nothing (complete returns EINVAL) and never unlock a
  * lock they do not hold.  A reset of the QP under an open batch (counted
- * by qp->reset_gen) makes ibv_wr_complete refuse it, and ibv_destroy_qp
+ * by qp->sq.reset_gen) makes ibv_wr_complete refuse it, and ibv_destroy_qp
  * is EBUSY while a batch is open.
  */
 #include <stdatomic.h>
@@ -170,13 +170,13 @@ struct ibv_cq_ex *srn_verbs_create_cq_ex(struct ibv_context *c, struct ibv_cq_in
 
 struct srn_wr_stage {
 	/* The thread whose batch is open (its thread_tag), 0 when none.
-	 * Written only by that thread while it holds sq_lock; read by any
+	 * Written only by that thread while it holds sq.lock; read by any
 	 * thread, so atomic.  The fields below are the owner's alone. */
 	_Atomic uintptr_t owner;
-	uint32_t gen;                  /* qp->reset_gen at ibv_wr_start */
+	uint32_t gen;                  /* qp->sq.reset_gen at ibv_wr_start */
 	bool open;
 	int err;                       /* first error of the batch (positive errno) */
-	uint32_t head;                 /* sq_head at ibv_wr_start: the batch fills [head, head + n) */
+	uint32_t head;                 /* sq.head at ibv_wr_start: the batch fills [head, head + n) */
 	uint32_t n;
 	uint32_t room;                 /* free slots from head, as last seen under nic->lock
 					* (completions only ever add to it) */
@@ -202,26 +202,26 @@ static uintptr_t this_thread(void)
  * ibv_wr_* calls of other threads or outside a batch do nothing. */
 static struct srn_wr_stage *stage_of(struct srn_qp *qp)
 {
-	struct srn_wr_stage *st = qp->wr_stage;
+	struct srn_wr_stage *st = qp->sq.wr_stage;
 	if (atomic_load_explicit(&st->owner, memory_order_relaxed) != this_thread())
 		return NULL;
 	return st;
 }
 
-/* Free slots from st->head on (at ibv_wr_start, head becomes sq_head and
- * gen the QP's reset count).  After a reset under the batch sq_tail is
+/* Free slots from st->head on (at ibv_wr_start, head becomes sq.head and
+ * gen the QP's reset count).  After a reset under the batch sq.tail is
  * back at 0 and the figure means nothing, so the batch is failed here:
  * ibv_wr_complete refuses it anyway. */
 static void stage_see_room(struct srn_qp *qp, struct srn_wr_stage *st, bool start)
 {
 	srn_nic_lock(qp->nic);
 	if (start) {
-		st->head = qp->sq_head;
-		st->gen = qp->reset_gen;
+		st->head = qp->sq.head;
+		st->gen = qp->sq.reset_gen;
 	}
-	uint32_t used = st->head - qp->sq_tail;
-	st->room = used > qp->sq_size ? 0 : qp->sq_size - used;
-	if (st->gen != qp->reset_gen) {
+	uint32_t used = st->head - qp->sq.tail;
+	st->room = used > qp->sq.size ? 0 : qp->sq.size - used;
+	if (st->gen != qp->sq.reset_gen) {
 		st->room = 0;
 		if (!st->err)
 			st->err = EINVAL;
@@ -432,7 +432,7 @@ static void wr_start(struct ibv_qp_ex *q)
 	int r = srn_sq_lock(qp);
 	if (r && r != -EDEADLK)
 		return;
-	struct srn_wr_stage *st = qp->wr_stage;
+	struct srn_wr_stage *st = qp->sq.wr_stage;
 	atomic_store_explicit(&st->owner, this_thread(), memory_order_relaxed);
 	st->open = false;
 	st->err = 0;
@@ -448,7 +448,7 @@ static void stage_close(struct srn_qp *qp, struct srn_wr_stage *st)
 	st->err = 0;
 	st->n = 0;
 	atomic_store_explicit(&st->owner, 0, memory_order_relaxed);
-	pthread_mutex_unlock(&qp->sq_lock);
+	pthread_mutex_unlock(&qp->sq.lock);
 }
 
 static void wr_abort(struct ibv_qp_ex *q)
@@ -472,17 +472,17 @@ static int wr_complete(struct ibv_qp_ex *q)
 	/* The same state rule as ibv_post_send, applied when the work
 	 * becomes visible.  A reset under the batch (reset_gen moved)
 	 * emptied the queue its slots were counted in, even if it since
-	 * came back to RTS with sq_head where the batch began. */
+	 * came back to RTS with sq.head where the batch began. */
 	if (!err && (qp->state == IBV_QPS_RESET || qp->state == IBV_QPS_INIT ||
-		     qp->state == IBV_QPS_RTR || qp->reset_gen != st->gen ||
-		     qp->sq_head != st->head))
+		     qp->state == IBV_QPS_RTR || qp->sq.reset_gen != st->gen ||
+		     qp->sq.head != st->head))
 		err = EINVAL;
-	if (!err && st->n > qp->sq_size - (st->head - qp->sq_tail))
+	if (!err && st->n > qp->sq.size - (st->head - qp->sq.tail))
 		err = ENOMEM;
 	if (!err) {
 		for (uint32_t i = 0; i < st->n; i++)
-			srn_req_number(qp, &qp->sq[(st->head + i) & (qp->sq_size - 1)]);
-		qp->sq_head = st->head + st->n;
+			srn_req_number(qp, &qp->sq.wqe[(st->head + i) & (qp->sq.size - 1)]);
+		qp->sq.head = st->head + st->n;
 		if (qp->state == IBV_QPS_ERR)
 			srn_qp_flush(qp);
 		else
@@ -548,14 +548,14 @@ struct ibv_qp *srn_verbs_create_qp_ex(struct ibv_context *c, struct ibv_qp_init_
 		pthread_mutexattr_t ma;
 		pthread_mutexattr_init(&ma);
 		pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_ERRORCHECK);
-		int r = st ? pthread_mutex_init(&qp->sq_lock, &ma) : ENOMEM;
+		int r = st ? pthread_mutex_init(&qp->sq.lock, &ma) : ENOMEM;
 		pthread_mutexattr_destroy(&ma);
 		if (r) {
 			free(st);
 			ibv_destroy_qp(&qp->ibqp_ex.qp_base);
 			return srn_null_errno(-r);
 		}
-		qp->wr_stage = st;
+		qp->sq.wr_stage = st;
 		struct ibv_qp_ex *x = &qp->ibqp_ex;
 		x->comp_mask = 0;
 		x->wr_send = wr_send;

@@ -118,7 +118,7 @@ int srn_qp_create_at(struct ibv_context *c, struct ibv_pd *ibpd, struct ibv_qp_i
 	int ret = srn_qp_alloc_queues(qp);
 	if (ret)
 		goto fail;
-	qp->cap.max_send_wr = qp->sq_size;
+	qp->cap.max_send_wr = qp->sq.size;
 	qp->cap.max_recv_wr = qp->srq ? 0 : qp->rq.max_wr;
 
 	srn_nic_lock(nic);
@@ -199,7 +199,7 @@ SRN_EXPORT int ibv_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int m
 	attr->rq_psn = qp->resp_epsn;
 	attr->sq_psn = qp->req_psn;
 	attr->cap = qp->cap;
-	attr->sq_draining = qp->state == IBV_QPS_SQD && qp->sq_tail != qp->sq_head;
+	attr->sq_draining = qp->state == IBV_QPS_SQD && qp->sq.tail != qp->sq.head;
 	memset(init, 0, sizeof(*init));
 	init->qp_context = ibqp->qp_context;
 	init->send_cq = ibqp->send_cq;
@@ -220,7 +220,7 @@ SRN_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 	 * its end and keeps writing into the QP: while one is open (this
 	 * thread's or another's) the QP stays, as rdma-core refuses to
 	 * destroy what is in use.  Held to the end: no batch starts now. */
-	if (qp->wr_stage && pthread_mutex_trylock(&qp->sq_lock))
+	if (qp->sq.wr_stage && pthread_mutex_trylock(&qp->sq.lock))
 		return EBUSY;
 	srn_nic_lock(nic);
 	srn_ack_flush(nic);             /* an ACK it owes still leaves */
@@ -242,9 +242,9 @@ SRN_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 	srn_nic_unlock(nic);
 	pthread_mutex_destroy(&ibqp->mutex);
 	pthread_cond_destroy(&ibqp->cond);
-	if (qp->wr_stage) {
-		pthread_mutex_unlock(&qp->sq_lock);
-		pthread_mutex_destroy(&qp->sq_lock);
+	if (qp->sq.wr_stage) {
+		pthread_mutex_unlock(&qp->sq.lock);
+		pthread_mutex_destroy(&qp->sq.lock);
 	}
 	srn_qp_free_queues(qp);
 	free(qp);
@@ -311,8 +311,8 @@ int srn_sq_fill(struct srn_qp *qp, uint32_t pos, const struct ibv_send_wr *wr)
 			return -EINVAL;
 	}
 
-	uint32_t idx = pos & (qp->sq_size - 1);
-	struct srn_swqe *w = &qp->sq[idx];
+	uint32_t idx = pos & (qp->sq.size - 1);
+	struct srn_swqe *w = &qp->sq.wqe[idx];
 	memset(w, 0, sizeof(*w));
 	w->wr_id = wr->wr_id;
 	w->opcode = wr->opcode;
@@ -345,13 +345,13 @@ int srn_sq_fill(struct srn_qp *qp, uint32_t pos, const struct ibv_send_wr *wr)
 	if (inl) {
 		/* Inline data is copied now: the buffer may be reused as soon
 		 * as post returns, and needs no memory key. */
-		uint8_t *dst = qp->sq_inline + (size_t)idx * qp->cap.max_inline_data;
+		uint8_t *dst = qp->sq.inline_buf + (size_t)idx * qp->cap.max_inline_data;
 		for (int i = 0; i < wr->num_sge; i++) {
 			memcpy(dst, (const void *)(uintptr_t)wr->sg_list[i].addr, wr->sg_list[i].length);
 			dst += wr->sg_list[i].length;
 		}
 	} else if (wr->num_sge && !srn_wr_is_local(wr->opcode)) {
-		memcpy(qp->sq_sge + (size_t)idx * qp->cap.max_send_sge, wr->sg_list,
+		memcpy(qp->sq.sge + (size_t)idx * qp->cap.max_send_sge, wr->sg_list,
 		       (size_t)wr->num_sge * sizeof(struct ibv_sge));
 	}
 	return 0;
@@ -359,13 +359,13 @@ int srn_sq_fill(struct srn_qp *qp, uint32_t pos, const struct ibv_send_wr *wr)
 
 int srn_qp_post_one(struct srn_qp *qp, const struct ibv_send_wr *wr)
 {
-	if (qp->sq_head - qp->sq_tail >= qp->sq_size)
+	if (qp->sq.head - qp->sq.tail >= qp->sq.size)
 		return -ENOMEM;
-	int ret = srn_sq_fill(qp, qp->sq_head, wr);
+	int ret = srn_sq_fill(qp, qp->sq.head, wr);
 	if (ret)
 		return ret;
-	srn_req_number(qp, &qp->sq[qp->sq_head & (qp->sq_size - 1)]);
-	qp->sq_head++;
+	srn_req_number(qp, &qp->sq.wqe[qp->sq.head & (qp->sq.size - 1)]);
+	qp->sq.head++;
 	return 0;
 }
 
@@ -382,7 +382,7 @@ int srn_verbs_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_
 	 * holds from ibv_wr_start to its end; posting waits for the batch of
 	 * another thread and is refused inside a batch of this thread (it
 	 * would otherwise wait for itself). */
-	if (qp->wr_stage && srn_sq_lock(qp)) {
+	if (qp->sq.wr_stage && srn_sq_lock(qp)) {
 		*bad = wr;
 		return EBUSY;
 	}
@@ -408,8 +408,8 @@ int srn_verbs_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_
 		srn_req_push(qp);
 out:
 	srn_nic_unlock(qp->nic);
-	if (qp->wr_stage)
-		pthread_mutex_unlock(&qp->sq_lock);
+	if (qp->sq.wr_stage)
+		pthread_mutex_unlock(&qp->sq.lock);
 	return ret;
 }
 
