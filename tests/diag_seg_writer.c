@@ -89,8 +89,8 @@ int main(int argc, char **argv)
 	qp.sq.wqe = sq;
 	qp.sq.size = 4;
 	qp.sq.head = 1;
-	qp.sq_cur = 1;
-	qp.req_psn = 0x000101;
+	qp.req.cur = 1;
+	qp.req.psn = 0x000101;
 	qp.req_una = 0x000100;
 	qp.mtu = 4096;
 	sq[0] = (struct srn_swqe){ .wr_id = 0x2a, .opcode = IBV_WR_RDMA_WRITE, .length = 4096,

@@ -398,9 +398,9 @@ static void test_snapshots(struct srn_diag *d, const struct srn_diag_seg *ro)
 	qp->sq.wqe = sq;
 	qp->sq.size = 4;
 	qp->sq.tail = 0;
-	qp->sq_cur = 1;
+	qp->req.cur = 1;
 	qp->sq.head = 3;
-	qp->req_psn = 0x10;
+	qp->req.psn = 0x10;
 	qp->req_una = 0x0c;
 	qp->resp_epsn = 0x99;
 	qp->mtu = 4096;

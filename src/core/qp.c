@@ -72,20 +72,20 @@ static void reset(struct srn_qp *qp)
 {
 	if (qp->type == IBV_QPT_XRC_RECV)
 		srn_qp_bind_xrc_srq(qp, NULL);   /* no message in progress holds it */
-	qp->sq.head = qp->sq_cur = qp->sq.tail = 0;
+	qp->sq.head = qp->req.cur = qp->sq.tail = 0;
 	qp->sq.reset_gen++;
-	qp->sq_cur_off = 0;
-	qp->sq_cur_started = false;
+	qp->req.cur_off = 0;
+	qp->req.cur_started = false;
 	qp->rq.head = qp->rq.tail = 0;
 	qp->recv_cur_valid = false;
-	qp->req_psn = qp->req_una = qp->req_psn_max = qp->req_next_psn = 0;
-	qp->sq_sent_end = 0;
-	qp->req_pkts_since_ackreq = 0;
+	qp->req.psn = qp->req_una = qp->req.psn_max = qp->req.next_psn = 0;
+	qp->req.sent_end = 0;
+	qp->req.pkts_since_ackreq = 0;
 	qp->resp_epsn = qp->resp_msn = 0;
 	qp->resp_in_msg = qp->resp_in_write = false;
 	qp->resp_nak_sent = qp->resp_comm_est = false;
 	qp->sq.drained_pending = false;
-	qp->rd_atomic_inflight = 0;
+	qp->req.rd_atomic_inflight = 0;
 	qp->rewound = false;
 	qp->resp_tx_pending = false;
 	if (qp->res)
@@ -200,7 +200,7 @@ int srn_qp_apply(struct srn_qp *qp, const struct ibv_qp_attr *attr, int mask)
 		qp->attr.min_rnr_timer = attr->min_rnr_timer;
 	if (mask & IBV_QP_SQ_PSN) {
 		qp->attr.sq_psn = attr->sq_psn & SRN_PSN_MASK;
-		qp->req_psn = qp->req_una = qp->req_psn_max = qp->req_next_psn = qp->attr.sq_psn;
+		qp->req.psn = qp->req_una = qp->req.psn_max = qp->req.next_psn = qp->attr.sq_psn;
 	}
 	if (mask & IBV_QP_MAX_DEST_RD_ATOMIC)
 		qp->attr.max_dest_rd_atomic = attr->max_dest_rd_atomic;

@@ -4,9 +4,9 @@
  * The SQ and RQ are power-of-two rings of work requests copied at post
  * time, with free-running 32-bit indices:
  *
- *   SQ:  sq.tail <= sq_cur <= sq.head
+ *   SQ:  sq.tail <= req.cur <= sq.head
  *        [tail, cur)  transmitted, waiting for acknowledgement
- *        cur          being transmitted (sq_cur_off bytes sent so far)
+ *        cur          being transmitted (req.cur_off bytes sent so far)
  *        (cur, head)  posted, not started
  *   RQ:  core/rq.h; the responder moves a WQE out into recv_cur when a
  *        message starts and completes it from there.
@@ -105,6 +105,25 @@ struct srn_sq {
 	struct srn_wr_stage *wr_stage;
 	pthread_mutex_t lock;
 };
+/* The requester (transport/requester.c): where transmission stands in
+ * the send queue and the PSN space.  The completer moves cur and psn
+ * back to what is still unacknowledged (go-back-N) and decrements
+ * rd_atomic_inflight; the flush moves cur and sent_end to sq.head. */
+struct srn_req {
+	uint32_t cur;                  /* the WQE being transmitted */
+	uint32_t cur_off;              /* bytes of sq.wqe[cur] already sent */
+	bool cur_started;              /* sq.wqe[cur] has its PSNs assigned */
+	uint32_t sent_end;             /* one past the newest WQE ever started: WQEs
+					* before it have valid first/last PSNs */
+	uint32_t psn;                  /* next PSN to send */
+	uint32_t next_psn;             /* PSN the next WQE to start will start at */
+	uint32_t psn_max;              /* one past the highest PSN ever sent (go-back-N
+					* may put psn behind it) */
+	uint32_t pkts_since_ackreq;
+	bool blocked;                  /* socket full: resume from the progress loop */
+	bool win_full;                 /* wait for SRN_SEND_WINDOW_REOPEN free PSNs */
+	uint32_t rd_atomic_inflight;   /* READ/atomic WQEs sent, not completed */
+};
 
 struct srn_qp {
 	struct ibv_qp_ex ibqp_ex;      /* ibqp_ex.qp_base is the ibv_qp handed out */
@@ -131,20 +150,8 @@ struct srn_qp {
 
 	/* Send queue */
 	struct srn_sq sq;
-	uint32_t sq_cur;
-	uint32_t sq_cur_off;           /* bytes of sq[sq_cur] already sent */
-	bool sq_cur_started;           /* sq[sq_cur] has its PSNs assigned */
-	uint32_t req_psn;              /* next PSN to send */
-	uint32_t req_next_psn;         /* PSN the next posted WQE will start at */
-	uint32_t req_psn_max;          /* one past the highest PSN ever sent (go-back-N
-					* may put req_psn behind it) */
-	uint32_t sq_sent_end;          /* one past the newest WQE ever started: WQEs
-					* before it have valid first/last PSNs */
+	struct srn_req req;
 	uint32_t req_una;              /* oldest unacknowledged PSN */
-	uint32_t req_pkts_since_ackreq;
-	bool req_blocked;              /* socket full: resume from the progress loop */
-	bool req_win_full;             /* wait for SRN_SEND_WINDOW_REOPEN free PSNs */
-	uint32_t rd_atomic_inflight;   /* READ/atomic WQEs sent, not completed */
 	uint32_t retry_left, rnr_left; /* reset whenever an ACK makes progress */
 	bool rnr_wait;                 /* stalled until rnr_deadline */
 	uint32_t rnr_psn;              /* where to resume after the RNR wait */

@@ -66,7 +66,7 @@ static void snap_qp(struct srn_diag_obj *o, const struct srn_qp *qp)
 	const struct srn_rq *rq = qp->srq ? &qp->srq->rq : &qp->rq;
 	uint32_t flags = (qp->rnr_wait ? SRN_DIAG_QPF_RNR_WAIT : 0) |
 			 (qp->rewound ? SRN_DIAG_QPF_REWOUND : 0) |
-			 (qp->req_blocked ? SRN_DIAG_QPF_TX_BLOCKED : 0) |
+			 (qp->req.blocked ? SRN_DIAG_QPF_TX_BLOCKED : 0) |
 			 (qp->ack_deadline ? SRN_DIAG_QPF_ACK_TIMER : 0) |
 			 (qp->resp_in_msg ? SRN_DIAG_QPF_IN_MSG : 0) |
 			 (qp->sq.drained_pending ? SRN_DIAG_QPF_SQ_DRAINING : 0) |
@@ -79,16 +79,16 @@ static void snap_qp(struct srn_diag_obj *o, const struct srn_qp *qp)
 	SRN_DIAG_SET(q->type, (uint32_t)qp->type);
 	SRN_DIAG_SET(q->state, (uint32_t)qp->state);
 	SRN_DIAG_SET(q->flags, flags);
-	SRN_DIAG_SET(q->sq_psn, qp->req_psn & SRN_PSN_MASK);
+	SRN_DIAG_SET(q->sq_psn, qp->req.psn & SRN_PSN_MASK);
 	SRN_DIAG_SET(q->una_psn, qp->req_una & SRN_PSN_MASK);
 	SRN_DIAG_SET(q->rq_psn, qp->resp_epsn & SRN_PSN_MASK);
 	SRN_DIAG_SET(q->msn, qp->resp_msn);
 	SRN_DIAG_SET(q->sq_size, qp->cap.max_send_wr);
 	SRN_DIAG_SET(q->rq_size, rq->max_wr);
 	SRN_DIAG_SET(q->sq_outstanding, qp->sq.head - qp->sq.tail);
-	SRN_DIAG_SET(q->sq_unsent, qp->sq.head - qp->sq_cur);
+	SRN_DIAG_SET(q->sq_unsent, qp->sq.head - qp->req.cur);
 	SRN_DIAG_SET(q->rq_posted, rq->wqe ? srn_rq_count(rq) : 0);
-	SRN_DIAG_SET(q->rd_atomic_inflight, qp->rd_atomic_inflight);
+	SRN_DIAG_SET(q->rd_atomic_inflight, qp->req.rd_atomic_inflight);
 	SRN_DIAG_SET(q->peer_qpn, qp->attr.dest_qp_num);
 	set_bytes(q->peer_gid, qp->attr.ah_attr.grh.dgid.raw, 16);
 	SRN_DIAG_SET(q->mtu, qp->mtu);

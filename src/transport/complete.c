@@ -146,8 +146,8 @@ void srn_qp_flush(struct srn_qp *qp)
 {
 	while (qp->sq.tail != qp->sq.head)
 		srn_complete_send(qp, IBV_WC_WR_FLUSH_ERR);
-	qp->sq_cur = qp->sq_sent_end = qp->sq.head;
-	qp->sq_cur_started = false;
+	qp->req.cur = qp->req.sent_end = qp->sq.head;
+	qp->req.cur_started = false;
 	/* The receive a message was landing in is this QP's even when it
 	 * came from an SRQ; the SRQ's other WQEs stay for other QPs. */
 	if (qp->recv_cur_valid)

@@ -35,28 +35,28 @@ static struct srn_swqe *tail_wqe(struct srn_qp *qp)
 
 /* After completions: the requester never stands on (or resends) a WQE
  * that is already complete, nor behind what is acknowledged.  Go-back-N
- * may have put sq_cur/req_psn there just before the acknowledgement came. */
+ * may have put req.cur/req.psn there just before the acknowledgement came. */
 static void catch_up(struct srn_qp *qp)
 {
 	bool moved = false;
-	if ((int32_t)(qp->sq.tail - qp->sq_cur) > 0) {
-		qp->sq_cur = qp->sq.tail;
+	if ((int32_t)(qp->sq.tail - qp->req.cur) > 0) {
+		qp->req.cur = qp->sq.tail;
 		moved = true;
 	}
-	if (moved || srn_psn_cmp(qp->req_psn, qp->req_una) < 0) {
+	if (moved || srn_psn_cmp(qp->req.psn, qp->req_una) < 0) {
 		/* Resume at the oldest unacknowledged PSN.  A WQE sent before
 		 * keeps the PSNs it had (the peer may hold part of it): never
 		 * let it be numbered afresh. */
-		qp->req_psn = qp->req_una;
-		qp->sq_cur_started = qp->sq_cur != qp->sq.head &&
-				     (int32_t)(qp->sq_sent_end - qp->sq_cur) > 0;
+		qp->req.psn = qp->req_una;
+		qp->req.cur_started = qp->req.cur != qp->sq.head &&
+				     (int32_t)(qp->req.sent_end - qp->req.cur) > 0;
 	}
 }
 
 static void complete_tail(struct srn_qp *qp, enum ibv_wc_status st)
 {
-	if (srn_wr_is_rd_atomic(tail_wqe(qp)->opcode) && qp->rd_atomic_inflight)
-		qp->rd_atomic_inflight--;
+	if (srn_wr_is_rd_atomic(tail_wqe(qp)->opcode) && qp->req.rd_atomic_inflight)
+		qp->req.rd_atomic_inflight--;
 	srn_complete_send(qp, st);
 	catch_up(qp);
 }
@@ -66,9 +66,9 @@ static void complete_tail(struct srn_qp *qp, enum ibv_wc_status st)
  * before it is still waiting for its response. */
 static bool ack_before(struct srn_qp *qp, uint32_t upto)
 {
-	/* Every WQE ever started may be acknowledged, also those past sq_cur
+	/* Every WQE ever started may be acknowledged, also those past req.cur
 	 * that go-back-N is about to resend. */
-	while ((int32_t)(qp->sq_sent_end - qp->sq.tail) > 0) {
+	while ((int32_t)(qp->req.sent_end - qp->sq.tail) > 0) {
 		const struct srn_swqe *w = tail_wqe(qp);
 		if (srn_psn_cmp(w->last_psn, upto) >= 0) {
 			/* A READ/atomic's PSNs are acknowledged only by its own
@@ -120,9 +120,9 @@ static void fail_at(struct srn_qp *qp, uint32_t psn, enum ibv_wc_status st)
 	ack_before(qp, psn);
 	srn_count(qp->nic->cnt, SRN_CNT_SEND_ERR, 1);
 	if (qp->sq.tail != qp->sq.head) {
-		if (qp->sq.tail == qp->sq_cur) {
-			qp->sq_cur++;
-			qp->sq_cur_started = false;
+		if (qp->sq.tail == qp->req.cur) {
+			qp->req.cur++;
+			qp->req.cur_started = false;
 		}
 		complete_tail(qp, st);
 	}
@@ -216,9 +216,9 @@ static void on_response(struct srn_qp *qp, const struct srn_pkt *p)
 		implied_nak(qp);
 		return;
 	}
-	/* Nothing ever sent owns it.  (Not "sq.tail == sq_cur": going back
-	 * puts sq_cur on the tail while its request is still answered.) */
-	if ((int32_t)(qp->sq_sent_end - qp->sq.tail) <= 0)
+	/* Nothing ever sent owns it.  (Not "sq.tail == req.cur": going back
+	 * puts req.cur on the tail while its request is still answered.) */
+	if ((int32_t)(qp->req.sent_end - qp->sq.tail) <= 0)
 		return;
 	if (srn_psn_cmp(p->psn, qp->req_una) < 0)
 		return;                         /* a duplicate of one already taken */
@@ -279,13 +279,13 @@ static void on_response(struct srn_qp *qp, const struct srn_pkt *p)
 }
 
 /* A PSN the requester actually sent and has not yet seen acknowledged:
- * req_una - 1 <= psn < req_psn_max.  Anything else is stale or bogus.
- * (req_psn_max, not req_psn: after going back, ACKs for what the peer
+ * req_una - 1 <= psn < req.psn_max.  Anything else is stale or bogus.
+ * (req.psn_max, not req.psn: after going back, ACKs for what the peer
  * received before are still news.) */
 static bool psn_in_flight(const struct srn_qp *qp, uint32_t psn)
 {
 	return srn_psn_cmp(psn, srn_psn_add(qp->req_una, SRN_PSN_MASK)) >= 0 &&
-	       srn_psn_cmp(psn, qp->req_psn_max) < 0;
+	       srn_psn_cmp(psn, qp->req.psn_max) < 0;
 }
 
 void srn_comp_packet(struct srn_qp *qp, const struct srn_pkt *p)

@@ -53,8 +53,8 @@ static bool wqe_started(const struct srn_qp *qp, const struct srn_swqe *w)
 {
 	uint32_t mask = qp->sq.size - 1;
 	uint32_t rel = ((uint32_t)(w - qp->sq.wqe) - qp->sq.tail) & mask;
-	uint32_t sent = qp->sq_cur - qp->sq.tail;
-	return rel < sent || (rel == sent && qp->sq_cur_started);
+	uint32_t sent = qp->req.cur - qp->sq.tail;
+	return rel < sent || (rel == sent && qp->req.cur_started);
 }
 
 void srn_diag_explain_send(struct srn_diag_obj *o, const struct srn_qp *qp,

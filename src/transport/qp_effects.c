@@ -31,8 +31,8 @@ static void unlink_lists(struct srn_qp *qp)
 			break;
 		}
 	qp->on_tx_list = false;
-	qp->req_blocked = false;
-	qp->req_win_full = false;
+	qp->req.blocked = false;
+	qp->req.win_full = false;
 	for (struct srn_qp **pp = &nic->timer_list; *pp; pp = &(*pp)->timer_next)
 		if (*pp == qp) {
 			*pp = qp->timer_next;

@@ -2,7 +2,7 @@
  * requester.c - turning send work requests into request packets, and
  * go-back-N.
  *
- * One WQE at a time from sq_cur: it gets its PSN range when its first
+ * One WQE at a time from req.cur: it gets its PSN range when its first
  * packet goes out (a READ reserves one PSN per expected response packet
  * but sends one request), then packets of at most the path MTU go out
  * while the window of unacknowledged PSNs allows.  The last packet of a
@@ -13,9 +13,9 @@
  * waits until none is outstanding.  A full socket buffer parks the QP
  * until the progress loop resumes it; nothing is dropped.
  *
- * Go-back-N: sq_cur returns to sq.tail (the WQE holding the oldest
- * unacknowledged PSN) and req_psn to that PSN; send_one derives the packet
- * index from req_psn - first_psn, so the WQE resumes at exactly that
+ * Go-back-N: req.cur returns to sq.tail (the WQE holding the oldest
+ * unacknowledged PSN) and req.psn to that PSN; send_one derives the packet
+ * index from req.psn - first_psn, so the WQE resumes at exactly that
  * packet, and the WQEs after it are resent with the PSNs they had.
  */
 #include <errno.h>
@@ -118,34 +118,34 @@ static uint32_t npkts_of(const struct srn_qp *qp, const struct srn_swqe *w)
 void srn_req_number(struct srn_qp *qp, struct srn_swqe *w)
 {
 	uint32_t n = npkts_of(qp, w);
-	w->first_psn = qp->req_next_psn;
-	w->last_psn = srn_psn_add(qp->req_next_psn, n + SRN_PSN_MASK);   /* first + n - 1 */
-	qp->req_next_psn = srn_psn_add(qp->req_next_psn, n);
+	w->first_psn = qp->req.next_psn;
+	w->last_psn = srn_psn_add(qp->req.next_psn, n + SRN_PSN_MASK);   /* first + n - 1 */
+	qp->req.next_psn = srn_psn_add(qp->req.next_psn, n);
 }
 
-/* Send the next packet of sq[sq_cur].  Returns 1 if the WQE is now fully
+/* Send the next packet of sq.wqe[req.cur].  Returns 1 if the WQE is now fully
  * sent, 0 if more packets remain, or -errno (-EAGAIN: retry later). */
 static int send_one(struct srn_qp *qp)
 {
-	uint32_t idx = qp->sq_cur & (qp->sq.size - 1);
+	uint32_t idx = qp->req.cur & (qp->sq.size - 1);
 	struct srn_swqe *w = &qp->sq.wqe[idx];
 	uint32_t npkts = npkts_of(qp, w);
 
-	if (!qp->sq_cur_started) {
+	if (!qp->req.cur_started) {
 		/* PSNs were given at post time (srn_req_number): a WQE
 		 * always goes out with the same ones, however often it is
 		 * resent. */
-		qp->req_psn = w->first_psn;
-		qp->sq_cur_started = true;
-		if (qp->sq_cur == qp->sq_sent_end) {
-			qp->sq_sent_end++;
+		qp->req.psn = w->first_psn;
+		qp->req.cur_started = true;
+		if (qp->req.cur == qp->req.sent_end) {
+			qp->req.sent_end++;
 			/* Outstanding READs/atomics are counted from their first
 			 * transmission to their completion, resends included. */
 			if (srn_wr_is_rd_atomic(w->opcode))
-				qp->rd_atomic_inflight++;
+				qp->req.rd_atomic_inflight++;
 		}
 	}
-	uint32_t pktidx = srn_psn_diff(qp->req_psn, w->first_psn);
+	uint32_t pktidx = srn_psn_diff(qp->req.psn, w->first_psn);
 	uint32_t off = pktidx * qp->mtu;
 	uint32_t left = w->length - off;
 	bool rd = w->opcode == IBV_WR_RDMA_READ;
@@ -161,7 +161,7 @@ static int send_one(struct srn_qp *qp)
 	struct srn_pkt p = {
 		.opcode = (uint8_t)op,
 		.dqpn = qp->attr.dest_qp_num,
-		.psn = qp->req_psn,
+		.psn = qp->req.psn,
 		.paylen = len,
 		.se = last && (w->send_flags & IBV_SEND_SOLICITED),
 		.imm_be = w->imm_be,
@@ -181,9 +181,9 @@ static int send_one(struct srn_qp *qp)
 	} else if (atomic) {
 		p.atm_swap_add = w->compare_add;
 	}
-	qp->req_pkts_since_ackreq++;
+	qp->req.pkts_since_ackreq++;
 	p.ackreq = srn_qp_reliable(qp) &&
-		   (last || qp->req_pkts_since_ackreq >= SRN_ACKREQ_EVERY);
+		   (last || qp->req.pkts_since_ackreq >= SRN_ACKREQ_EVERY);
 
 	struct iovec iov[SRN_MAX_SGE];
 	int niov;
@@ -204,15 +204,15 @@ static int send_one(struct srn_qp *qp)
 	if (ret)
 		return ret;
 	if (p.ackreq)
-		qp->req_pkts_since_ackreq = 0;
+		qp->req.pkts_since_ackreq = 0;
 	if (pktidx == 0 && (w->opcode == IBV_WR_SEND || w->opcode == IBV_WR_SEND_WITH_IMM ||
 			    w->opcode == IBV_WR_SEND_WITH_INV))
 		srn_count(qp->nic->cnt, SRN_CNT_RDMA_SENDS, 1);
 	/* A READ request stands for all its response PSNs. */
-	qp->req_psn = rd ? srn_psn_add(w->last_psn, 1) : srn_psn_add(qp->req_psn, 1);
-	if (srn_psn_cmp(qp->req_psn, qp->req_psn_max) > 0)
-		qp->req_psn_max = qp->req_psn;
-	qp->sq_cur_off = off + len;
+	qp->req.psn = rd ? srn_psn_add(w->last_psn, 1) : srn_psn_add(qp->req.psn, 1);
+	if (srn_psn_cmp(qp->req.psn, qp->req.psn_max) > 0)
+		qp->req.psn_max = qp->req.psn;
+	qp->req.cur_off = off + len;
 	if (srn_qp_reliable(qp))
 		srn_timer_sent(qp);
 	return last;
@@ -220,31 +220,31 @@ static int send_one(struct srn_qp *qp)
 
 static void defer(struct srn_qp *qp)
 {
-	qp->req_blocked = true;
+	qp->req.blocked = true;
 	srn_tx_defer(qp);
 }
 
-/* May sq[sq_cur] start now?  (FENCE, max_rd_atomic.) */
+/* May sq.wqe[req.cur] start now?  (FENCE, max_rd_atomic.) */
 static bool may_start(const struct srn_qp *qp, const struct srn_swqe *w)
 {
-	if ((w->send_flags & IBV_SEND_FENCE) && qp->rd_atomic_inflight)
+	if ((w->send_flags & IBV_SEND_FENCE) && qp->req.rd_atomic_inflight)
 		return false;
 	if (srn_wr_is_rd_atomic(w->opcode)) {
 		uint32_t max = qp->attr.max_rd_atomic ? qp->attr.max_rd_atomic : 1;
-		if (qp->rd_atomic_inflight >= max)
+		if (qp->req.rd_atomic_inflight >= max)
 			return false;
 	}
 	return true;
 }
 
 /* Execute a bind or local invalidate at its place in the send queue.  It
- * owns no PSN: its range is empty, ending just before req_psn, so the
+ * owns no PSN: its range is empty, ending just before req.psn, so the
  * acknowledgement that completes the WQE before it completes it too.
  * Returns 0 or the error status it must complete with. */
 static enum ibv_wc_status run_local(struct srn_qp *qp, struct srn_swqe *w)
 {
-	if (qp->sq_cur == qp->sq_sent_end)
-		qp->sq_sent_end++;
+	if (qp->req.cur == qp->req.sent_end)
+		qp->req.sent_end++;
 	if (w->local_done)
 		return IBV_WC_SUCCESS;  /* resent past by go-back-N: ran already */
 	w->local_done = true;
@@ -267,58 +267,58 @@ static enum ibv_wc_status run_local(struct srn_qp *qp, struct srn_swqe *w)
 
 void srn_req_push(struct srn_qp *qp)
 {
-	if (qp->req_blocked || qp->rnr_wait)
+	if (qp->req.blocked || qp->rnr_wait)
 		return;
-	while (qp->sq_cur != qp->sq.head) {
-		struct srn_swqe *w = &qp->sq.wqe[qp->sq_cur & (qp->sq.size - 1)];
+	while (qp->req.cur != qp->sq.head) {
+		struct srn_swqe *w = &qp->sq.wqe[qp->req.cur & (qp->sq.size - 1)];
 		/* RTS sends; SQD finishes the message in progress only. */
-		if (qp->state != IBV_QPS_RTS && !(qp->state == IBV_QPS_SQD && qp->sq_cur_started))
+		if (qp->state != IBV_QPS_RTS && !(qp->state == IBV_QPS_SQD && qp->req.cur_started))
 			return;
 		if (srn_qp_reliable(qp)) {
-			uint32_t out = srn_psn_diff(qp->req_psn, qp->req_una);
+			uint32_t out = srn_psn_diff(qp->req.psn, qp->req_una);
 			if (out >= SRN_SEND_WINDOW)
-				qp->req_win_full = true;
+				qp->req.win_full = true;
 			else if (out <= SRN_SEND_WINDOW - SRN_SEND_WINDOW_REOPEN)
-				qp->req_win_full = false;
-			if (qp->req_win_full)
+				qp->req.win_full = false;
+			if (qp->req.win_full)
 				return;
 		}
 		/* FENCE and max_rd_atomic hold back new work only: a WQE
 		 * being resent was admitted when it first went out. */
-		if (qp->sq_cur == qp->sq_sent_end && !may_start(qp, w))
+		if (qp->req.cur == qp->req.sent_end && !may_start(qp, w))
 			return;
 		if (srn_wr_is_local(w->opcode)) {
 			enum ibv_wc_status st = run_local(qp, w);
 			if (st != IBV_WC_SUCCESS) {
-				while (qp->sq.tail != qp->sq_cur)
+				while (qp->sq.tail != qp->req.cur)
 					srn_complete_send(qp, IBV_WC_WR_FLUSH_ERR);
-				qp->sq_cur++;
+				qp->req.cur++;
 				srn_complete_send(qp, st);
 				srn_qp_fail(qp, SRN_NO_EVENT);
 				return;
 			}
-			qp->sq_cur++;
+			qp->req.cur++;
 			/* Nothing before it outstanding: done now, in order. */
-			if (qp->sq.tail + 1 == qp->sq_cur)
+			if (qp->sq.tail + 1 == qp->req.cur)
 				srn_complete_send(qp, IBV_WC_SUCCESS);
 			continue;
 		}
-		bool starting = !qp->sq_cur_started;
+		bool starting = !qp->req.cur_started;
 		int ret = send_one(qp);
 		if (ret == -EAGAIN) {
 			if (starting)
-				qp->sq_cur_started = false;
+				qp->req.cur_started = false;
 			defer(qp);
 			return;
 		}
 		if (ret < 0) {
 			/* The WQE cannot be executed: complete it with an error
 			 * after everything before it, then fail the QP. */
-			while (qp->sq.tail != qp->sq_cur)
+			while (qp->sq.tail != qp->req.cur)
 				srn_complete_send(qp, IBV_WC_WR_FLUSH_ERR);
 			srn_count(qp->nic->cnt, SRN_CNT_SEND_ERR, 1);
-			qp->sq_cur++;
-			qp->sq_cur_started = false;
+			qp->req.cur++;
+			qp->req.cur_started = false;
 			if (ret != -EACCES)
 				srn_qp_why(qp, "cannot build the packet: %s", strerror(-ret));
 			srn_complete_send(qp, ret == -EACCES ? IBV_WC_LOC_PROT_ERR
@@ -327,11 +327,11 @@ void srn_req_push(struct srn_qp *qp)
 			return;
 		}
 		if (ret == 1) {
-			qp->sq_cur++;
-			qp->sq_cur_started = false;
+			qp->req.cur++;
+			qp->req.cur_started = false;
 			/* UC has no acknowledgements: done once sent. */
 			if (!srn_qp_reliable(qp))
-				while (qp->sq.tail != qp->sq_cur)
+				while (qp->sq.tail != qp->req.cur)
 					srn_complete_send(qp, IBV_WC_SUCCESS);
 		}
 	}
@@ -339,7 +339,7 @@ void srn_req_push(struct srn_qp *qp)
 
 void srn_req_rewind(struct srn_qp *qp, uint32_t psn)
 {
-	if ((int32_t)(qp->sq_sent_end - qp->sq.tail) <= 0)
+	if ((int32_t)(qp->req.sent_end - qp->sq.tail) <= 0)
 		return;                 /* nothing was sent that needs resending */
 	/* Never behind what is acknowledged (an RNR wait may have outlived
 	 * the packet it was for), nor before the first PSN of the WQE it
@@ -350,12 +350,12 @@ void srn_req_rewind(struct srn_qp *qp, uint32_t psn)
 	if (srn_psn_cmp(psn, t->first_psn) < 0)
 		psn = t->first_psn;
 	srn_qp_count(qp, SRN_CNT_RETRANSMITS, SRN_QPC_RETRANSMITS, 1);
-	qp->sq_cur = qp->sq.tail;
-	qp->sq_cur_started = true;      /* the tail WQE keeps its PSN range */
-	qp->req_psn = psn;
+	qp->req.cur = qp->sq.tail;
+	qp->req.cur_started = true;      /* the tail WQE keeps its PSN range */
+	qp->req.psn = psn;
 	qp->rewound = true;
 	qp->rewound_psn = psn;
-	qp->req_pkts_since_ackreq = 0;
+	qp->req.pkts_since_ackreq = 0;
 	qp->rnr_wait = false;
 	qp->ack_deadline = 0;
 	srn_req_push(qp);
@@ -375,9 +375,9 @@ void srn_req_retry(struct srn_qp *qp, uint32_t psn, const char *cause)
 		srn_count(qp->nic->cnt, SRN_CNT_RETRY_EXCEEDED, 1);
 		srn_count(qp->nic->cnt, SRN_CNT_SEND_ERR, 1);
 		if (qp->sq.tail != qp->sq.head) {
-			if (qp->sq.tail == qp->sq_cur) {
-				qp->sq_cur++;
-				qp->sq_cur_started = false;
+			if (qp->sq.tail == qp->req.cur) {
+				qp->req.cur++;
+				qp->req.cur_started = false;
 			}
 			srn_complete_send(qp, IBV_WC_RETRY_EXC_ERR);
 		}
@@ -387,6 +387,6 @@ void srn_req_retry(struct srn_qp *qp, uint32_t psn, const char *cause)
 	}
 	qp->retry_left--;
 	srn_diag_log(qp->diag, SRN_LOG_INFO, "%s: go-back-N from PSN 0x%06x (%u packets), "
-		     "%u retries left", cause, psn, srn_psn_diff(qp->req_psn, psn), qp->retry_left);
+		     "%u retries left", cause, psn, srn_psn_diff(qp->req.psn, psn), qp->retry_left);
 	srn_req_rewind(qp, psn);
 }

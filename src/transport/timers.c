@@ -50,7 +50,7 @@ void srn_timer_progress(struct srn_qp *qp)
 	qp->retry_left = qp->attr.retry_cnt;
 	qp->rnr_left = qp->attr.rnr_retry;
 	qp->rewound = false;
-	if (qp->req_una == qp->req_psn_max || qp->attr.timeout == 0) {
+	if (qp->req_una == qp->req.psn_max || qp->attr.timeout == 0) {
 		qp->ack_deadline = 0;     /* nothing outstanding */
 		return;
 	}
@@ -82,7 +82,7 @@ static void expire(struct srn_qp *qp, uint64_t now)
 		srn_req_rewind(qp, qp->rnr_psn);
 		return;
 	}
-	if (qp->ack_deadline && now >= qp->ack_deadline && qp->req_blocked) {
+	if (qp->ack_deadline && now >= qp->ack_deadline && qp->req.blocked) {
 		/* Transmission waits for room in a same-host ring whose owner
 		 * is alive (link/shm.h: a dead one is detected and dropped):
 		 * the peer is slow, not gone, and nothing was lost.  Wait on,

@@ -104,7 +104,7 @@ void srn_tx_resume(struct srn_nic *nic)
 		struct srn_qp *qp = list;
 		list = qp->tx_next;
 		qp->on_tx_list = false;
-		qp->req_blocked = false;
+		qp->req.blocked = false;
 		/* Responses first: the peer's requester is waiting on them. */
 		if (srn_resp_push(qp))
 			srn_req_push(qp);
