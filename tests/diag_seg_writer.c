@@ -76,8 +76,8 @@ int main(int argc, char **argv)
 	qp.attr.retry_cnt = 7;
 	qp.attr.rnr_retry = 7;
 	qp.attr.timeout = 14;
-	qp.retry_left = 7;
-	qp.rnr_left = 7;
+	qp.comp.retry_left = 7;
+	qp.comp.rnr_left = 7;
 	uint8_t *dg = qp.attr.ah_attr.grh.dgid.raw;
 	dg[10] = dg[11] = 0xff;
 	dg[12] = 127;
@@ -91,7 +91,7 @@ int main(int argc, char **argv)
 	qp.sq.head = 1;
 	qp.req.cur = 1;
 	qp.req.psn = 0x000101;
-	qp.req_una = 0x000100;
+	qp.comp.una = 0x000100;
 	qp.mtu = 4096;
 	sq[0] = (struct srn_swqe){ .wr_id = 0x2a, .opcode = IBV_WR_RDMA_WRITE, .length = 4096,
 				   .rkey = 0x1234, .remote_addr = 0x7f00deadb000ull,

@@ -78,7 +78,7 @@ static void reset(struct srn_qp *qp)
 	qp->req.cur_started = false;
 	qp->rq.head = qp->rq.tail = 0;
 	qp->recv_cur_valid = false;
-	qp->req.psn = qp->req_una = qp->req.psn_max = qp->req.next_psn = 0;
+	qp->req.psn = qp->comp.una = qp->req.psn_max = qp->req.next_psn = 0;
 	qp->req.sent_end = 0;
 	qp->req.pkts_since_ackreq = 0;
 	qp->resp_epsn = qp->resp_msn = 0;
@@ -86,7 +86,7 @@ static void reset(struct srn_qp *qp)
 	qp->resp_nak_sent = qp->resp_comm_est = false;
 	qp->sq.drained_pending = false;
 	qp->req.rd_atomic_inflight = 0;
-	qp->rewound = false;
+	qp->comp.rewound = false;
 	qp->resp_tx_pending = false;
 	if (qp->res)
 		memset(qp->res, 0, qp->res_size * sizeof(*qp->res));
@@ -181,9 +181,9 @@ int srn_qp_apply(struct srn_qp *qp, const struct ibv_qp_attr *attr, int mask)
 	if (mask & IBV_QP_TIMEOUT)
 		qp->attr.timeout = attr->timeout;
 	if (mask & IBV_QP_RETRY_CNT)
-		qp->retry_left = qp->attr.retry_cnt = attr->retry_cnt;
+		qp->comp.retry_left = qp->attr.retry_cnt = attr->retry_cnt;
 	if (mask & IBV_QP_RNR_RETRY)
-		qp->rnr_left = qp->attr.rnr_retry = attr->rnr_retry;
+		qp->comp.rnr_left = qp->attr.rnr_retry = attr->rnr_retry;
 	if (mask & IBV_QP_RQ_PSN) {
 		qp->attr.rq_psn = attr->rq_psn & SRN_PSN_MASK;
 		qp->resp_epsn = qp->attr.rq_psn;
@@ -200,7 +200,7 @@ int srn_qp_apply(struct srn_qp *qp, const struct ibv_qp_attr *attr, int mask)
 		qp->attr.min_rnr_timer = attr->min_rnr_timer;
 	if (mask & IBV_QP_SQ_PSN) {
 		qp->attr.sq_psn = attr->sq_psn & SRN_PSN_MASK;
-		qp->req.psn = qp->req_una = qp->req.psn_max = qp->req.next_psn = qp->attr.sq_psn;
+		qp->req.psn = qp->comp.una = qp->req.psn_max = qp->req.next_psn = qp->attr.sq_psn;
 	}
 	if (mask & IBV_QP_MAX_DEST_RD_ATOMIC)
 		qp->attr.max_dest_rd_atomic = attr->max_dest_rd_atomic;

@@ -124,6 +124,23 @@ struct srn_req {
 	bool win_full;                 /* wait for SRN_SEND_WINDOW_REOPEN free PSNs */
 	uint32_t rd_atomic_inflight;   /* READ/atomic WQEs sent, not completed */
 };
+/* The completer (transport/completer.c) and the retransmission timers
+ * (transport/timers.c): what the peer acknowledged and how many retries
+ * are left.  una is written only by the completer; the retry counts and
+ * the rewound mark also by go-back-N (srn_req_retry) and the timers. */
+struct srn_comp {
+	uint32_t una;                  /* oldest unacknowledged PSN */
+	uint8_t ack_from_peer;         /* AETH syndrome of the last ACK/NAK received */
+	uint32_t retry_left, rnr_left; /* reset whenever an ACK makes progress */
+	bool rnr_wait;                 /* stalled until rnr_deadline */
+	uint32_t rnr_psn;              /* where to resume after the RNR wait */
+	bool rewound;                  /* went back to rewound_psn, no progress since */
+	uint32_t rewound_psn;
+	uint64_t ack_deadline;         /* local ACK timeout, 0 = not armed */
+	uint64_t rnr_deadline;
+	struct srn_qp *timer_next;     /* on nic->timer_list */
+	bool on_timer_list;
+};
 
 struct srn_qp {
 	struct ibv_qp_ex ibqp_ex;      /* ibqp_ex.qp_base is the ibv_qp handed out */
@@ -151,16 +168,7 @@ struct srn_qp {
 	/* Send queue */
 	struct srn_sq sq;
 	struct srn_req req;
-	uint32_t req_una;              /* oldest unacknowledged PSN */
-	uint32_t retry_left, rnr_left; /* reset whenever an ACK makes progress */
-	bool rnr_wait;                 /* stalled until rnr_deadline */
-	uint32_t rnr_psn;              /* where to resume after the RNR wait */
-	bool rewound;                  /* went back to rewound_psn, no progress since */
-	uint32_t rewound_psn;
-	uint64_t ack_deadline;         /* local ACK timeout, 0 = not armed */
-	uint64_t rnr_deadline;
-	struct srn_qp *timer_next;     /* on nic->timer_list */
-	bool on_timer_list;
+	struct srn_comp comp;
 
 	/* Receive queue (unused when the QP takes from an SRQ), and the
 	 * receive WQE the message in progress lands in, taken out of the RQ
@@ -198,7 +206,6 @@ struct srn_qp {
 	 * detects the error (srn_qp_why) and turned into the completion's
 	 * one-line explanation by transport/complete.c. */
 	char err_why[160];
-	uint8_t ack_from_peer;         /* AETH syndrome of the last ACK/NAK received */
 };
 
 /* RC and XRC: acknowledged, retransmitted, with READ and atomics. */

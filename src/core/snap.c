@@ -64,10 +64,10 @@ static void snap_qp(struct srn_diag_obj *o, const struct srn_qp *qp)
 	struct srn_diag_qp *q = &o->s->qp;
 	struct srn_diag *d = o->d;
 	const struct srn_rq *rq = qp->srq ? &qp->srq->rq : &qp->rq;
-	uint32_t flags = (qp->rnr_wait ? SRN_DIAG_QPF_RNR_WAIT : 0) |
-			 (qp->rewound ? SRN_DIAG_QPF_REWOUND : 0) |
+	uint32_t flags = (qp->comp.rnr_wait ? SRN_DIAG_QPF_RNR_WAIT : 0) |
+			 (qp->comp.rewound ? SRN_DIAG_QPF_REWOUND : 0) |
 			 (qp->req.blocked ? SRN_DIAG_QPF_TX_BLOCKED : 0) |
-			 (qp->ack_deadline ? SRN_DIAG_QPF_ACK_TIMER : 0) |
+			 (qp->comp.ack_deadline ? SRN_DIAG_QPF_ACK_TIMER : 0) |
 			 (qp->resp_in_msg ? SRN_DIAG_QPF_IN_MSG : 0) |
 			 (qp->sq.drained_pending ? SRN_DIAG_QPF_SQ_DRAINING : 0) |
 			 (qp->nic && srn_shm_has_ring(&qp->nic->shm,
@@ -80,7 +80,7 @@ static void snap_qp(struct srn_diag_obj *o, const struct srn_qp *qp)
 	SRN_DIAG_SET(q->state, (uint32_t)qp->state);
 	SRN_DIAG_SET(q->flags, flags);
 	SRN_DIAG_SET(q->sq_psn, qp->req.psn & SRN_PSN_MASK);
-	SRN_DIAG_SET(q->una_psn, qp->req_una & SRN_PSN_MASK);
+	SRN_DIAG_SET(q->una_psn, qp->comp.una & SRN_PSN_MASK);
 	SRN_DIAG_SET(q->rq_psn, qp->resp_epsn & SRN_PSN_MASK);
 	SRN_DIAG_SET(q->msn, qp->resp_msn);
 	SRN_DIAG_SET(q->sq_size, qp->cap.max_send_wr);
@@ -92,8 +92,8 @@ static void snap_qp(struct srn_diag_obj *o, const struct srn_qp *qp)
 	SRN_DIAG_SET(q->peer_qpn, qp->attr.dest_qp_num);
 	set_bytes(q->peer_gid, qp->attr.ah_attr.grh.dgid.raw, 16);
 	SRN_DIAG_SET(q->mtu, qp->mtu);
-	SRN_DIAG_SET(q->retry_left, qp->retry_left);
-	SRN_DIAG_SET(q->rnr_left, qp->rnr_left);
+	SRN_DIAG_SET(q->retry_left, qp->comp.retry_left);
+	SRN_DIAG_SET(q->rnr_left, qp->comp.rnr_left);
 	SRN_DIAG_SET(q->timeout, qp->attr.timeout);
 	SRN_DIAG_SET(q->retry_cnt, qp->attr.retry_cnt);
 	SRN_DIAG_SET(q->rnr_retry, qp->attr.rnr_retry);
@@ -105,8 +105,8 @@ static void snap_qp(struct srn_diag_obj *o, const struct srn_qp *qp)
 	SRN_DIAG_SET(q->scq, srn_diag_handle(d, qp->scq));
 	SRN_DIAG_SET(q->rcq, srn_diag_handle(d, qp->rcq));
 	SRN_DIAG_SET(q->srq, srn_diag_handle(d, qp->srq));
-	SRN_DIAG_SET(q->ack_deadline_ns, qp->ack_deadline);
-	SRN_DIAG_SET(q->rnr_deadline_ns, qp->rnr_deadline);
+	SRN_DIAG_SET(q->ack_deadline_ns, qp->comp.ack_deadline);
+	SRN_DIAG_SET(q->rnr_deadline_ns, qp->comp.rnr_deadline);
 	srn_diag_obj_end(o);
 }
 

@@ -43,11 +43,11 @@ static void catch_up(struct srn_qp *qp)
 		qp->req.cur = qp->sq.tail;
 		moved = true;
 	}
-	if (moved || srn_psn_cmp(qp->req.psn, qp->req_una) < 0) {
+	if (moved || srn_psn_cmp(qp->req.psn, qp->comp.una) < 0) {
 		/* Resume at the oldest unacknowledged PSN.  A WQE sent before
 		 * keeps the PSNs it had (the peer may hold part of it): never
 		 * let it be numbered afresh. */
-		qp->req.psn = qp->req_una;
+		qp->req.psn = qp->comp.una;
 		qp->req.cur_started = qp->req.cur != qp->sq.head &&
 				     (int32_t)(qp->req.sent_end - qp->req.cur) > 0;
 	}
@@ -73,7 +73,7 @@ static bool ack_before(struct srn_qp *qp, uint32_t upto)
 		if (srn_psn_cmp(w->last_psn, upto) >= 0) {
 			/* A READ/atomic's PSNs are acknowledged only by its own
 			 * responses, one by one (on_response): an acknowledgement
-			 * of what came before it must not carry req_una into it,
+			 * of what came before it must not carry comp.una into it,
 			 * or a lost response would be skipped. */
 			if (srn_wr_is_rd_atomic(w->opcode) && srn_psn_cmp(upto, w->first_psn) > 0)
 				upto = w->first_psn;
@@ -82,8 +82,8 @@ static bool ack_before(struct srn_qp *qp, uint32_t upto)
 		if (srn_wr_is_rd_atomic(w->opcode)) {
 			/* Its response was lost (implied NAK); what came before
 			 * it is acknowledged all the same. */
-			if (srn_psn_cmp(w->first_psn, qp->req_una) > 0) {
-				qp->req_una = w->first_psn;
+			if (srn_psn_cmp(w->first_psn, qp->comp.una) > 0) {
+				qp->comp.una = w->first_psn;
 				srn_timer_progress(qp);
 			}
 			catch_up(qp);
@@ -91,8 +91,8 @@ static bool ack_before(struct srn_qp *qp, uint32_t upto)
 		}
 		complete_tail(qp, IBV_WC_SUCCESS);
 	}
-	if (srn_psn_cmp(upto, qp->req_una) > 0) {
-		qp->req_una = upto;
+	if (srn_psn_cmp(upto, qp->comp.una) > 0) {
+		qp->comp.una = upto;
 		srn_timer_progress(qp);
 	}
 	catch_up(qp);
@@ -104,17 +104,17 @@ static bool ack_before(struct srn_qp *qp, uint32_t upto)
  * later packets of the old stream change nothing until one lands. */
 static void implied_nak(struct srn_qp *qp)
 {
-	if (qp->rewound && qp->rewound_psn == qp->req_una)
+	if (qp->comp.rewound && qp->comp.rewound_psn == qp->comp.una)
 		return;
 	srn_count(qp->nic->cnt, SRN_CNT_IMPLIED_NAK, 1);
-	srn_req_retry(qp, qp->req_una, "implied NAK");
+	srn_req_retry(qp, qp->comp.una, "implied NAK");
 }
 
 static void fail_at(struct srn_qp *qp, uint32_t psn, enum ibv_wc_status st)
 {
 	if (!qp->err_why[0]) {
 		char syn[48];
-		srn_diag_syndrome_str(qp->ack_from_peer, syn, sizeof(syn));
+		srn_diag_syndrome_str(qp->comp.ack_from_peer, syn, sizeof(syn));
 		srn_qp_why(qp, "the responder answered PSN 0x%06x with %s", psn, syn);
 	}
 	ack_before(qp, psn);
@@ -148,7 +148,7 @@ static void on_ack(struct srn_qp *qp, const struct srn_pkt *p)
 	/* A NAK names a packet that is not yet acknowledged; one naming an
 	 * acknowledged PSN is stale (it was overtaken on the wire by the ACK
 	 * for a later attempt) and must not send us back. */
-	if (srn_aeth_type(syn) != SRN_AETH_TYPE_ACK && srn_psn_cmp(p->psn, qp->req_una) < 0) {
+	if (srn_aeth_type(syn) != SRN_AETH_TYPE_ACK && srn_psn_cmp(p->psn, qp->comp.una) < 0) {
 		srn_qp_count(qp, SRN_CNT_DUPLICATE_REQUEST, SRN_QPC_DUPLICATE_REQUEST, 1);
 		return;
 	}
@@ -163,7 +163,7 @@ static void on_ack(struct srn_qp *qp, const struct srn_pkt *p)
 			implied_nak(qp);
 			return;
 		}
-		if (qp->rnr_left == 0) {
+		if (qp->comp.rnr_left == 0) {
 			srn_qp_why(qp, "RNR NAK for PSN 0x%06x with rnr_retry %u spent: the peer had no "
 				   "receive posted (its RNR timer %u us)", p->psn, qp->attr.rnr_retry,
 				   srn_rnr_timer_usec(syn & 0x1f));
@@ -171,8 +171,8 @@ static void on_ack(struct srn_qp *qp, const struct srn_pkt *p)
 			fail_at(qp, p->psn, IBV_WC_RNR_RETRY_EXC_ERR);
 			return;
 		}
-		if (qp->rnr_left != 7)   /* 7 = retry forever (IBTA, verbs) */
-			qp->rnr_left--;
+		if (qp->comp.rnr_left != 7)   /* 7 = retry forever (IBTA, verbs) */
+			qp->comp.rnr_left--;
 		srn_diag_log(qp->diag, SRN_LOG_INFO, "RNR NAK for PSN 0x%06x: waiting %u us",
 			     p->psn, srn_rnr_timer_usec(syn & 0x1f));
 		srn_timer_rnr(qp, p->psn, syn & 0x1f);
@@ -187,7 +187,7 @@ static void on_ack(struct srn_qp *qp, const struct srn_pkt *p)
 			implied_nak(qp);
 			return;
 		}
-		if (qp->rewound && qp->rewound_psn == p->psn)
+		if (qp->comp.rewound && qp->comp.rewound_psn == p->psn)
 			return;     /* already going back there */
 		srn_req_retry(qp, p->psn, "NAK sequence error");
 		return;
@@ -220,7 +220,7 @@ static void on_response(struct srn_qp *qp, const struct srn_pkt *p)
 	 * puts req.cur on the tail while its request is still answered.) */
 	if ((int32_t)(qp->req.sent_end - qp->sq.tail) <= 0)
 		return;
-	if (srn_psn_cmp(p->psn, qp->req_una) < 0)
+	if (srn_psn_cmp(p->psn, qp->comp.una) < 0)
 		return;                         /* a duplicate of one already taken */
 	struct srn_swqe *w = tail_wqe(qp);
 	bool is_read = f & SRN_OPF_READ_RESP;
@@ -230,9 +230,9 @@ static void on_response(struct srn_qp *qp, const struct srn_pkt *p)
 		fail_at(qp, p->psn, IBV_WC_BAD_RESP_ERR);
 		return;
 	}
-	if (p->psn != qp->req_una) {
+	if (p->psn != qp->comp.una) {
 		/* A gap in the responses (the expected one was lost). */
-		if (srn_psn_cmp(p->psn, qp->req_una) > 0)
+		if (srn_psn_cmp(p->psn, qp->comp.una) > 0)
 			implied_nak(qp);
 		return;
 	}
@@ -245,7 +245,7 @@ static void on_response(struct srn_qp *qp, const struct srn_pkt *p)
 	if (!is_read) {
 		uint64_t orig = p->atm_orig;
 		int r = scatter(qp, w, 0, (const uint8_t *)&orig, w->length < 8 ? w->length : 8);
-		qp->req_una = srn_psn_add(p->psn, 1);
+		qp->comp.una = srn_psn_add(p->psn, 1);
 		srn_timer_progress(qp);
 		catch_up(qp);
 		complete_tail(qp, r ? IBV_WC_LOC_PROT_ERR : IBV_WC_SUCCESS);
@@ -270,7 +270,7 @@ static void on_response(struct srn_qp *qp, const struct srn_pkt *p)
 		fail_at(qp, p->psn, IBV_WC_LOC_PROT_ERR);
 		return;
 	}
-	qp->req_una = srn_psn_add(p->psn, 1);
+	qp->comp.una = srn_psn_add(p->psn, 1);
 	srn_timer_progress(qp);
 	if (last)
 		complete_tail(qp, IBV_WC_SUCCESS);
@@ -279,12 +279,12 @@ static void on_response(struct srn_qp *qp, const struct srn_pkt *p)
 }
 
 /* A PSN the requester actually sent and has not yet seen acknowledged:
- * req_una - 1 <= psn < req.psn_max.  Anything else is stale or bogus.
+ * comp.una - 1 <= psn < req.psn_max.  Anything else is stale or bogus.
  * (req.psn_max, not req.psn: after going back, ACKs for what the peer
  * received before are still news.) */
 static bool psn_in_flight(const struct srn_qp *qp, uint32_t psn)
 {
-	return srn_psn_cmp(psn, srn_psn_add(qp->req_una, SRN_PSN_MASK)) >= 0 &&
+	return srn_psn_cmp(psn, srn_psn_add(qp->comp.una, SRN_PSN_MASK)) >= 0 &&
 	       srn_psn_cmp(psn, qp->req.psn_max) < 0;
 }
 
@@ -301,7 +301,7 @@ void srn_comp_packet(struct srn_qp *qp, const struct srn_pkt *p)
 	}
 	srn_count(nic->cnt, SRN_CNT_ACKS_RCVD, 1);
 	if (p->info->hdr_mask & SRN_HDR_AETH) {
-		qp->ack_from_peer = p->aeth_syndrome;
+		qp->comp.ack_from_peer = p->aeth_syndrome;
 		srn_diag_qp_peer_said(qp->diag, p->aeth_syndrome, p->psn, srn_now_ns());
 	}
 	if ((p->opcode & SRN_OPCODE_OP_MASK) == SRN_OP_RC_ACKNOWLEDGE)
@@ -310,7 +310,7 @@ void srn_comp_packet(struct srn_qp *qp, const struct srn_pkt *p)
 		on_response(qp, p);
 	/* A bind/invalidate right after what just completed completes too. */
 	if (qp->state != IBV_QPS_ERR)
-		ack_before(qp, qp->req_una);
+		ack_before(qp, qp->comp.una);
 	if (qp->state == IBV_QPS_RTS || qp->state == IBV_QPS_SQD)
 		srn_req_push(qp);
 }

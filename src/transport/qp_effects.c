@@ -33,12 +33,12 @@ static void unlink_lists(struct srn_qp *qp)
 	qp->on_tx_list = false;
 	qp->req.blocked = false;
 	qp->req.win_full = false;
-	for (struct srn_qp **pp = &nic->timer_list; *pp; pp = &(*pp)->timer_next)
+	for (struct srn_qp **pp = &nic->timer_list; *pp; pp = &(*pp)->comp.timer_next)
 		if (*pp == qp) {
-			*pp = qp->timer_next;
+			*pp = qp->comp.timer_next;
 			break;
 		}
-	qp->on_timer_list = false;
+	qp->comp.on_timer_list = false;
 	srn_timer_stop(qp);
 }
 

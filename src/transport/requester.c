@@ -267,7 +267,7 @@ static enum ibv_wc_status run_local(struct srn_qp *qp, struct srn_swqe *w)
 
 void srn_req_push(struct srn_qp *qp)
 {
-	if (qp->req.blocked || qp->rnr_wait)
+	if (qp->req.blocked || qp->comp.rnr_wait)
 		return;
 	while (qp->req.cur != qp->sq.head) {
 		struct srn_swqe *w = &qp->sq.wqe[qp->req.cur & (qp->sq.size - 1)];
@@ -275,7 +275,7 @@ void srn_req_push(struct srn_qp *qp)
 		if (qp->state != IBV_QPS_RTS && !(qp->state == IBV_QPS_SQD && qp->req.cur_started))
 			return;
 		if (srn_qp_reliable(qp)) {
-			uint32_t out = srn_psn_diff(qp->req.psn, qp->req_una);
+			uint32_t out = srn_psn_diff(qp->req.psn, qp->comp.una);
 			if (out >= SRN_SEND_WINDOW)
 				qp->req.win_full = true;
 			else if (out <= SRN_SEND_WINDOW - SRN_SEND_WINDOW_REOPEN)
@@ -344,8 +344,8 @@ void srn_req_rewind(struct srn_qp *qp, uint32_t psn)
 	/* Never behind what is acknowledged (an RNR wait may have outlived
 	 * the packet it was for), nor before the first PSN of the WQE it
 	 * restarts: PSNs belong to WQEs (srn_req_number). */
-	if (srn_psn_cmp(psn, qp->req_una) < 0)
-		psn = qp->req_una;
+	if (srn_psn_cmp(psn, qp->comp.una) < 0)
+		psn = qp->comp.una;
 	const struct srn_swqe *t = &qp->sq.wqe[qp->sq.tail & (qp->sq.size - 1)];
 	if (srn_psn_cmp(psn, t->first_psn) < 0)
 		psn = t->first_psn;
@@ -353,11 +353,11 @@ void srn_req_rewind(struct srn_qp *qp, uint32_t psn)
 	qp->req.cur = qp->sq.tail;
 	qp->req.cur_started = true;      /* the tail WQE keeps its PSN range */
 	qp->req.psn = psn;
-	qp->rewound = true;
-	qp->rewound_psn = psn;
+	qp->comp.rewound = true;
+	qp->comp.rewound_psn = psn;
 	qp->req.pkts_since_ackreq = 0;
-	qp->rnr_wait = false;
-	qp->ack_deadline = 0;
+	qp->comp.rnr_wait = false;
+	qp->comp.ack_deadline = 0;
 	srn_req_push(qp);
 }
 
@@ -365,7 +365,7 @@ void srn_req_retry(struct srn_qp *qp, uint32_t psn, const char *cause)
 {
 	/* IBTA: retry_cnt counts retries after a timeout or sequence NAK;
 	 * unlike rxe, 7 is not infinite (docs/DESIGN.md). */
-	if (qp->retry_left == 0) {
+	if (qp->comp.retry_left == 0) {
 		char last[96];
 		srn_diag_last_peer_str(qp->diag, last, sizeof(last));
 		srn_qp_why(qp, "%u retries spent (retry_cnt %u, local ACK timeout %.1f ms) resending "
@@ -385,8 +385,8 @@ void srn_req_retry(struct srn_qp *qp, uint32_t psn, const char *cause)
 		srn_qp_fail(qp, SRN_NO_EVENT);
 		return;
 	}
-	qp->retry_left--;
+	qp->comp.retry_left--;
 	srn_diag_log(qp->diag, SRN_LOG_INFO, "%s: go-back-N from PSN 0x%06x (%u packets), "
-		     "%u retries left", cause, psn, srn_psn_diff(qp->req.psn, psn), qp->retry_left);
+		     "%u retries left", cause, psn, srn_psn_diff(qp->req.psn, psn), qp->comp.retry_left);
 	srn_req_rewind(qp, psn);
 }

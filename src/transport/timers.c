@@ -24,14 +24,14 @@ static uint64_t ack_timeout_ns(const struct srn_qp *qp)
 static void link_qp(struct srn_qp *qp)
 {
 	struct srn_nic *nic = qp->nic;
-	if (!qp->on_timer_list) {
-		qp->on_timer_list = true;
-		qp->timer_next = nic->timer_list;
+	if (!qp->comp.on_timer_list) {
+		qp->comp.on_timer_list = true;
+		qp->comp.timer_next = nic->timer_list;
 		nic->timer_list = qp;
 	}
-	uint64_t d = qp->ack_deadline;
-	if (qp->rnr_deadline && (!d || qp->rnr_deadline < d))
-		d = qp->rnr_deadline;
+	uint64_t d = qp->comp.ack_deadline;
+	if (qp->comp.rnr_deadline && (!d || qp->comp.rnr_deadline < d))
+		d = qp->comp.rnr_deadline;
 	uint64_t cur = atomic_load_explicit(&nic->next_deadline, memory_order_relaxed);
 	if (d && (!cur || d < cur))
 		atomic_store_explicit(&nic->next_deadline, d, memory_order_relaxed);
@@ -39,62 +39,62 @@ static void link_qp(struct srn_qp *qp)
 
 void srn_timer_sent(struct srn_qp *qp)
 {
-	if (qp->attr.timeout == 0 || qp->ack_deadline)
+	if (qp->attr.timeout == 0 || qp->comp.ack_deadline)
 		return;
-	qp->ack_deadline = srn_now_ns() + ack_timeout_ns(qp);
+	qp->comp.ack_deadline = srn_now_ns() + ack_timeout_ns(qp);
 	link_qp(qp);
 }
 
 void srn_timer_progress(struct srn_qp *qp)
 {
-	qp->retry_left = qp->attr.retry_cnt;
-	qp->rnr_left = qp->attr.rnr_retry;
-	qp->rewound = false;
-	if (qp->req_una == qp->req.psn_max || qp->attr.timeout == 0) {
-		qp->ack_deadline = 0;     /* nothing outstanding */
+	qp->comp.retry_left = qp->attr.retry_cnt;
+	qp->comp.rnr_left = qp->attr.rnr_retry;
+	qp->comp.rewound = false;
+	if (qp->comp.una == qp->req.psn_max || qp->attr.timeout == 0) {
+		qp->comp.ack_deadline = 0;     /* nothing outstanding */
 		return;
 	}
-	qp->ack_deadline = srn_now_ns() + ack_timeout_ns(qp);
+	qp->comp.ack_deadline = srn_now_ns() + ack_timeout_ns(qp);
 	link_qp(qp);
 }
 
 void srn_timer_rnr(struct srn_qp *qp, uint32_t psn, uint8_t timer_code)
 {
-	qp->rnr_wait = true;
-	qp->rnr_psn = psn;
-	qp->ack_deadline = 0;
-	qp->rnr_deadline = srn_now_ns() + (uint64_t)srn_rnr_timer_usec(timer_code) * 1000;
+	qp->comp.rnr_wait = true;
+	qp->comp.rnr_psn = psn;
+	qp->comp.ack_deadline = 0;
+	qp->comp.rnr_deadline = srn_now_ns() + (uint64_t)srn_rnr_timer_usec(timer_code) * 1000;
 	link_qp(qp);
 }
 
 void srn_timer_stop(struct srn_qp *qp)
 {
-	qp->ack_deadline = 0;
-	qp->rnr_deadline = 0;
-	qp->rnr_wait = false;
+	qp->comp.ack_deadline = 0;
+	qp->comp.rnr_deadline = 0;
+	qp->comp.rnr_wait = false;
 }
 
 static void expire(struct srn_qp *qp, uint64_t now)
 {
-	if (qp->rnr_deadline && now >= qp->rnr_deadline) {
-		qp->rnr_deadline = 0;
-		qp->rnr_wait = false;
-		srn_req_rewind(qp, qp->rnr_psn);
+	if (qp->comp.rnr_deadline && now >= qp->comp.rnr_deadline) {
+		qp->comp.rnr_deadline = 0;
+		qp->comp.rnr_wait = false;
+		srn_req_rewind(qp, qp->comp.rnr_psn);
 		return;
 	}
-	if (qp->ack_deadline && now >= qp->ack_deadline && qp->req.blocked) {
+	if (qp->comp.ack_deadline && now >= qp->comp.ack_deadline && qp->req.blocked) {
 		/* Transmission waits for room in a same-host ring whose owner
 		 * is alive (link/shm.h: a dead one is detected and dropped):
 		 * the peer is slow, not gone, and nothing was lost.  Wait on,
 		 * as a NIC paused by PFC does, without spending a retry. */
-		qp->ack_deadline = now + ack_timeout_ns(qp);
+		qp->comp.ack_deadline = now + ack_timeout_ns(qp);
 		link_qp(qp);
 		return;
 	}
-	if (qp->ack_deadline && now >= qp->ack_deadline) {
-		qp->ack_deadline = 0;
+	if (qp->comp.ack_deadline && now >= qp->comp.ack_deadline) {
+		qp->comp.ack_deadline = 0;
 		srn_qp_count(qp, SRN_CNT_LOCAL_ACK_TIMEOUT, SRN_QPC_LOCAL_ACK_TIMEOUT, 1);
-		srn_req_retry(qp, qp->req_una, "ACK timeout");
+		srn_req_retry(qp, qp->comp.una, "ACK timeout");
 	}
 }
 
@@ -109,15 +109,15 @@ void srn_timers_run(struct srn_nic *nic, uint64_t now)
 	atomic_store_explicit(&nic->next_deadline, 0, memory_order_relaxed);
 	while (list) {
 		struct srn_qp *qp = list;
-		list = qp->timer_next;
-		qp->on_timer_list = false;
+		list = qp->comp.timer_next;
+		qp->comp.on_timer_list = false;
 		bool live = qp->state == IBV_QPS_RTS || qp->state == IBV_QPS_SQD;
 		if (!live) {
 			srn_timer_stop(qp);
 			continue;
 		}
 		expire(qp, now);
-		if (qp->ack_deadline || qp->rnr_deadline)
+		if (qp->comp.ack_deadline || qp->comp.rnr_deadline)
 			link_qp(qp);
 	}
 }
