@@ -402,7 +402,7 @@ static void test_snapshots(struct srn_diag *d, const struct srn_diag_seg *ro)
 	qp->sq.head = 3;
 	qp->req.psn = 0x10;
 	qp->comp.una = 0x0c;
-	qp->resp_epsn = 0x99;
+	qp->resp.epsn = 0x99;
 	qp->mtu = 4096;
 	sq[0] = (struct srn_swqe){ .wr_id = 0x2a, .opcode = IBV_WR_RDMA_WRITE, .length = 8192,
 				   .rkey = 0x5678, .remote_addr = 0x1000, .first_psn = 0x0c,

@@ -45,7 +45,7 @@ int srn_qp_alloc_queues(struct srn_qp *qp)
 
 void srn_qp_free_queues(struct srn_qp *qp)
 {
-	free(qp->res);
+	free(qp->resp.res);
 	free(qp->sq.wr_stage);
 	free(qp->sq.wqe);
 	free(qp->sq.sge);
@@ -77,19 +77,19 @@ static void reset(struct srn_qp *qp)
 	qp->req.cur_off = 0;
 	qp->req.cur_started = false;
 	qp->rq.head = qp->rq.tail = 0;
-	qp->recv_cur_valid = false;
+	qp->resp.recv_valid = false;
 	qp->req.psn = qp->comp.una = qp->req.psn_max = qp->req.next_psn = 0;
 	qp->req.sent_end = 0;
 	qp->req.pkts_since_ackreq = 0;
-	qp->resp_epsn = qp->resp_msn = 0;
-	qp->resp_in_msg = qp->resp_in_write = false;
-	qp->resp_nak_sent = qp->resp_comm_est = false;
+	qp->resp.epsn = qp->resp.msn = 0;
+	qp->resp.in_msg = qp->resp.in_write = false;
+	qp->resp.nak_sent = qp->resp.comm_est = false;
 	qp->sq.drained_pending = false;
 	qp->req.rd_atomic_inflight = 0;
 	qp->comp.rewound = false;
-	qp->resp_tx_pending = false;
-	if (qp->res)
-		memset(qp->res, 0, qp->res_size * sizeof(*qp->res));
+	qp->resp.tx_pending = false;
+	if (qp->resp.res)
+		memset(qp->resp.res, 0, qp->resp.res_size * sizeof(*qp->resp.res));
 	memset(&qp->attr, 0, sizeof(qp->attr));
 }
 
@@ -128,15 +128,15 @@ static int set_peer(struct srn_qp *qp, const struct ibv_ah_attr *ah)
 static int size_resources(struct srn_qp *qp, uint8_t n)
 {
 	uint32_t size = pow2_at_least(2u * (n ? n : 1));
-	if (size == qp->res_size)
+	if (size == qp->resp.res_size)
 		return 0;
 	struct srn_resp_res *r = calloc(size, sizeof(*r));
 	if (!r)
 		return -ENOMEM;
-	free(qp->res);
-	qp->res = r;
-	qp->res_size = size;
-	qp->res_head = 0;
+	free(qp->resp.res);
+	qp->resp.res = r;
+	qp->resp.res_size = size;
+	qp->resp.res_head = 0;
 	return 0;
 }
 
@@ -186,7 +186,7 @@ int srn_qp_apply(struct srn_qp *qp, const struct ibv_qp_attr *attr, int mask)
 		qp->comp.rnr_left = qp->attr.rnr_retry = attr->rnr_retry;
 	if (mask & IBV_QP_RQ_PSN) {
 		qp->attr.rq_psn = attr->rq_psn & SRN_PSN_MASK;
-		qp->resp_epsn = qp->attr.rq_psn;
+		qp->resp.epsn = qp->attr.rq_psn;
 	}
 	if (mask & IBV_QP_MAX_QP_RD_ATOMIC)
 		qp->attr.max_rd_atomic = attr->max_rd_atomic;

@@ -8,7 +8,7 @@
  *        [tail, cur)  transmitted, waiting for acknowledgement
  *        cur          being transmitted (req.cur_off bytes sent so far)
  *        (cur, head)  posted, not started
- *   RQ:  core/rq.h; the responder moves a WQE out into recv_cur when a
+ *   RQ:  core/rq.h; the responder moves a WQE out into resp.recv when a
  *        message starts and completes it from there.
  *
  * Scatter/gather entries are kept as posted (lkey, addr, length) and
@@ -141,6 +141,35 @@ struct srn_comp {
 	struct srn_qp *timer_next;     /* on nic->timer_list */
 	bool on_timer_list;
 };
+/* The responder (transport/responder.c): the PSN it expects, the
+ * message in progress, the READ/atomic resources and the ACK it owes.
+ * Written by the responder and tx.c's ACK queue (srn_ack_schedule and
+ * srn_ack_flush, on the responder's behalf); reset and flush clear it. */
+struct srn_resp {
+	uint32_t epsn;                 /* next expected PSN */
+	uint32_t msn;
+	bool comm_est;                 /* first packet seen in RTR: COMM_EST raised */
+	bool nak_sent;                 /* NAK-sequence sent for this gap (once) */
+	/* The message in progress, and the receive WQE it lands in, taken
+	 * out of the RQ or SRQ when its first packet arrived. */
+	bool in_msg;                   /* inside a multi-packet SEND or WRITE */
+	bool in_write;                 /* ... and it is a WRITE */
+	uint32_t off;                  /* bytes of the current message placed */
+	uint64_t write_va;             /* current WRITE: RETH va, rkey, length */
+	uint32_t write_rkey, write_len;
+	bool recv_valid;
+	struct srn_rwqe recv;
+	struct ibv_sge recv_sge[SRN_MAX_SGE];
+	/* READ/atomic resources */
+	struct srn_resp_res *res;      /* ring of res_size responder resources */
+	uint32_t res_size, res_head;   /* res_head: next slot to (over)write */
+	bool tx_pending;               /* READ responses wait for socket room */
+	/* ACK owed to the peer, flushed at the end of a receive batch. */
+	bool ack_pending;
+	uint8_t ack_syndrome;
+	uint32_t ack_psn;
+	struct srn_qp *ack_next;       /* on nic->ack_list */
+};
 
 struct srn_qp {
 	struct ibv_qp_ex ibqp_ex;      /* ibqp_ex.qp_base is the ibv_qp handed out */
@@ -170,33 +199,10 @@ struct srn_qp {
 	struct srn_req req;
 	struct srn_comp comp;
 
-	/* Receive queue (unused when the QP takes from an SRQ), and the
-	 * receive WQE the message in progress lands in, taken out of the RQ
-	 * or SRQ when its first packet arrived. */
+	/* Receive queue (unused when the QP takes from an SRQ): the poster
+	 * writes its head, the responder its tail (core/rq.h). */
 	struct srn_rq rq;
-	bool recv_cur_valid;
-	struct srn_rwqe recv_cur;
-	struct ibv_sge recv_cur_sge[SRN_MAX_SGE];
-
-	/* Responder */
-	uint32_t resp_epsn;            /* next expected PSN */
-	uint32_t resp_msn;
-	bool resp_in_msg;              /* inside a multi-packet SEND or WRITE */
-	bool resp_in_write;            /* ... and it is a WRITE */
-	uint32_t resp_off;             /* bytes of the current message placed */
-	uint64_t resp_write_va;        /* current WRITE: RETH va, rkey, length */
-	uint32_t resp_write_rkey, resp_write_len;
-	bool resp_nak_sent;            /* NAK-sequence sent for this gap (once) */
-	bool resp_comm_est;            /* first packet seen in RTR: COMM_EST raised */
-	struct srn_resp_res *res;      /* ring of res_size responder resources */
-	uint32_t res_size, res_head;   /* res_head: next slot to (over)write */
-	bool resp_tx_pending;          /* READ responses wait for socket room */
-
-	/* ACK owed to the peer, flushed at the end of a receive batch. */
-	bool ack_pending;
-	uint8_t ack_syndrome;
-	uint32_t ack_psn;
-	struct srn_qp *ack_next;
+	struct srn_resp resp;
 
 	/* Deferred transmit list (socket was full). */
 	struct srn_qp *tx_next;

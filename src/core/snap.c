@@ -68,7 +68,7 @@ static void snap_qp(struct srn_diag_obj *o, const struct srn_qp *qp)
 			 (qp->comp.rewound ? SRN_DIAG_QPF_REWOUND : 0) |
 			 (qp->req.blocked ? SRN_DIAG_QPF_TX_BLOCKED : 0) |
 			 (qp->comp.ack_deadline ? SRN_DIAG_QPF_ACK_TIMER : 0) |
-			 (qp->resp_in_msg ? SRN_DIAG_QPF_IN_MSG : 0) |
+			 (qp->resp.in_msg ? SRN_DIAG_QPF_IN_MSG : 0) |
 			 (qp->sq.drained_pending ? SRN_DIAG_QPF_SQ_DRAINING : 0) |
 			 (qp->nic && srn_shm_has_ring(&qp->nic->shm,
 						      (const struct sockaddr *)&qp->peer, qp->peer_len)
@@ -81,8 +81,8 @@ static void snap_qp(struct srn_diag_obj *o, const struct srn_qp *qp)
 	SRN_DIAG_SET(q->flags, flags);
 	SRN_DIAG_SET(q->sq_psn, qp->req.psn & SRN_PSN_MASK);
 	SRN_DIAG_SET(q->una_psn, qp->comp.una & SRN_PSN_MASK);
-	SRN_DIAG_SET(q->rq_psn, qp->resp_epsn & SRN_PSN_MASK);
-	SRN_DIAG_SET(q->msn, qp->resp_msn);
+	SRN_DIAG_SET(q->rq_psn, qp->resp.epsn & SRN_PSN_MASK);
+	SRN_DIAG_SET(q->msn, qp->resp.msn);
 	SRN_DIAG_SET(q->sq_size, qp->cap.max_send_wr);
 	SRN_DIAG_SET(q->rq_size, rq->max_wr);
 	SRN_DIAG_SET(q->sq_outstanding, qp->sq.head - qp->sq.tail);

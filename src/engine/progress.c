@@ -290,8 +290,8 @@ void srn_nic_mirror_faults(struct srn_nic *nic)
 /* Only plain ACKs wait; a NAK or RNR NAK must reach the requester now. */
 static bool acks_all_plain(const struct srn_nic *nic)
 {
-	for (const struct srn_qp *qp = nic->ack_list; qp; qp = qp->ack_next)
-		if ((qp->ack_syndrome & SRN_AETH_TYPE_MASK) != SRN_AETH_TYPE_ACK)
+	for (const struct srn_qp *qp = nic->ack_list; qp; qp = qp->resp.ack_next)
+		if ((qp->resp.ack_syndrome & SRN_AETH_TYPE_MASK) != SRN_AETH_TYPE_ACK)
 			return false;
 	return true;
 }

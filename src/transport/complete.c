@@ -99,14 +99,14 @@ void srn_complete_recv(struct srn_qp *qp, enum ibv_wc_status status, uint32_t by
 		       unsigned wc_flags, uint32_t imm_or_rkey, bool solicited,
 		       enum ibv_wc_opcode op)
 {
-	qp->recv_cur_valid = false;
+	qp->resp.recv_valid = false;
 	/* The reason stays recorded: the NAK this error also causes (RC)
 	 * explains itself with it and then clears it. */
 	const char *why = take_why(qp, status);
 	if (why)
-		srn_diag_explain_recv(qp->diag, qp, qp->recv_cur.wr_id, status, "%s", why);
+		srn_diag_explain_recv(qp->diag, qp, qp->resp.recv.wr_id, status, "%s", why);
 	struct ibv_wc wc = {
-		.wr_id = qp->recv_cur.wr_id,
+		.wr_id = qp->resp.recv.wr_id,
 		.status = status,
 		.opcode = op,
 		.byte_len = byte_len,
@@ -123,9 +123,9 @@ void srn_complete_recv(struct srn_qp *qp, enum ibv_wc_status status, uint32_t by
 void srn_complete_recv_ud(struct srn_qp *qp, uint32_t byte_len, bool with_imm, uint32_t imm_be,
 			  bool solicited, uint32_t src_qp)
 {
-	qp->recv_cur_valid = false;
+	qp->resp.recv_valid = false;
 	struct ibv_wc wc = {
-		.wr_id = qp->recv_cur.wr_id,
+		.wr_id = qp->resp.recv.wr_id,
 		.status = IBV_WC_SUCCESS,
 		.opcode = IBV_WC_RECV,
 		.byte_len = byte_len,
@@ -150,13 +150,13 @@ void srn_qp_flush(struct srn_qp *qp)
 	qp->req.cur_started = false;
 	/* The receive a message was landing in is this QP's even when it
 	 * came from an SRQ; the SRQ's other WQEs stay for other QPs. */
-	if (qp->recv_cur_valid)
+	if (qp->resp.recv_valid)
 		srn_complete_recv(qp, IBV_WC_WR_FLUSH_ERR, 0, 0, 0, false, IBV_WC_RECV);
-	while (srn_rq_take(&qp->rq, &qp->recv_cur, qp->recv_cur_sge)) {
-		qp->recv_cur_valid = true;
+	while (srn_rq_take(&qp->rq, &qp->resp.recv, qp->resp.recv_sge)) {
+		qp->resp.recv_valid = true;
 		srn_complete_recv(qp, IBV_WC_WR_FLUSH_ERR, 0, 0, 0, false, IBV_WC_RECV);
 	}
-	qp->resp_in_msg = false;
+	qp->resp.in_msg = false;
 }
 
 void srn_qp_event(struct srn_qp *qp, enum ibv_event_type type)
@@ -173,7 +173,7 @@ void srn_qp_fail(struct srn_qp *qp, int event)
 	qp->ibqp_ex.qp_base.state = IBV_QPS_ERR;
 	qp->attr.qp_state = IBV_QPS_ERR;
 	uint32_t outstanding = (qp->sq.head - qp->sq.tail) + srn_rq_count(&qp->rq) +
-			       qp->recv_cur_valid;
+			       qp->resp.recv_valid;
 	srn_diag_log(qp->diag, SRN_LOG_WARN, "QP to ERR: %u outstanding work requests flushed",
 		     outstanding);
 	srn_qp_flush(qp);

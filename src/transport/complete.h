@@ -17,7 +17,7 @@ struct srn_rwqe;
 /* Complete the oldest send WQE (sq.tail) with status; a successful
  * unsignaled one produces no CQE. */
 void srn_complete_send(struct srn_qp *qp, enum ibv_wc_status status);
-/* Complete the current receive WQE (qp->recv_cur). */
+/* Complete the current receive WQE (qp->resp.recv). */
 /* wc_flags: IBV_WC_WITH_IMM (imm_or_rkey is imm_data, network order) or
  * IBV_WC_WITH_INV (imm_or_rkey is the invalidated rkey) or 0. */
 void srn_complete_recv(struct srn_qp *qp, enum ibv_wc_status status, uint32_t byte_len,

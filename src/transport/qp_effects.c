@@ -19,12 +19,12 @@
 static void unlink_lists(struct srn_qp *qp)
 {
 	struct srn_nic *nic = qp->nic;
-	for (struct srn_qp **pp = &nic->ack_list; *pp; pp = &(*pp)->ack_next)
+	for (struct srn_qp **pp = &nic->ack_list; *pp; pp = &(*pp)->resp.ack_next)
 		if (*pp == qp) {
-			*pp = qp->ack_next;
+			*pp = qp->resp.ack_next;
 			break;
 		}
-	qp->ack_pending = false;
+	qp->resp.ack_pending = false;
 	for (struct srn_qp **pp = &nic->tx_list; *pp; pp = &(*pp)->tx_next)
 		if (*pp == qp) {
 			*pp = qp->tx_next;

@@ -67,12 +67,12 @@ enum exec_result {
  * the SRQ if the QP has one, else from its own RQ.  False: none posted. */
 static bool recv_take(struct srn_qp *qp)
 {
-	if (qp->recv_cur_valid)
+	if (qp->resp.recv_valid)
 		return true;
 	struct srn_rq *rq = qp->srq ? &qp->srq->rq : &qp->rq;
-	if (!srn_rq_take(rq, &qp->recv_cur, qp->recv_cur_sge))
+	if (!srn_rq_take(rq, &qp->resp.recv, qp->resp.recv_sge))
 		return false;
-	qp->recv_cur_valid = true;
+	qp->resp.recv_valid = true;
 	if (qp->srq)
 		srn_srq_check_limit(qp->srq);
 	return true;
@@ -83,10 +83,10 @@ static bool recv_take(struct srn_qp *qp)
  * resolve. */
 static int place_recv(struct srn_qp *qp, const uint8_t *src, uint32_t off, uint32_t len)
 {
-	const struct srn_rwqe *w = &qp->recv_cur;
+	const struct srn_rwqe *w = &qp->resp.recv;
 	if (off > w->length || len > w->length - off)
 		return -EMSGSIZE;
-	return srn_sge_copy_in(qp->nic, qp->pd, qp->qpn, qp->recv_cur_sge, w->num_sge, off, src,
+	return srn_sge_copy_in(qp->nic, qp->pd, qp->qpn, qp->resp.recv_sge, w->num_sge, off, src,
 			       len);
 }
 
@@ -115,7 +115,7 @@ static enum exec_result refuse(struct srn_qp *qp, enum exec_result r, const char
 }
 
 #define SEQ_ERR(qp, p) refuse(qp, EXEC_NAK_INVALID, "%s out of sequence (%s a message)", \
-			      srn_opcode_name((p)->opcode), (qp)->resp_in_msg ? "inside" : "outside")
+			      srn_opcode_name((p)->opcode), (qp)->resp.in_msg ? "inside" : "outside")
 #define LEN_ERR(qp, p) refuse(qp, EXEC_NAK_INVALID, "%s carries %u bytes; path MTU %u", \
 			      srn_opcode_name((p)->opcode), (p)->paylen, (qp)->mtu)
 
@@ -125,22 +125,22 @@ static enum exec_result exec_send(struct srn_qp *qp, const struct srn_pkt *p)
 	bool first = f & (SRN_OPF_FIRST | SRN_OPF_ONLY);
 	bool last = f & (SRN_OPF_LAST | SRN_OPF_ONLY);
 
-	if (first == qp->resp_in_msg)   /* FIRST inside a message, or MIDDLE/LAST outside one */
+	if (first == qp->resp.in_msg)   /* FIRST inside a message, or MIDDLE/LAST outside one */
 		return SEQ_ERR(qp, p);
 	if (!length_ok(qp, p))
 		return LEN_ERR(qp, p);
 	if (first) {
 		if (!recv_take(qp))
 			return EXEC_RNR;
-		qp->resp_off = 0;
-		qp->resp_in_write = false;
+		qp->resp.off = 0;
+		qp->resp.in_write = false;
 	}
-	int ret = place_recv(qp, p->payload, qp->resp_off, p->paylen);
+	int ret = place_recv(qp, p->payload, qp->resp.off, p->paylen);
 	if (ret) {
 		if (ret == -EMSGSIZE)
 			refuse(qp, EXEC_NAK_INVALID, "SEND of at least %u bytes does not fit the "
-			       "receive buffers (%u bytes) of wr_id 0x%llx", qp->resp_off + p->paylen,
-			       qp->recv_cur.length, (unsigned long long)qp->recv_cur.wr_id);
+			       "receive buffers (%u bytes) of wr_id 0x%llx", qp->resp.off + p->paylen,
+			       qp->resp.recv.length, (unsigned long long)qp->resp.recv.wr_id);
 		else
 			refuse(qp, EXEC_NAK_OP, "a receive buffer's lkey does not resolve for "
 			       "local write (deregistered?)");
@@ -148,11 +148,11 @@ static enum exec_result exec_send(struct srn_qp *qp, const struct srn_pkt *p)
 		if (ret == -EMSGSIZE)
 			srn_count(qp->nic->cnt, SRN_CNT_LOC_LEN_ERR, 1);
 		srn_complete_recv(qp, st, 0, 0, 0, false, IBV_WC_RECV);
-		qp->resp_in_msg = false;
+		qp->resp.in_msg = false;
 		return ret == -EMSGSIZE ? EXEC_NAK_INVALID : EXEC_NAK_OP;
 	}
-	qp->resp_off += p->paylen;
-	qp->resp_in_msg = !last;
+	qp->resp.off += p->paylen;
+	qp->resp.in_msg = !last;
 	if (last && (f & SRN_OPF_INV)) {
 		/* Send with Invalidate: the named window dies before the
 		 * completion says so (IBTA 10.6.7.2.5). */
@@ -162,11 +162,11 @@ static enum exec_result exec_send(struct srn_qp *qp, const struct srn_pkt *p)
 			srn_complete_recv(qp, IBV_WC_REM_INV_REQ_ERR, 0, 0, 0, false, IBV_WC_RECV);
 			return EXEC_NAK_INVALID;
 		}
-		srn_complete_recv(qp, IBV_WC_SUCCESS, qp->resp_off, IBV_WC_WITH_INV, p->ieth_rkey,
+		srn_complete_recv(qp, IBV_WC_SUCCESS, qp->resp.off, IBV_WC_WITH_INV, p->ieth_rkey,
 				  p->se, IBV_WC_RECV);
 		srn_count(qp->nic->cnt, SRN_CNT_RDMA_RECVS, 1);
 	} else if (last) {
-		srn_complete_recv(qp, IBV_WC_SUCCESS, qp->resp_off,
+		srn_complete_recv(qp, IBV_WC_SUCCESS, qp->resp.off,
 				  (f & SRN_OPF_IMM) ? IBV_WC_WITH_IMM : 0, p->imm_be, p->se,
 				  IBV_WC_RECV);
 		srn_count(qp->nic->cnt, SRN_CNT_RDMA_RECVS, 1);
@@ -181,7 +181,7 @@ static enum exec_result exec_write(struct srn_qp *qp, const struct srn_pkt *p)
 	bool last = f & (SRN_OPF_LAST | SRN_OPF_ONLY);
 	const char *why;
 
-	if (first == qp->resp_in_msg)
+	if (first == qp->resp.in_msg)
 		return SEQ_ERR(qp, p);
 	if (!length_ok(qp, p))
 		return LEN_ERR(qp, p);
@@ -198,39 +198,39 @@ static enum exec_result exec_write(struct srn_qp *qp, const struct srn_pkt *p)
 				    IBV_ACCESS_REMOTE_WRITE, &why))
 			return refuse(qp, EXEC_NAK_ACCESS, "RDMA WRITE rkey 0x%x va 0x%llx len %u: %s",
 				      p->reth_rkey, (unsigned long long)p->reth_va, p->reth_len, why);
-		qp->resp_write_va = p->reth_va;
-		qp->resp_write_rkey = p->reth_rkey;
-		qp->resp_write_len = p->reth_len;
-		qp->resp_off = 0;
-		qp->resp_in_write = true;
-	} else if (!qp->resp_in_write) {
+		qp->resp.write_va = p->reth_va;
+		qp->resp.write_rkey = p->reth_rkey;
+		qp->resp.write_len = p->reth_len;
+		qp->resp.off = 0;
+		qp->resp.in_write = true;
+	} else if (!qp->resp.in_write) {
 		return SEQ_ERR(qp, p);
 	}
 	if (last && (f & SRN_OPF_IMM) && !recv_take(qp))
 		return EXEC_RNR;
-	if (p->paylen > qp->resp_write_len - qp->resp_off)
+	if (p->paylen > qp->resp.write_len - qp->resp.off)
 		return refuse(qp, EXEC_NAK_INVALID, "RDMA WRITE carries more than the %u bytes its "
-			      "RETH announced", qp->resp_write_len);
+			      "RETH announced", qp->resp.write_len);
 	if (p->paylen) {
-		void *dst = srn_mr_resolve(qp->nic, qp->pd, qp->qpn, qp->resp_write_rkey,
-					   qp->resp_write_va + qp->resp_off, p->paylen,
+		void *dst = srn_mr_resolve(qp->nic, qp->pd, qp->qpn, qp->resp.write_rkey,
+					   qp->resp.write_va + qp->resp.off, p->paylen,
 					   IBV_ACCESS_REMOTE_WRITE, &why);
 		if (!dst)   /* deregistered mid-message */
 			return refuse(qp, EXEC_NAK_ACCESS, "RDMA WRITE rkey 0x%x va 0x%llx: %s "
-				      "(changed during the message)", qp->resp_write_rkey,
-				      (unsigned long long)(qp->resp_write_va + qp->resp_off), why);
+				      "(changed during the message)", qp->resp.write_rkey,
+				      (unsigned long long)(qp->resp.write_va + qp->resp.off), why);
 		memcpy(dst, p->payload, p->paylen);
 	}
-	qp->resp_off += p->paylen;
-	qp->resp_in_msg = !last;
+	qp->resp.off += p->paylen;
+	qp->resp.in_msg = !last;
 	if (last) {
-		if (qp->resp_off != qp->resp_write_len) {
-			qp->resp_in_msg = false;
+		if (qp->resp.off != qp->resp.write_len) {
+			qp->resp.in_msg = false;
 			return refuse(qp, EXEC_NAK_INVALID, "RDMA WRITE carried %u bytes, its RETH "
-				      "announced %u", qp->resp_off, qp->resp_write_len);
+				      "announced %u", qp->resp.off, qp->resp.write_len);
 		}
 		if (f & SRN_OPF_IMM)
-			srn_complete_recv(qp, IBV_WC_SUCCESS, qp->resp_write_len, IBV_WC_WITH_IMM, p->imm_be,
+			srn_complete_recv(qp, IBV_WC_SUCCESS, qp->resp.write_len, IBV_WC_WITH_IMM, p->imm_be,
 					  p->se, IBV_WC_RECV_RDMA_WITH_IMM);
 	}
 	return EXEC_OK;
@@ -238,7 +238,7 @@ static enum exec_result exec_write(struct srn_qp *qp, const struct srn_pkt *p)
 
 static struct srn_resp_res *res_alloc(struct srn_qp *qp)
 {
-	struct srn_resp_res *r = &qp->res[qp->res_head++ & (qp->res_size - 1)];
+	struct srn_resp_res *r = &qp->resp.res[qp->resp.res_head++ & (qp->resp.res_size - 1)];
 	memset(r, 0, sizeof(*r));
 	r->valid = true;
 	return r;
@@ -258,7 +258,7 @@ static enum exec_result exec_read(struct srn_qp *qp, const struct srn_pkt *p, bo
 	const char *why;
 	/* A new READ cannot start inside a message; a resent one answers a
 	 * request that came before that message, so the rule is not its. */
-	if (qp->resp_in_msg && !dup)
+	if (qp->resp.in_msg && !dup)
 		return SEQ_ERR(qp, p);
 	if (qp->attr.max_dest_rd_atomic == 0)
 		return refuse(qp, EXEC_NAK_INVALID, "RDMA READ to a QP with max_dest_rd_atomic 0");
@@ -282,7 +282,7 @@ static enum exec_result exec_read(struct srn_qp *qp, const struct srn_pkt *p, bo
 	r->rkey = p->reth_rkey;
 	r->len = p->reth_len;
 	r->pending = true;
-	qp->resp_tx_pending = true;
+	qp->resp.tx_pending = true;
 	srn_count(qp->nic->cnt, SRN_CNT_RDMA_READS, 1);
 	return EXEC_OK;
 }
@@ -290,7 +290,7 @@ static enum exec_result exec_read(struct srn_qp *qp, const struct srn_pkt *p, bo
 static enum exec_result exec_atomic(struct srn_qp *qp, const struct srn_pkt *p)
 {
 	const char *why;
-	if (qp->resp_in_msg)
+	if (qp->resp.in_msg)
 		return SEQ_ERR(qp, p);
 	if (qp->attr.max_dest_rd_atomic == 0)
 		return refuse(qp, EXEC_NAK_INVALID, "atomic to a QP with max_dest_rd_atomic 0");
@@ -346,7 +346,7 @@ static int send_atomic_ack(struct srn_qp *qp, const struct srn_resp_res *r)
 		.dqpn = qp->attr.dest_qp_num,
 		.psn = r->first_psn,
 		.aeth_syndrome = SRN_AETH_ACK_UNLIMITED,
-		.aeth_msn = qp->resp_msn,
+		.aeth_msn = qp->resp.msn,
 		.atm_orig = r->orig,
 	};
 	return srn_xmit(qp, &a, NULL, 0);
@@ -390,7 +390,7 @@ static int send_read(struct srn_qp *qp, struct srn_resp_res *r, uint32_t *budget
 			.psn = r->next_psn,
 			.paylen = len,
 			.aeth_syndrome = SRN_AETH_ACK_UNLIMITED,
-			.aeth_msn = qp->resp_msn,
+			.aeth_msn = qp->resp.msn,
 		};
 		struct iovec iov = { NULL, len };
 		if (len) {
@@ -419,7 +419,7 @@ static int send_read(struct srn_qp *qp, struct srn_resp_res *r, uint32_t *budget
 
 bool srn_resp_push(struct srn_qp *qp)
 {
-	if (!qp->resp_tx_pending)
+	if (!qp->resp.tx_pending)
 		return true;
 	/* A READ is answered in slices, at most SRN_RESP_SLICE packets per
 	 * call: the rest waits for the progress loop (srn_tx_resume), with
@@ -428,8 +428,8 @@ bool srn_resp_push(struct srn_qp *qp)
 	uint32_t budget = SRN_RESP_SLICE;
 	/* Oldest first, so responses leave in PSN order: READ response
 	 * packets and atomic ACKs alike wait for room behind older ones. */
-	for (uint32_t i = 0; i < qp->res_size; i++) {
-		struct srn_resp_res *r = &qp->res[(qp->res_head + i) & (qp->res_size - 1)];
+	for (uint32_t i = 0; i < qp->resp.res_size; i++) {
+		struct srn_resp_res *r = &qp->resp.res[(qp->resp.res_head + i) & (qp->resp.res_size - 1)];
 		if (!r->valid || !r->pending)
 			continue;
 		int ret = r->is_atomic ? send_atomic_ack(qp, r) : send_read(qp, r, &budget);
@@ -440,19 +440,19 @@ bool srn_resp_push(struct srn_qp *qp)
 		if (r->is_atomic)
 			r->pending = false;     /* sent, or unbuildable: the requester retries */
 	}
-	qp->resp_tx_pending = false;
+	qp->resp.tx_pending = false;
 	return true;
 }
 
-/* Room for re-executing a duplicate READ: make res_head point at a slot
+/* Room for re-executing a duplicate READ: make resp.res_head point at a slot
  * that holds no atomic's saved result (those must survive until the
  * requester has its answer).  False if every slot holds one. */
 static bool dup_read_slot(struct srn_qp *qp)
 {
-	for (uint32_t i = 0; i < qp->res_size; i++) {
-		uint32_t k = (qp->res_head + i) & (qp->res_size - 1);
-		if (!qp->res[k].valid || !qp->res[k].is_atomic) {
-			qp->res_head += i;
+	for (uint32_t i = 0; i < qp->resp.res_size; i++) {
+		uint32_t k = (qp->resp.res_head + i) & (qp->resp.res_size - 1);
+		if (!qp->resp.res[k].valid || !qp->resp.res[k].is_atomic) {
+			qp->resp.res_head += i;
 			return true;
 		}
 	}
@@ -462,15 +462,15 @@ static bool dup_read_slot(struct srn_qp *qp)
 /* A duplicate READ or atomic (PSN before ePSN). */
 static void duplicate_rd_atomic(struct srn_qp *qp, const struct srn_pkt *p)
 {
-	for (uint32_t i = 0; i < qp->res_size; i++) {
-		struct srn_resp_res *r = &qp->res[i];
+	for (uint32_t i = 0; i < qp->resp.res_size; i++) {
+		struct srn_resp_res *r = &qp->resp.res[i];
 		if (!r->valid || srn_psn_cmp(p->psn, r->first_psn) < 0 ||
 		    srn_psn_cmp(p->psn, r->last_psn) > 0)
 			continue;
 		if (r->is_atomic && (p->info->flags & SRN_OPF_ATOMIC) && p->psn == r->first_psn) {
 			srn_count(qp->nic->cnt, SRN_CNT_DUP_ATOMIC, 1);
 			r->pending = true;
-			qp->resp_tx_pending = true;
+			qp->resp.tx_pending = true;
 			srn_resp_push(qp);
 			return;
 		}
@@ -483,7 +483,7 @@ static void duplicate_rd_atomic(struct srn_qp *qp, const struct srn_pkt *p)
 			srn_count(qp->nic->cnt, SRN_CNT_DUP_READ, 1);
 			r->next_psn = p->psn;
 			r->pending = true;
-			qp->resp_tx_pending = true;
+			qp->resp.tx_pending = true;
 			srn_resp_push(qp);
 			return;
 		}
@@ -513,16 +513,16 @@ static void nak(struct srn_qp *qp, const struct srn_pkt *p, uint8_t syndrome, co
 
 static void rc_request(struct srn_qp *qp, const struct srn_pkt *p)
 {
-	int c = srn_psn_cmp(p->psn, qp->resp_epsn);
+	int c = srn_psn_cmp(p->psn, qp->resp.epsn);
 
 	if (c > 0) {
 		srn_qp_count(qp, SRN_CNT_OUT_OF_SEQUENCE, SRN_QPC_OUT_OF_SEQUENCE, 1);
-		if (!qp->resp_nak_sent) {
-			qp->resp_nak_sent = true;
-			srn_ack_schedule(qp, SRN_AETH_NAK_PSN_SEQ, qp->resp_epsn);
+		if (!qp->resp.nak_sent) {
+			qp->resp.nak_sent = true;
+			srn_ack_schedule(qp, SRN_AETH_NAK_PSN_SEQ, qp->resp.epsn);
 			srn_qp_count(qp, SRN_CNT_SEQ_NAK_SENT, SRN_QPC_SEQ_NAK_SENT, 1);
 			srn_diag_log(qp->diag, SRN_LOG_INFO, "PSN 0x%06x arrived, 0x%06x expected: "
-				     "NAK sequence error", p->psn, qp->resp_epsn);
+				     "NAK sequence error", p->psn, qp->resp.epsn);
 		}
 		return;
 	}
@@ -534,7 +534,7 @@ static void rc_request(struct srn_qp *qp, const struct srn_pkt *p)
 			duplicate_rd_atomic(qp, p);
 		else
 			srn_ack_schedule(qp, SRN_AETH_ACK_UNLIMITED,
-					 srn_psn_add(qp->resp_epsn, SRN_PSN_MASK));
+					 srn_psn_add(qp->resp.epsn, SRN_PSN_MASK));
 		return;
 	}
 	bool last = p->info->flags & (SRN_OPF_LAST | SRN_OPF_ONLY);
@@ -543,7 +543,7 @@ static void rc_request(struct srn_qp *qp, const struct srn_pkt *p)
 		break;
 	case EXEC_RNR:
 		srn_qp_count(qp, SRN_CNT_SEND_RNR_ERR, SRN_QPC_SEND_RNR_ERR, 1);
-		qp->resp_nak_sent = true;   /* stay silent about what follows */
+		qp->resp.nak_sent = true;   /* stay silent about what follows */
 		srn_ack_schedule(qp, SRN_AETH_RNR_NAK | (qp->attr.min_rnr_timer & 0x1f), p->psn);
 		return;
 	case EXEC_NAK_INVALID:
@@ -559,13 +559,13 @@ static void rc_request(struct srn_qp *qp, const struct srn_pkt *p)
 		srn_qp_fail(qp, IBV_EVENT_QP_FATAL);
 		return;
 	}
-	qp->resp_nak_sent = false;
+	qp->resp.nak_sent = false;
 	uint16_t f = p->info->flags;
 	/* A READ consumes one PSN per response packet (IBTA 9.7.4.1.3). */
-	qp->resp_epsn = srn_psn_add(qp->resp_epsn,
+	qp->resp.epsn = srn_psn_add(qp->resp.epsn,
 				    (f & SRN_OPF_READ_REQ) ? read_npkts(qp, p->reth_len) : 1);
 	if (last)   /* MSN counts messages; READ counts on acceptance (C9-148) */
-		qp->resp_msn = (qp->resp_msn + 1) & SRN_PSN_MASK;
+		qp->resp.msn = (qp->resp.msn + 1) & SRN_PSN_MASK;
 	if (f & SRN_OPF_READ_REQ) {
 		srn_resp_push(qp);
 		return;             /* the responses are the acknowledgement */
@@ -573,8 +573,8 @@ static void rc_request(struct srn_qp *qp, const struct srn_pkt *p)
 	if (f & SRN_OPF_ATOMIC) {
 		/* Its ACK leaves in turn (srn_resp_push), kept owed if the
 		 * link has no room now. */
-		qp->res[(qp->res_head - 1) & (qp->res_size - 1)].pending = true;
-		qp->resp_tx_pending = true;
+		qp->resp.res[(qp->resp.res_head - 1) & (qp->resp.res_size - 1)].pending = true;
+		qp->resp.tx_pending = true;
 		srn_resp_push(qp);
 		return;
 	}
@@ -585,7 +585,7 @@ static void rc_request(struct srn_qp *qp, const struct srn_pkt *p)
 static void uc_request(struct srn_qp *qp, const struct srn_pkt *p)
 {
 	uint16_t f = p->info->flags;
-	int c = srn_psn_cmp(p->psn, qp->resp_epsn);
+	int c = srn_psn_cmp(p->psn, qp->resp.epsn);
 	if (c < 0) {
 		/* Behind the expected PSN: a duplicate or a straggler overtaken
 		 * on the wire.  Its message was delivered or given up; taking
@@ -596,13 +596,13 @@ static void uc_request(struct srn_qp *qp, const struct srn_pkt *p)
 	if (c > 0) {
 		/* A gap: the message in progress is lost as a whole. */
 		srn_qp_count(qp, SRN_CNT_OUT_OF_SEQUENCE, SRN_QPC_OUT_OF_SEQUENCE, 1);
-		qp->resp_in_msg = false;
+		qp->resp.in_msg = false;
 	}
-	qp->resp_epsn = srn_psn_add(p->psn, 1);
-	if (!(f & (SRN_OPF_FIRST | SRN_OPF_ONLY)) && !qp->resp_in_msg)
+	qp->resp.epsn = srn_psn_add(p->psn, 1);
+	if (!(f & (SRN_OPF_FIRST | SRN_OPF_ONLY)) && !qp->resp.in_msg)
 		return;     /* tail of a message whose start was lost */
 	if (execute(qp, p) != EXEC_OK)
-		qp->resp_in_msg = false;   /* UC errors are silent drops */
+		qp->resp.in_msg = false;   /* UC errors are silent drops */
 	qp->err_why[0] = 0;
 }
 
@@ -685,16 +685,16 @@ static bool xrc_target(struct srn_qp *qp, const struct srn_pkt *p)
 	if (qp->srq && p->xrc_srqn == qp->srq->srqn)
 		return true;
 	struct srn_srq *srq = srn_srq_lookup(qp->nic, p->xrc_srqn);
-	if (srq && srq->xrcd == qp->xrcd && !qp->resp_in_msg) {
+	if (srq && srq->xrcd == qp->xrcd && !qp->resp.in_msg) {
 		/* Bound until another SRQ is named or the QP is reset or
 		 * destroyed: the SRQ cannot be destroyed meanwhile
 		 * (ibv_destroy_srq: EBUSY). */
 		srn_qp_bind_xrc_srq(qp, srq);
 		return true;
 	}
-	if (srn_psn_cmp(p->psn, qp->resp_epsn) != 0)
+	if (srn_psn_cmp(p->psn, qp->resp.epsn) != 0)
 		return true;    /* out of sequence or duplicate: rc_request decides */
-	if (qp->resp_in_msg)    /* its receive WQE came from the SRQ it started in */
+	if (qp->resp.in_msg)    /* its receive WQE came from the SRQ it started in */
 		refuse(qp, EXEC_NAK_INVALID, "XRC SRQ number %u inside a message that started "
 		       "in SRQ %u", p->xrc_srqn, qp->srq ? qp->srq->srqn : 0);
 	else
@@ -711,8 +711,8 @@ void srn_resp_packet(struct srn_qp *qp, const struct srn_pkt *p, const struct so
 		ud_request(qp, p, src);
 		return;
 	}
-	if (qp->state == IBV_QPS_RTR && !qp->resp_comm_est) {
-		qp->resp_comm_est = true;
+	if (qp->state == IBV_QPS_RTR && !qp->resp.comm_est) {
+		qp->resp.comm_est = true;
 		srn_qp_event(qp, IBV_EVENT_COMM_EST);
 	}
 	if (qp->type == IBV_QPT_XRC_RECV && !xrc_target(qp, p))

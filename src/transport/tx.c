@@ -49,11 +49,11 @@ void srn_ack_schedule(struct srn_qp *qp, uint8_t syndrome, uint32_t psn)
 {
 	/* A later ACK or NAK-sequence supersedes an earlier one: each
 	 * acknowledges everything before its PSN (coalescing, rxe check_ack). */
-	qp->ack_syndrome = syndrome;
-	qp->ack_psn = psn;
-	if (!qp->ack_pending) {
-		qp->ack_pending = true;
-		qp->ack_next = qp->nic->ack_list;
+	qp->resp.ack_syndrome = syndrome;
+	qp->resp.ack_psn = psn;
+	if (!qp->resp.ack_pending) {
+		qp->resp.ack_pending = true;
+		qp->resp.ack_next = qp->nic->ack_list;
 		qp->nic->ack_list = qp;
 	}
 }
@@ -63,21 +63,21 @@ void srn_ack_flush(struct srn_nic *nic)
 	struct srn_qp *keep = NULL;
 	while (nic->ack_list) {
 		struct srn_qp *qp = nic->ack_list;
-		nic->ack_list = qp->ack_next;
+		nic->ack_list = qp->resp.ack_next;
 		struct srn_pkt p = {
 			.opcode = (uint8_t)(srn_qp_transport(qp) | SRN_OP_RC_ACKNOWLEDGE),
 			.dqpn = qp->attr.dest_qp_num,
-			.psn = qp->ack_psn,
-			.aeth_syndrome = qp->ack_syndrome,
-			.aeth_msn = qp->resp_msn,
+			.psn = qp->resp.ack_psn,
+			.aeth_syndrome = qp->resp.ack_syndrome,
+			.aeth_msn = qp->resp.msn,
 		};
 		if (srn_xmit(qp, &p, NULL, 0) == -EAGAIN) {
 			/* Keep it owed; the next flush retries. */
-			qp->ack_next = keep;
+			qp->resp.ack_next = keep;
 			keep = qp;
 			continue;
 		}
-		qp->ack_pending = false;
+		qp->resp.ack_pending = false;
 		srn_count(nic->cnt, SRN_CNT_ACKS_SENT, 1);
 	}
 	nic->ack_list = keep;

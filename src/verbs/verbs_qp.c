@@ -196,7 +196,7 @@ SRN_EXPORT int ibv_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int m
 	*attr = qp->attr;
 	attr->qp_state = qp->state;
 	attr->cur_qp_state = qp->state;
-	attr->rq_psn = qp->resp_epsn;
+	attr->rq_psn = qp->resp.epsn;
 	attr->sq_psn = qp->req.psn;
 	attr->cap = qp->cap;
 	attr->sq_draining = qp->state == IBV_QPS_SQD && qp->sq.tail != qp->sq.head;
