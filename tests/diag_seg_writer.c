@@ -82,17 +82,17 @@ int main(int argc, char **argv)
 	dg[10] = dg[11] = 0xff;
 	dg[12] = 127;
 	dg[15] = 2;
-	struct sockaddr_in *sin = (struct sockaddr_in *)&qp.peer;
+	struct sockaddr_in *sin = (struct sockaddr_in *)&qp.path.peer;
 	sin->sin_family = AF_INET;
 	inet_pton(AF_INET, "127.0.0.2", &sin->sin_addr);
-	qp.peer_len = sizeof(*sin);
+	qp.path.peer_len = sizeof(*sin);
 	qp.sq.wqe = sq;
 	qp.sq.size = 4;
 	qp.sq.head = 1;
 	qp.req.cur = 1;
 	qp.req.psn = 0x000101;
 	qp.comp.una = 0x000100;
-	qp.mtu = 4096;
+	qp.path.mtu = 4096;
 	sq[0] = (struct srn_swqe){ .wr_id = 0x2a, .opcode = IBV_WR_RDMA_WRITE, .length = 4096,
 				   .rkey = 0x1234, .remote_addr = 0x7f00deadb000ull,
 				   .first_psn = 0x000100, .last_psn = 0x000100 };

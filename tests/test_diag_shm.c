@@ -391,10 +391,10 @@ static void test_snapshots(struct srn_diag *d, const struct srn_diag_seg *ro)
 	qp->attr.ah_attr.grh.dgid.raw[10] = qp->attr.ah_attr.grh.dgid.raw[11] = 0xff;
 	qp->attr.ah_attr.grh.dgid.raw[12] = 127;
 	qp->attr.ah_attr.grh.dgid.raw[15] = 2;
-	struct sockaddr_in *sin = (struct sockaddr_in *)&qp->peer;
+	struct sockaddr_in *sin = (struct sockaddr_in *)&qp->path.peer;
 	sin->sin_family = AF_INET;
 	inet_pton(AF_INET, "127.0.0.2", &sin->sin_addr);
-	qp->peer_len = sizeof(*sin);
+	qp->path.peer_len = sizeof(*sin);
 	qp->sq.wqe = sq;
 	qp->sq.size = 4;
 	qp->sq.tail = 0;
@@ -403,7 +403,7 @@ static void test_snapshots(struct srn_diag *d, const struct srn_diag_seg *ro)
 	qp->req.psn = 0x10;
 	qp->comp.una = 0x0c;
 	qp->resp.epsn = 0x99;
-	qp->mtu = 4096;
+	qp->path.mtu = 4096;
 	sq[0] = (struct srn_swqe){ .wr_id = 0x2a, .opcode = IBV_WR_RDMA_WRITE, .length = 8192,
 				   .rkey = 0x5678, .remote_addr = 0x1000, .first_psn = 0x0c,
 				   .last_psn = 0x0d };

@@ -113,11 +113,11 @@ void srn_ip_meta_for(const struct srn_nic *nic, const struct sockaddr *dst, stru
 static int set_peer(struct srn_qp *qp, const struct ibv_ah_attr *ah)
 {
 	struct srn_nic *nic = qp->nic;
-	int ret = srn_gid_to_sockaddr(ah->grh.dgid.raw, nic->udp.port, nic->udp.family, &qp->peer,
-				      &qp->peer_len);
+	int ret = srn_gid_to_sockaddr(ah->grh.dgid.raw, nic->udp.port, nic->udp.family, &qp->path.peer,
+				      &qp->path.peer_len);
 	if (ret)
 		return -EINVAL;
-	srn_ip_meta_for(nic, (const struct sockaddr *)&qp->peer, &qp->tx_meta);
+	srn_ip_meta_for(nic, (const struct sockaddr *)&qp->path.peer, &qp->path.tx_meta);
 	return 0;
 }
 
@@ -151,13 +151,13 @@ int srn_qp_apply(struct srn_qp *qp, const struct ibv_qp_attr *attr, int mask)
 	/* Resolve the address first: the only step that can fail, and
 	 * nothing may change if it does. */
 	if (mask & IBV_QP_AV) {
-		struct sockaddr_storage save = qp->peer;
-		socklen_t save_len = qp->peer_len;
-		struct srn_ip_meta save_meta = qp->tx_meta;
+		struct sockaddr_storage save = qp->path.peer;
+		socklen_t save_len = qp->path.peer_len;
+		struct srn_ip_meta save_meta = qp->path.tx_meta;
 		if (set_peer(qp, &attr->ah_attr)) {
-			qp->peer = save;
-			qp->peer_len = save_len;
-			qp->tx_meta = save_meta;
+			qp->path.peer = save;
+			qp->path.peer_len = save_len;
+			qp->path.tx_meta = save_meta;
 			return -EINVAL;
 		}
 		qp->attr.ah_attr = attr->ah_attr;
@@ -176,7 +176,7 @@ int srn_qp_apply(struct srn_qp *qp, const struct ibv_qp_attr *attr, int mask)
 		qp->attr.qp_access_flags = attr->qp_access_flags;
 	if ((mask & IBV_QP_PATH_MTU) && qp->type != IBV_QPT_UD) {
 		qp->attr.path_mtu = attr->path_mtu;
-		qp->mtu = srn_link_ib_mtu_bytes(attr->path_mtu);
+		qp->path.mtu = srn_link_ib_mtu_bytes(attr->path_mtu);
 	}
 	if (mask & IBV_QP_TIMEOUT)
 		qp->attr.timeout = attr->timeout;

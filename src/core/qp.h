@@ -170,6 +170,14 @@ struct srn_resp {
 	uint32_t ack_psn;
 	struct srn_qp *ack_next;       /* on nic->ack_list */
 };
+/* Where the QP sends (RC/UC), from the address vector: written only by
+ * modify (core/qp.c, srn_qp_apply), read by every stage. */
+struct srn_path {
+	struct sockaddr_storage peer;
+	socklen_t peer_len;
+	struct srn_ip_meta tx_meta;    /* IP/UDP facts for the ICRC of what we send */
+	uint32_t mtu;                  /* path MTU in bytes */
+};
 
 struct srn_qp {
 	struct ibv_qp_ex ibqp_ex;      /* ibqp_ex.qp_base is the ibv_qp handed out */
@@ -188,13 +196,9 @@ struct srn_qp {
 	struct ibv_qp_attr attr;
 	struct ibv_qp_cap cap;
 
-	/* Peer, from the address vector (RC/UC). */
-	struct sockaddr_storage peer;
-	socklen_t peer_len;
-	struct srn_ip_meta tx_meta;    /* IP/UDP facts for the ICRC of what we send */
-	uint32_t mtu;                  /* path MTU in bytes */
+	struct srn_path path;
 
-	/* Send queue */
+	/* Send queue: the ring, its requester, its completer. */
 	struct srn_sq sq;
 	struct srn_req req;
 	struct srn_comp comp;

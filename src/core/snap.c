@@ -71,7 +71,7 @@ static void snap_qp(struct srn_diag_obj *o, const struct srn_qp *qp)
 			 (qp->resp.in_msg ? SRN_DIAG_QPF_IN_MSG : 0) |
 			 (qp->sq.drained_pending ? SRN_DIAG_QPF_SQ_DRAINING : 0) |
 			 (qp->nic && srn_shm_has_ring(&qp->nic->shm,
-						      (const struct sockaddr *)&qp->peer, qp->peer_len)
+						      (const struct sockaddr *)&qp->path.peer, qp->path.peer_len)
 				  ? SRN_DIAG_QPF_SHM : 0);
 
 	srn_diag_obj_begin(o);
@@ -91,7 +91,7 @@ static void snap_qp(struct srn_diag_obj *o, const struct srn_qp *qp)
 	SRN_DIAG_SET(q->rd_atomic_inflight, qp->req.rd_atomic_inflight);
 	SRN_DIAG_SET(q->peer_qpn, qp->attr.dest_qp_num);
 	set_bytes(q->peer_gid, qp->attr.ah_attr.grh.dgid.raw, 16);
-	SRN_DIAG_SET(q->mtu, qp->mtu);
+	SRN_DIAG_SET(q->mtu, qp->path.mtu);
 	SRN_DIAG_SET(q->retry_left, qp->comp.retry_left);
 	SRN_DIAG_SET(q->rnr_left, qp->comp.rnr_left);
 	SRN_DIAG_SET(q->timeout, qp->attr.timeout);

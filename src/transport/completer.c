@@ -254,9 +254,9 @@ static void on_response(struct srn_qp *qp, const struct srn_pkt *p)
 		return;
 	}
 	uint32_t pktidx = srn_psn_diff(p->psn, w->first_psn);
-	uint32_t off = pktidx * qp->mtu;
+	uint32_t off = pktidx * qp->path.mtu;
 	bool last = f & (SRN_OPF_LAST | SRN_OPF_ONLY);
-	uint32_t want = w->length - off < qp->mtu ? w->length - off : qp->mtu;
+	uint32_t want = w->length - off < qp->path.mtu ? w->length - off : qp->path.mtu;
 	/* The response must carry exactly the bytes this PSN stands for. */
 	if (off > w->length || p->paylen != want || last != (p->psn == w->last_psn)) {
 		srn_qp_why(qp, "READ response PSN 0x%06x carries %u bytes, %u expected", p->psn,

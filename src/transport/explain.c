@@ -36,8 +36,8 @@ static const char *wr_opcode_name(enum ibv_wr_opcode op)
 void srn_diag_peer_str(const struct srn_qp *qp, char *buf, size_t len)
 {
 	char addr[INET6_ADDRSTRLEN] = "?";
-	const struct sockaddr *sa = (const struct sockaddr *)&qp->peer;
-	if (!qp->peer_len) {
+	const struct sockaddr *sa = (const struct sockaddr *)&qp->path.peer;
+	if (!qp->path.peer_len) {
 		snprintf(buf, len, "QP 0x%06x (no peer address yet)", qp->attr.dest_qp_num);
 		return;
 	}

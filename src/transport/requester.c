@@ -112,7 +112,7 @@ static uint32_t npkts_of(const struct srn_qp *qp, const struct srn_swqe *w)
 		return 0;
 	if (w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP || w->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD)
 		return 1;
-	return w->length ? (w->length + qp->mtu - 1) / qp->mtu : 1;
+	return w->length ? (w->length + qp->path.mtu - 1) / qp->path.mtu : 1;
 }
 
 void srn_req_number(struct srn_qp *qp, struct srn_swqe *w)
@@ -146,12 +146,12 @@ static int send_one(struct srn_qp *qp)
 		}
 	}
 	uint32_t pktidx = srn_psn_diff(qp->req.psn, w->first_psn);
-	uint32_t off = pktidx * qp->mtu;
+	uint32_t off = pktidx * qp->path.mtu;
 	uint32_t left = w->length - off;
 	bool rd = w->opcode == IBV_WR_RDMA_READ;
 	bool atomic = srn_wr_is_rd_atomic(w->opcode) && !rd;
 	/* A READ request carries no data; atomics carry it in AtomicETH. */
-	uint32_t len = (rd || atomic) ? 0 : (left < qp->mtu ? left : qp->mtu);
+	uint32_t len = (rd || atomic) ? 0 : (left < qp->path.mtu ? left : qp->path.mtu);
 	enum srn_seg seg = (rd || atomic) ? SRN_SEG_ONLY : srn_seg_of(pktidx, npkts);
 	bool last = seg == SRN_SEG_LAST || seg == SRN_SEG_ONLY;
 

@@ -96,10 +96,10 @@ static bool length_ok(const struct srn_qp *qp, const struct srn_pkt *p)
 {
 	uint16_t f = p->info->flags;
 	if (f & (SRN_OPF_FIRST | SRN_OPF_MIDDLE))
-		return p->paylen == qp->mtu;
+		return p->paylen == qp->path.mtu;
 	if (f & SRN_OPF_LAST)
-		return p->paylen >= 1 && p->paylen <= qp->mtu;
-	return p->paylen <= qp->mtu;
+		return p->paylen >= 1 && p->paylen <= qp->path.mtu;
+	return p->paylen <= qp->path.mtu;
 }
 
 /* Record why a request is refused (the explanation of the NAK and of any
@@ -117,7 +117,7 @@ static enum exec_result refuse(struct srn_qp *qp, enum exec_result r, const char
 #define SEQ_ERR(qp, p) refuse(qp, EXEC_NAK_INVALID, "%s out of sequence (%s a message)", \
 			      srn_opcode_name((p)->opcode), (qp)->resp.in_msg ? "inside" : "outside")
 #define LEN_ERR(qp, p) refuse(qp, EXEC_NAK_INVALID, "%s carries %u bytes; path MTU %u", \
-			      srn_opcode_name((p)->opcode), (p)->paylen, (qp)->mtu)
+			      srn_opcode_name((p)->opcode), (p)->paylen, (qp)->path.mtu)
 
 static enum exec_result exec_send(struct srn_qp *qp, const struct srn_pkt *p)
 {
@@ -250,7 +250,7 @@ static struct srn_resp_res *res_alloc(struct srn_qp *qp)
  * at most 2^23 and fits the PSN space. */
 static uint32_t read_npkts(const struct srn_qp *qp, uint32_t len)
 {
-	return len ? (uint32_t)(((uint64_t)len + qp->mtu - 1) / qp->mtu) : 1;
+	return len ? (uint32_t)(((uint64_t)len + qp->path.mtu - 1) / qp->path.mtu) : 1;
 }
 
 static enum exec_result exec_read(struct srn_qp *qp, const struct srn_pkt *p, bool dup)
@@ -377,12 +377,12 @@ static int send_read(struct srn_qp *qp, struct srn_resp_res *r, uint32_t *budget
 			return -EBUSY;
 		}
 		uint32_t idx = srn_psn_diff(r->next_psn, r->first_psn);
-		uint64_t off = (uint64_t)idx * qp->mtu;
+		uint64_t off = (uint64_t)idx * qp->path.mtu;
 		if (off > r->len) {     /* cannot happen while len <= max_msg_sz */
 			r->pending = false;
 			return 0;
 		}
-		uint32_t len = r->len - off < qp->mtu ? (uint32_t)(r->len - off) : qp->mtu;
+		uint32_t len = r->len - off < qp->path.mtu ? (uint32_t)(r->len - off) : qp->path.mtu;
 		struct srn_pkt p = {
 			.opcode = (uint8_t)(srn_qp_transport(qp) |
 					    srn_opcode_read_resp(srn_seg_of(idx, n))),
@@ -477,7 +477,7 @@ static void duplicate_rd_atomic(struct srn_qp *qp, const struct srn_pkt *p)
 		if (!r->is_atomic && (p->info->flags & SRN_OPF_READ_REQ) && p->reth_rkey == r->rkey) {
 			/* The re-request must lie inside the original; if it
 			 * does not, it is answered as asked below. */
-			uint64_t off = (uint64_t)srn_psn_diff(p->psn, r->first_psn) * qp->mtu;
+			uint64_t off = (uint64_t)srn_psn_diff(p->psn, r->first_psn) * qp->path.mtu;
 			if (off > r->len || p->reth_va != r->va + off || p->reth_len != r->len - off)
 				break;
 			srn_count(qp->nic->cnt, SRN_CNT_DUP_READ, 1);

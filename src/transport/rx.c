@@ -84,13 +84,13 @@ static bool icrc_ok(struct srn_nic *nic, const uint8_t *data, uint32_t len,
  * (rxe check_addr does the same). */
 static bool from_peer(const struct srn_qp *qp, const struct sockaddr *src)
 {
-	if (src->sa_family != qp->peer.ss_family)
+	if (src->sa_family != qp->path.peer.ss_family)
 		return false;
 	if (src->sa_family == AF_INET) {
-		const struct sockaddr_in *a = (const void *)src, *b = (const void *)&qp->peer;
+		const struct sockaddr_in *a = (const void *)src, *b = (const void *)&qp->path.peer;
 		return a->sin_addr.s_addr == b->sin_addr.s_addr;
 	}
-	const struct sockaddr_in6 *a = (const void *)src, *b = (const void *)&qp->peer;
+	const struct sockaddr_in6 *a = (const void *)src, *b = (const void *)&qp->path.peer;
 	return memcmp(&a->sin6_addr, &b->sin6_addr, 16) == 0;
 }
 

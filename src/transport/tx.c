@@ -23,8 +23,8 @@
 
 int srn_xmit(struct srn_qp *qp, struct srn_pkt *p, const struct iovec *pay, int npay)
 {
-	return srn_xmit_to(qp, (const struct sockaddr *)&qp->peer, qp->peer_len, &qp->tx_meta, p,
-			   pay, npay);
+	return srn_xmit_to(qp, (const struct sockaddr *)&qp->path.peer, qp->path.peer_len,
+			   &qp->path.tx_meta, p, pay, npay);
 }
 
 int srn_xmit_to(struct srn_qp *qp, const struct sockaddr *dst, socklen_t dstlen,

@@ -114,7 +114,7 @@ int srn_qp_create_at(struct ibv_context *c, struct ibv_pd *ibpd, struct ibv_qp_i
 		qp->cap.max_inline_data = SRN_DEFAULT_INLINE;
 	qp->state = IBV_QPS_RESET;
 	/* UD has no path MTU attribute: datagrams may fill the port MTU. */
-	qp->mtu = qp->type == IBV_QPT_UD ? srn_link_ib_mtu_bytes(nic->ib_mtu) : 256;
+	qp->path.mtu = qp->type == IBV_QPT_UD ? srn_link_ib_mtu_bytes(nic->ib_mtu) : 256;
 	int ret = srn_qp_alloc_queues(qp);
 	if (ret)
 		goto fail;
@@ -307,7 +307,7 @@ int srn_sq_fill(struct srn_qp *qp, uint32_t pos, const struct ibv_send_wr *wr)
 	if (qp->type == IBV_QPT_UD) {
 		/* A datagram is one packet: larger than the MTU is an error,
 		 * never a truncation (rxe refuses it at post time too). */
-		if (total > qp->mtu || !wr->wr.ud.ah)
+		if (total > qp->path.mtu || !wr->wr.ud.ah)
 			return -EINVAL;
 	}
 
