@@ -1,20 +1,50 @@
 /*
  * qp.h - queue pairs: state, attributes, send and receive queues.
  *
- * The SQ and RQ are power-of-two rings of work requests copied at post
- * time, with free-running 32-bit indices:
+ * State is grouped by who writes it, as rxe's qp->req/resp/comp are:
  *
- *   SQ:  sq.tail <= req.cur <= sq.head
- *        [tail, cur)  transmitted, waiting for acknowledgement
- *        cur          being transmitted (req.cur_off bytes sent so far)
- *        (cur, head)  posted, not started
- *   RQ:  core/rq.h; the responder moves a WQE out into resp.recv when a
- *        message starts and completes it from there.
+ *   (top)  identity, written at create; state, attr, cap at modify
+ *   path   the peer and path MTU, written at modify
+ *   sq     the send queue ring: head by the poster, tail by the completer
+ *   req    the requester: transmit cursor and PSNs
+ *   comp   the completer and the timers: what is acknowledged, retries
+ *   rq     the receive queue (core/rq.h): head by the poster
+ *   resp   the responder: expected PSN, message in progress, READ/atomic
+ *          resources, the ACK it owes
+ *
+ * Send queue: a power-of-two ring of work requests copied at post time,
+ * free-running 32-bit indices compared as distances from sq.tail:
+ *
+ *   sq.tail <= req.cur <= req.sent_end <= sq.head
+ *
+ *   [sq.tail, req.sent_end)   started, waiting for acknowledgement;
+ *                             completed in order from sq.tail
+ *   req.cur                   being transmitted (req.cur_off bytes sent);
+ *                             go-back-N puts it back on sq.tail, and an
+ *                             ACK that moves sq.tail past it pulls it along
+ *   [req.sent_end, sq.head)   posted, never transmitted
+ *
+ * PSNs (24 bits, compared with srn_psn_cmp) are given at post time
+ * (srn_req_number): the WQEs of [sq.tail, sq.head) own consecutive ranges
+ * [first_psn, last_psn] (a READ one PSN per response packet, a local
+ * BIND_MW/LOCAL_INV none), which never change, however often resent.
+ *
+ *   comp.una <= req.psn <= req.psn_max <= req.next_psn
+ *
+ *   comp.una       oldest unacknowledged PSN (the completer's)
+ *   req.psn        next PSN to send
+ *   req.psn_max    one past the highest PSN sent: go-back-N puts req.psn
+ *                  behind it; an ACK is valid for [comp.una - 1, psn_max)
+ *   req.next_psn   first PSN of the next WQE posted (the poster's)
+ *
+ * Receive side: the responder moves a receive WQE out of the RQ or SRQ
+ * into resp.recv when a message starts and completes it from there.
  *
  * Scatter/gather entries are kept as posted (lkey, addr, length) and
  * resolved through the key table when the bytes move, so a region
  * deregistered after posting gives a protection error, never a stale
- * pointer.  All fields below the verbs handle are guarded by nic->lock.
+ * pointer.  All fields below the verbs handle are guarded by nic->lock
+ * (and the free SQ slots by sq.lock while an ibv_wr_* batch fills them).
  */
 #ifndef SRN_CORE_QP_H
 #define SRN_CORE_QP_H
@@ -53,7 +83,7 @@ struct srn_swqe {
 	struct srn_mr *mw;                 /* BIND_MW */
 	struct ibv_mw_bind_info bind;      /* BIND_MW */
 	bool local_done;                   /* BIND_MW/LOCAL_INV executed (go-back-N skips it) */
-	uint32_t first_psn, last_psn;  /* assigned when transmission starts;
+	uint32_t first_psn, last_psn;  /* assigned at post (srn_req_number);
 					* a READ owns one PSN per response packet */
 };
 
@@ -106,17 +136,17 @@ struct srn_sq {
 	pthread_mutex_t lock;
 };
 /* The requester (transport/requester.c): where transmission stands in
- * the send queue and the PSN space.  The completer moves cur and psn
- * back to what is still unacknowledged (go-back-N) and decrements
- * rd_atomic_inflight; the flush moves cur and sent_end to sq.head. */
+ * the send queue and the PSN space.  Also written: next_psn by the
+ * poster (srn_req_number); cur and psn by the completer when an ACK
+ * overtakes them; rd_atomic_inflight decremented by the completer; cur
+ * and sent_end by the flush. */
 struct srn_req {
 	uint32_t cur;                  /* the WQE being transmitted */
 	uint32_t cur_off;              /* bytes of sq.wqe[cur] already sent */
 	bool cur_started;              /* sq.wqe[cur] has its PSNs assigned */
-	uint32_t sent_end;             /* one past the newest WQE ever started: WQEs
-					* before it have valid first/last PSNs */
+	uint32_t sent_end;             /* one past the newest WQE ever started */
 	uint32_t psn;                  /* next PSN to send */
-	uint32_t next_psn;             /* PSN the next WQE to start will start at */
+	uint32_t next_psn;             /* PSN the next posted WQE will start at */
 	uint32_t psn_max;              /* one past the highest PSN ever sent (go-back-N
 					* may put psn behind it) */
 	uint32_t pkts_since_ackreq;

@@ -2,9 +2,9 @@
  * requester.c - turning send work requests into request packets, and
  * go-back-N.
  *
- * One WQE at a time from req.cur: it gets its PSN range when its first
- * packet goes out (a READ reserves one PSN per expected response packet
- * but sends one request), then packets of at most the path MTU go out
+ * One WQE at a time from req.cur, with the PSN range it got at post
+ * (srn_req_number; a READ reserves one PSN per expected response packet
+ * but sends one request): packets of at most the path MTU go out
  * while the window of unacknowledged PSNs allows.  The last packet of a
  * message and every SRN_ACKREQ_EVERY-th packet ask for an ACK (rxe asks
  * every 64; asking more often keeps the window moving).
