@@ -31,7 +31,7 @@ static int group_open(struct srn_nic *nic, const uint8_t gid[16], struct srn_mca
 	if (nic->nmcast >= SRN_MAX_MCAST_GRP)
 		return -ENOMEM;
 	if (!nic->mcast_sender_ready) {
-		int r = srn_udp_mcast_sender(&nic->udp);
+		int r = srn_udp_mcast_sender(&nic->link.udp);
 		if (r)
 			return r;
 		nic->mcast_sender_ready = true;
@@ -40,14 +40,14 @@ static int group_open(struct srn_nic *nic, const uint8_t gid[16], struct srn_mca
 	if (!g)
 		return -ENOMEM;
 	memcpy(g->gid, gid, 16);
-	int ret = srn_udp_mcast_join(&g->sock, &nic->udp, gid);
+	int ret = srn_udp_mcast_join(&g->sock, &nic->link.udp, gid);
 	if (ret) {
 		free(g);
 		return ret;
 	}
 	/* Trace what the group receives in the device's trace (the
 	 * trace belongs to the device socket; the group socket borrows it). */
-	g->sock.pcap = nic->udp.pcap;
+	g->sock.pcap = nic->link.udp.pcap;
 	g->sock.hooked = g->sock.pcap != NULL;
 	struct epoll_event e = { .events = EPOLLIN, .data.u32 = 2 };
 	if (epoll_ctl(nic->ep_all, EPOLL_CTL_ADD, g->sock.fd, &e)) {

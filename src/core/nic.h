@@ -39,6 +39,21 @@ struct srn_gro_batch;
 
 #define SRN_QP_TABLE_BITS 12
 #define SRN_QP_TABLE_SIZE (1u << SRN_QP_TABLE_BITS)
+/* The link (link/): the socket and the same-host rings, and what the
+ * transport and the engine keep next to them.  Written under nic->lock
+ * by the receive path (rx, gro, rx_id_next), the transmit queue (txq,
+ * engine/nic.c's unlock flush) and the engine at create/destroy. */
+struct srn_nic_link {
+	struct srn_udp udp;
+	struct srn_rx_batch rx;        /* receive buffers, used under lock */
+	struct srn_txq *txq;           /* packets waiting for the end of the burst */
+	bool gso_ok;                   /* send runs with UDP GSO */
+	struct srn_gro_batch *gro;     /* receive with UDP GRO (NULL: plain recvmmsg) */
+	uint16_t rx_id_next;           /* IPv4 ID the next packet probably has (GSO) */
+	/* Same-host peers: shared-memory rings instead of the socket
+	 * (link/shm.h). */
+	struct srn_shm shm;
+};
 
 struct srn_nic {
 	struct srn_device *dev;
@@ -48,17 +63,10 @@ struct srn_nic {
 
 	pthread_mutex_t lock;
 	_Atomic int lock_waiters;      /* threads blocked in srn_nic_lock */
-	struct srn_udp udp;
-	struct srn_rx_batch rx;        /* receive buffers, used under lock */
-	struct srn_txq *txq;           /* packets waiting for the end of the burst */
-	bool gso_ok;                   /* send runs with UDP GSO */
 	uint64_t bg_spin_ns;           /* progress thread busy-polls this long after socket traffic */
-	struct srn_gro_batch *gro;     /* receive with UDP GRO (NULL: plain recvmmsg) */
-	uint16_t rx_id_next;           /* IPv4 ID the next packet probably has (GSO) */
-	/* Same-host peers: shared-memory rings instead of the socket
-	 * (link/shm.h).  While they carry traffic, an application's poll
-	 * asks the socket only every SRN_UDP_POLL_GAP_NS (engine/progress.c). */
-	struct srn_shm shm;
+	struct srn_nic_link link;
+	/* While the rings carry traffic, an application's poll asks the
+	 * socket only every SRN_UDP_POLL_GAP_NS (engine/progress.c). */
 	uint64_t shm_rx_ns;            /* when a ring last delivered */
 	uint64_t udp_polled_ns;        /* when the socket was last asked */
 	uint64_t udp_rx_pkts;          /* packets the socket delivered (progress.c busy poll) */

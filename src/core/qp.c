@@ -96,16 +96,16 @@ static void reset(struct srn_qp *qp)
 void srn_ip_meta_for(const struct srn_nic *nic, const struct sockaddr *dst, struct srn_ip_meta *m)
 {
 	memset(m, 0, sizeof(*m));
-	m->family = nic->udp.family;
-	m->sport = nic->udp.port;
-	m->dport = nic->udp.port;
+	m->family = nic->link.udp.family;
+	m->sport = nic->link.udp.port;
+	m->dport = nic->link.udp.port;
 	if (m->family == AF_INET) {
-		memcpy(m->src, &((const struct sockaddr_in *)&nic->udp.local)->sin_addr, 4);
+		memcpy(m->src, &((const struct sockaddr_in *)&nic->link.udp.local)->sin_addr, 4);
 		memcpy(m->dst, &((const struct sockaddr_in *)dst)->sin_addr, 4);
 		m->ipv4_id = 0;         /* what Linux sends on this socket: link/udp.h */
 		m->ipv4_frag = 0x4000;  /* DF */
 	} else {
-		memcpy(m->src, &((const struct sockaddr_in6 *)&nic->udp.local)->sin6_addr, 16);
+		memcpy(m->src, &((const struct sockaddr_in6 *)&nic->link.udp.local)->sin6_addr, 16);
 		memcpy(m->dst, &((const struct sockaddr_in6 *)dst)->sin6_addr, 16);
 	}
 }
@@ -113,8 +113,8 @@ void srn_ip_meta_for(const struct srn_nic *nic, const struct sockaddr *dst, stru
 static int set_peer(struct srn_qp *qp, const struct ibv_ah_attr *ah)
 {
 	struct srn_nic *nic = qp->nic;
-	int ret = srn_gid_to_sockaddr(ah->grh.dgid.raw, nic->udp.port, nic->udp.family, &qp->path.peer,
-				      &qp->path.peer_len);
+	int ret = srn_gid_to_sockaddr(ah->grh.dgid.raw, nic->link.udp.port, nic->link.udp.family,
+				      &qp->path.peer, &qp->path.peer_len);
 	if (ret)
 		return -EINVAL;
 	srn_ip_meta_for(nic, (const struct sockaddr *)&qp->path.peer, &qp->path.tx_meta);

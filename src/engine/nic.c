@@ -38,27 +38,27 @@ int srn_nic_create(struct srn_device *dev, struct srn_nic **out, char *err, size
 	nic->kick_fd = nic->ep_all = nic->ep_kick = -1;
 	nic->pid = getpid();
 
-	int ret = srn_udp_open(&nic->udp, &nic->cfg, err, errlen);
+	int ret = srn_udp_open(&nic->link.udp, &nic->cfg, err, errlen);
 	if (ret) {
 		free(nic);
 		return ret;
 	}
-	ret = srn_rx_batch_init(&nic->rx);
+	ret = srn_rx_batch_init(&nic->link.rx);
 	if (ret)
 		goto fail;
-	nic->txq = calloc(1, sizeof(*nic->txq));
-	if (!nic->txq) {
+	nic->link.txq = calloc(1, sizeof(*nic->link.txq));
+	if (!nic->link.txq) {
 		ret = -ENOMEM;
 		goto fail;
 	}
 	/* GSO/GRO batch packets below the link layer's per-packet hooks, so
 	 * with a fault injector or a packet trace every packet goes alone. */
-	nic->gso_ok = !nic->udp.hooked && !getenv("SOFTRNIC_NO_GSO");
-	if (nic->gso_ok && srn_udp_enable_gro(&nic->udp)) {
-		nic->gro = calloc(1, sizeof(*nic->gro));
-		if (!nic->gro || srn_gro_batch_init(nic->gro)) {
-			free(nic->gro);
-			nic->gro = NULL;
+	nic->link.gso_ok = !nic->link.udp.hooked && !getenv("SOFTRNIC_NO_GSO");
+	if (nic->link.gso_ok && srn_udp_enable_gro(&nic->link.udp)) {
+		nic->link.gro = calloc(1, sizeof(*nic->link.gro));
+		if (!nic->link.gro || srn_gro_batch_init(nic->link.gro)) {
+			free(nic->link.gro);
+			nic->link.gro = NULL;
 		}
 	}
 	/* Same-host rings bypass the fault injector, so with one every
@@ -66,10 +66,10 @@ int srn_nic_create(struct srn_device *dev, struct srn_nic **out, char *err, size
 	 * traffic too (transport/txq.c, rx.c). */
 	nic->bg_spin_ns = srn_progress_spin_ns(getenv("SOFTRNIC_SPIN_US"));
 	const char *shm_env = getenv("SOFTRNIC_SHM");
-	bool shm_on = !nic->udp.fault && !(shm_env && !strcmp(shm_env, "0"));
-	if (srn_shm_open(&nic->shm, (const struct sockaddr *)&nic->udp.local, nic->udp.local_len,
-			 shm_on))
-		nic->shm.in = NULL;     /* sends may still use peers' inboxes */
+	bool shm_on = !nic->link.udp.fault && !(shm_env && !strcmp(shm_env, "0"));
+	if (srn_shm_open(&nic->link.shm, (const struct sockaddr *)&nic->link.udp.local,
+			 nic->link.udp.local_len, shm_on))
+		nic->link.shm.in = NULL;     /* sends may still use peers' inboxes */
 	srn_sockaddr_to_gid((const struct sockaddr *)&nic->cfg.addr, nic->gid);
 	nic->ib_mtu = srn_link_ib_mtu(nic->cfg.link_mtu);
 	nic->diag = srn_diag_create(nic->cfg.name, nic->gid, err, errlen);
@@ -79,8 +79,8 @@ int srn_nic_create(struct srn_device *dev, struct srn_nic **out, char *err, size
 	}
 	nic->cnt = srn_diag_counters(nic->diag);
 	/* A name another user holds, or no inbox at all: said once. */
-	if (nic->shm.note[0])
-		srn_diag_dev_log(nic->diag, SRN_LOG_WARN, "%s", nic->shm.note);
+	if (nic->link.shm.note[0])
+		srn_diag_dev_log(nic->diag, SRN_LOG_WARN, "%s", nic->link.shm.note);
 	/* Start QP numbers at a time-dependent generation so a restarted
 	 * process does not reuse the numbers its predecessor's peers knew. */
 	nic->qpn_gen = (uint32_t)(srn_now_ns() >> 10) & 0x7ff;
@@ -94,11 +94,11 @@ int srn_nic_create(struct srn_device *dev, struct srn_nic **out, char *err, size
 	*out = nic;
 	return 0;
 fail:
-	srn_shm_close(&nic->shm);
+	srn_shm_close(&nic->link.shm);
 	srn_diag_close(nic->diag);
-	free(nic->txq);
-	srn_rx_batch_free(&nic->rx);
-	srn_udp_close(&nic->udp);
+	free(nic->link.txq);
+	srn_rx_batch_free(&nic->link.rx);
+	srn_udp_close(&nic->link.udp);
 	free(nic);
 	return ret;
 }
@@ -114,16 +114,16 @@ void srn_nic_destroy(struct srn_nic *nic)
 	srn_txq_flush(nic);
 	pthread_mutex_unlock(&nic->lock);
 	srn_mcast_fini(nic);
-	srn_shm_close(&nic->shm);
+	srn_shm_close(&nic->link.shm);
 	srn_nic_mirror_faults(nic);
 	stats_at_exit(nic);
 	srn_diag_close(nic->diag);
-	srn_rx_batch_free(&nic->rx);
-	if (nic->gro)
-		srn_gro_batch_free(nic->gro);
-	free(nic->gro);
-	free(nic->txq);
-	srn_udp_close(&nic->udp);
+	srn_rx_batch_free(&nic->link.rx);
+	if (nic->link.gro)
+		srn_gro_batch_free(nic->link.gro);
+	free(nic->link.gro);
+	free(nic->link.txq);
+	srn_udp_close(&nic->link.udp);
 	free(nic->mrs);
 	free(nic->mr_keybyte);
 	pthread_mutex_destroy(&nic->lock);
@@ -188,14 +188,14 @@ void srn_nic_exit_flush(struct srn_nic *nic)
 		srn_txq_flush(nic);
 		pthread_mutex_unlock(&nic->lock);
 	}
-	srn_shm_exit(&nic->shm);
+	srn_shm_exit(&nic->link.shm);
 	srn_nic_mirror_faults(nic);
 	stats_at_exit(nic);
 }
 
 void srn_nic_unlock(struct srn_nic *nic)
 {
-	if (nic->txq->n || nic->shm.ndirty) {
+	if (nic->link.txq->n || nic->link.shm.ndirty) {
 		/* ACKs held by the last poll leave with these packets. */
 		if (nic->ack_list)
 			srn_ack_flush(nic);

@@ -148,7 +148,7 @@ static void *progress_main(void *arg)
 		uint64_t ddl = srn_diag_deadline(nic->diag);
 		if (ddl && (!dl || ddl < dl))
 			dl = ddl;
-		uint64_t fdl = srn_udp_fault_next_ns(&nic->udp);
+		uint64_t fdl = srn_udp_fault_next_ns(&nic->link.udp);
 		if (fdl && (!dl || fdl < dl))
 			dl = fdl;
 		if (atomic_load(&nic->tx_waiting)) {
@@ -157,7 +157,7 @@ static void *progress_main(void *arg)
 				dl = t;
 		}
 		/* Same-host senders ring the socket while this is raised. */
-		if (!srn_shm_sleep_begin(&nic->shm)) {
+		if (!srn_shm_sleep_begin(&nic->link.shm)) {
 			atomic_store(&nic->bg_deep_sleep, false);
 			srn_nic_lock(nic);
 			srn_count(nic->cnt, SRN_CNT_BG_WAKEUPS, 1);
@@ -174,14 +174,14 @@ static void *progress_main(void *arg)
 			tsp = &ts;
 		}
 		int n = epoll_pwait2(nic->ep_all, ev, 4, tsp, NULL);
-		srn_shm_sleep_end(&nic->shm);
+		srn_shm_sleep_end(&nic->link.shm);
 		atomic_store(&nic->bg_deep_sleep, false);
 		if (n < 0 && errno != EINTR)
 			break;
 		if (n == 0 && !app_is_polling(nic, srn_now_ns(), &left)) {
 			srn_nic_lock(nic);
 			if (fdl)
-				srn_udp_fault_flush(&nic->udp, srn_now_ns());
+				srn_udp_fault_flush(&nic->link.udp, srn_now_ns());
 			srn_progress_poll(nic, false);     /* timers; delayed RX packets */
 			srn_nic_unlock(nic);
 			continue;
@@ -219,7 +219,7 @@ int srn_progress_start(struct srn_nic *nic)
 	    epoll_ctl(nic->ep_kick, EPOLL_CTL_ADD, nic->kick_fd, &e))
 		goto fail;
 	e.data.u32 = 1;
-	if (epoll_ctl(nic->ep_all, EPOLL_CTL_ADD, nic->udp.fd, &e))
+	if (epoll_ctl(nic->ep_all, EPOLL_CTL_ADD, nic->link.udp.fd, &e))
 		goto fail;
 	int ret = pthread_create(&nic->thread, NULL, progress_main, nic);
 	if (ret) {
@@ -276,7 +276,7 @@ void srn_progress_held_acks_due(struct srn_nic *nic, uint64_t now)
 /* The injector's own tallies, as device counters (one store each). */
 void srn_nic_mirror_faults(struct srn_nic *nic)
 {
-	const struct srn_fault_stats *f = srn_udp_fault_stats(&nic->udp);
+	const struct srn_fault_stats *f = srn_udp_fault_stats(&nic->link.udp);
 	if (!f)
 		return;
 	const uint64_t v[] = { f->tx_dropped, f->tx_duplicated, f->tx_reordered, f->tx_delayed,
@@ -303,10 +303,10 @@ static int mcast_poll(struct srn_nic *nic)
 	int total = 0;
 	for (int i = 0; i < nic->nmcast; i++) {
 		struct srn_mcast_group *g = nic->mcast[i];
-		int n = srn_udp_recv_batch(&g->sock, &nic->rx, NULL);
+		int n = srn_udp_recv_batch(&g->sock, &nic->link.rx, NULL);
 		for (int k = 0; k < n; k++)
-			srn_rx_mcast_packet(nic, g, nic->rx.pkt[k].data, nic->rx.pkt[k].len,
-					    (const struct sockaddr *)&nic->rx.pkt[k].src);
+			srn_rx_mcast_packet(nic, g, nic->link.rx.pkt[k].data, nic->link.rx.pkt[k].len,
+					    (const struct sockaddr *)&nic->link.rx.pkt[k].src);
 		if (n > 0)
 			total += n;
 	}
@@ -341,8 +341,8 @@ int srn_progress_poll(struct srn_nic *nic, bool from_app)
 	uint64_t now = srn_now_ns();
 	/* ACKs owed from the previous call (or batch) go first. */
 	srn_ack_flush(nic);
-	if (nic->shm.in) {
-		int n = srn_shm_poll(&nic->shm, SRN_SHM_POLL_MAX, shm_deliver, nic);
+	if (nic->link.shm.in) {
+		int n = srn_shm_poll(&nic->link.shm, SRN_SHM_POLL_MAX, shm_deliver, nic);
 		if (n) {
 			nic->shm_rx_ns = now;
 			srn_ack_flush(nic);
@@ -350,26 +350,26 @@ int srn_progress_poll(struct srn_nic *nic, bool from_app)
 		}
 	}
 	bool udp = udp_due(nic, from_app, now);
-	for (int b = 0; b < SRN_RX_BATCHES_PER_POLL && udp && nic->gro; b++) {
-		int n = srn_udp_recv_gro(&nic->udp, nic->gro);
+	for (int b = 0; b < SRN_RX_BATCHES_PER_POLL && udp && nic->link.gro; b++) {
+		int n = srn_udp_recv_gro(&nic->link.udp, nic->link.gro);
 		if (n <= 0)
 			break;
 		if (b)
 			srn_ack_flush(nic);     /* the previous batch's */
 		for (int i = 0; i < n; i++)
-			srn_rx_packet(nic, nic->gro->pkt[i].data, nic->gro->pkt[i].len,
-				      (const struct sockaddr *)nic->gro->pkt[i].src,
-				      nic->gro->pkt[i].seg_index);
+			srn_rx_packet(nic, nic->link.gro->pkt[i].data, nic->link.gro->pkt[i].len,
+				      (const struct sockaddr *)nic->link.gro->pkt[i].src,
+				      nic->link.gro->pkt[i].seg_index);
 		total += n;
 		nic->udp_rx_pkts += (uint64_t)n;
 		/* A short batch drained the socket: asking again would be a
 		 * system call that finds nothing, on the latency path. */
-		if (nic->gro->datagrams < SRN_GRO_MSGS)
+		if (nic->link.gro->datagrams < SRN_GRO_MSGS)
 			break;
 	}
-	for (int b = 0; b < SRN_RX_BATCHES_PER_POLL && udp && !nic->gro; b++) {
+	for (int b = 0; b < SRN_RX_BATCHES_PER_POLL && udp && !nic->link.gro; b++) {
 		int trunc = 0;
-		int n = srn_udp_recv_batch(&nic->udp, &nic->rx, &trunc);
+		int n = srn_udp_recv_batch(&nic->link.udp, &nic->link.rx, &trunc);
 		if (trunc)
 			srn_count(nic->cnt, SRN_CNT_RX_TRUNCATED, (uint64_t)trunc);
 		if (n <= 0)
@@ -377,10 +377,10 @@ int srn_progress_poll(struct srn_nic *nic, bool from_app)
 		if (b)
 			srn_ack_flush(nic);     /* the previous batch's */
 		for (int i = 0; i < n; i++) {
-			srn_rx_packet(nic, nic->rx.pkt[i].data, nic->rx.pkt[i].len,
-				      (const struct sockaddr *)&nic->rx.pkt[i].src, 0);
+			srn_rx_packet(nic, nic->link.rx.pkt[i].data, nic->link.rx.pkt[i].len,
+				      (const struct sockaddr *)&nic->link.rx.pkt[i].src, 0);
 			/* A same-host doorbell (empty) is ring traffic. */
-			nic->udp_rx_pkts += nic->rx.pkt[i].len != 0;
+			nic->udp_rx_pkts += nic->link.rx.pkt[i].len != 0;
 		}
 		total += n;
 		if (n < SRN_RX_BATCH)
@@ -397,7 +397,7 @@ int srn_progress_poll(struct srn_nic *nic, bool from_app)
 	 * next verbs call that transmits or polls, or, if it goes quiet, until
 	 * the progress thread takes over (SRN_APP_IDLE_NS to
 	 * SRN_BG_RECHECK_NS later). */
-	bool hold = from_app && nic->ack_list && !nic->txq->n && acks_all_plain(nic);
+	bool hold = from_app && nic->ack_list && !nic->link.txq->n && acks_all_plain(nic);
 	if (hold) {
 		atomic_store(&nic->acks_deferred, true);
 		if (atomic_load(&nic->bg_deep_sleep)) {

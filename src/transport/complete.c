@@ -137,7 +137,7 @@ void srn_complete_recv_ud(struct srn_qp *qp, uint32_t byte_len, bool with_imm, u
 		 * packet (2: IPv4, 1: IPv6), which says where in the GRH area
 		 * the destination address is. UCX's UD drops receives whose
 		 * destination it cannot find among its GIDs. */
-		.sl = qp->nic->udp.local.ss_family == AF_INET ? 2 : 1,
+		.sl = qp->nic->link.udp.local.ss_family == AF_INET ? 2 : 1,
 	};
 	push(qp, qp->rcq, &wc, solicited);
 }

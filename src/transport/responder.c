@@ -623,7 +623,7 @@ static void build_grh(const struct srn_qp *qp, const struct sockaddr *src, uint3
 		ip[8] = 64;
 		ip[9] = 17;
 		memcpy(ip + 12, &((const struct sockaddr_in *)src)->sin_addr, 4);
-		memcpy(ip + 16, &((const struct sockaddr_in *)&qp->nic->udp.local)->sin_addr, 4);
+		memcpy(ip + 16, &((const struct sockaddr_in *)&qp->nic->link.udp.local)->sin_addr, 4);
 		uint32_t sum = 0;
 		for (int i = 0; i < 20; i += 2)
 			sum += (uint32_t)ip[i] << 8 | ip[i + 1];
@@ -638,7 +638,7 @@ static void build_grh(const struct srn_qp *qp, const struct sockaddr *src, uint3
 		grh[6] = 17;
 		grh[7] = 64;
 		memcpy(grh + 8, &((const struct sockaddr_in6 *)src)->sin6_addr, 16);
-		memcpy(grh + 24, &((const struct sockaddr_in6 *)&qp->nic->udp.local)->sin6_addr, 16);
+		memcpy(grh + 24, &((const struct sockaddr_in6 *)&qp->nic->link.udp.local)->sin6_addr, 16);
 	}
 }
 

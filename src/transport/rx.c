@@ -27,8 +27,8 @@ static void rx_meta(const struct srn_nic *nic, const struct sockaddr *src,
 		    const struct sockaddr_storage *local, struct srn_ip_meta *m)
 {
 	memset(m, 0, sizeof(*m));
-	m->family = nic->udp.family;
-	m->dport = nic->udp.port;
+	m->family = nic->link.udp.family;
+	m->dport = nic->link.udp.port;
 	if (src->sa_family == AF_INET) {
 		const struct sockaddr_in *s = (const void *)src;
 		const struct sockaddr_in *d = (const void *)local;
@@ -59,14 +59,14 @@ static bool icrc_ok(struct srn_nic *nic, const uint8_t *data, uint32_t len,
 	struct iovec iov = { (void *)data, len - SRN_ICRC_LEN };
 	if (m.family != AF_INET)
 		return srn_icrc_calc(&m, &iov, 1) == wire;   /* IPv6 has no ID */
-	uint16_t guesses[3] = { id_hint, 0, nic->rx_id_next };
+	uint16_t guesses[3] = { id_hint, 0, nic->link.rx_id_next };
 	for (int g = 0; g < 3; g++) {
 		if ((g == 0 && guesses[0] == 0) || (g == 2 && (guesses[2] == 0 ||
 							       guesses[2] == guesses[0])))
 			continue;   /* 0 is tried once, as the second guess */
 		m.ipv4_id = guesses[g];
 		if (srn_icrc_calc(&m, &iov, 1) == wire) {
-			nic->rx_id_next = (uint16_t)(guesses[g] + 1);
+			nic->link.rx_id_next = (uint16_t)(guesses[g] + 1);
 			return true;
 		}
 	}
@@ -74,7 +74,7 @@ static bool icrc_ok(struct srn_nic *nic, const uint8_t *data, uint32_t len,
 	uint16_t id;
 	if (srn_icrc_solve_ipv4_id(&m, &iov, 1, wire, &id) == 0) {
 		srn_count(nic->cnt, SRN_CNT_ICRC_ID_SOLVED, 1);
-		nic->rx_id_next = (uint16_t)(id + 1);
+		nic->link.rx_id_next = (uint16_t)(id + 1);
 		return true;
 	}
 	return false;
@@ -147,7 +147,7 @@ static void rx_packet(struct srn_nic *nic, const uint8_t *data, uint32_t len,
 {
 	struct srn_pkt p;
 
-	if (!at_the_door(nic, data, len, src, &nic->udp.local, &p, id_hint, from_ring))
+	if (!at_the_door(nic, data, len, src, &nic->link.udp.local, &p, id_hint, from_ring))
 		return;
 	if (srn_opcode_transport(p.opcode) == SRN_TRANSPORT_CC)
 		return;         /* CNP: congestion control is not implemented yet */
@@ -195,15 +195,15 @@ void srn_rx_packet(struct srn_nic *nic, const uint8_t *data, uint32_t len,
 void srn_rx_packet_local(struct srn_nic *nic, const uint8_t *data, uint32_t len,
 			 const struct sockaddr *src)
 {
-	if (nic->udp.pcap && len >= SRN_ICRC_LEN) {
+	if (nic->link.udp.pcap && len >= SRN_ICRC_LEN) {
 		/* Traced as the UDP link would have carried it (shm_trace in
 		 * txq.c does the same on the sending side). */
 		struct srn_ip_meta m;
-		rx_meta(nic, src, &nic->udp.local, &m);
+		rx_meta(nic, src, &nic->link.udp.local, &m);
 		uint8_t icrc[SRN_ICRC_LEN];
 		struct iovec v[2] = { { (void *)data, len - SRN_ICRC_LEN }, { icrc, SRN_ICRC_LEN } };
 		srn_icrc_put(icrc, srn_icrc_calc(&m, v, 1));
-		srn_pcap_record(nic->udp.pcap, src, (const struct sockaddr *)&nic->udp.local, v, 2,
+		srn_pcap_record(nic->link.udp.pcap, src, (const struct sockaddr *)&nic->link.udp.local, v, 2,
 				true, srn_now_ns());
 	}
 	rx_packet(nic, data, len, src, 0, true);

@@ -35,7 +35,7 @@ static void shm_trace(struct srn_nic *nic, const struct srn_shm_peer *sp,
 	v[n - 1] = (struct iovec){ tail, pad };
 	srn_icrc_put(tail + pad, srn_icrc_calc(meta, v, n));
 	v[n - 1].iov_len = pad + SRN_ICRC_LEN;
-	srn_pcap_record(nic->udp.pcap, (const struct sockaddr *)&nic->udp.local,
+	srn_pcap_record(nic->link.udp.pcap, (const struct sockaddr *)&nic->link.udp.local,
 			(const struct sockaddr *)&sp->addr, v, n, false, srn_now_ns());
 }
 
@@ -53,7 +53,7 @@ static int shm_add(struct srn_nic *nic, struct srn_shm_peer *sp, const struct sr
 	uint32_t tail = srn_pad_of(paylen) + SRN_ICRC_LEN;
 	v[n++] = (struct iovec){ (void *)zeros, tail };
 	uint32_t len = (uint32_t)hl + paylen + tail;
-	int r = srn_shm_put(&nic->shm, sp, v, n, len);
+	int r = srn_shm_put(&nic->link.shm, sp, v, n, len);
 	if (r == -EAGAIN) {
 		srn_count(nic->cnt, SRN_CNT_SHM_RING_FULL, 1);
 		return r;
@@ -63,7 +63,7 @@ static int shm_add(struct srn_nic *nic, struct srn_shm_peer *sp, const struct sr
 	srn_count(nic->cnt, SRN_CNT_SENT_PKTS, 1);
 	srn_count(nic->cnt, SRN_CNT_SENT_BYTES, len);
 	srn_count(nic->cnt, SRN_CNT_SHM_SENT_PKTS, 1);
-	if (nic->udp.pcap)
+	if (nic->link.udp.pcap)
 		shm_trace(nic, sp, meta, v, n, srn_pad_of(paylen));
 	return 0;
 }
@@ -72,11 +72,11 @@ int srn_txq_add(struct srn_nic *nic, const struct sockaddr *dst, socklen_t dstle
 		const struct srn_ip_meta *meta, const uint8_t *hdr, int hl,
 		const struct iovec *pay, int npay, uint32_t paylen)
 {
-	struct srn_txq *q = nic->txq;
+	struct srn_txq *q = nic->link.txq;
 	if (npay > SRN_MAX_SGE || hl > SRN_MAX_HDR_LEN)
 		return -EINVAL;
-	if (nic->shm.enabled) {
-		struct srn_shm_peer *sp = srn_shm_route(&nic->shm, dst, dstlen);
+	if (nic->link.shm.enabled) {
+		struct srn_shm_peer *sp = srn_shm_route(&nic->link.shm, dst, dstlen);
 		if (sp && sp->fresh) {
 			/* Packets queued for UDP before the ring was found go
 			 * first, or the peer would see them out of order. */
@@ -134,7 +134,7 @@ static void doorbell(void *ctx, const struct sockaddr *dst, socklen_t len)
 {
 	struct srn_nic *nic = ctx;
 	srn_count(nic->cnt, SRN_CNT_SHM_DOORBELLS, 1);
-	int r = srn_udp_doorbell(&nic->udp, dst, len);
+	int r = srn_udp_doorbell(&nic->link.udp, dst, len);
 	if (r && r != -EAGAIN)      /* a full socket wakes its reader anyway */
 		srn_count(nic->cnt, SRN_CNT_TX_ERR, 1);
 }
@@ -146,13 +146,13 @@ static void doorbell(void *ctx, const struct sockaddr *dst, socklen_t len)
  * carries. */
 static int plan(struct srn_nic *nic, int i, struct srn_tx_msg *m, int *npkts)
 {
-	struct srn_txq *q = nic->txq;
+	struct srn_txq *q = nic->link.txq;
 	int nm = 0;
 	while (i < q->n && nm < SRN_TX_BATCH) {
 		struct srn_txq_pkt *k = &q->pkt[i];
 		int run = 1;
 		uint32_t total = k->len, niov = k->niov;
-		while (nic->gso_ok && i + run < q->n && run < SRN_GSO_MAX_SEGS &&
+		while (nic->link.gso_ok && i + run < q->n && run < SRN_GSO_MAX_SEGS &&
 		       q->pkt[i + run].len == k->len && same_dst(k, &q->pkt[i + run]) &&
 		       total + k->len <= SRN_GSO_MAX_BYTES &&
 		       niov + q->pkt[i + run].niov <= SRN_GSO_MAX_IOVS) {
@@ -174,7 +174,7 @@ static void count_sent(struct srn_nic *nic, int first, int n)
 {
 	uint64_t bytes = 0;
 	for (int s = first; s < first + n; s++)
-		bytes += nic->txq->pkt[s].len;
+		bytes += nic->link.txq->pkt[s].len;
 	srn_count(nic->cnt, SRN_CNT_SENT_PKTS, (uint64_t)n);
 	srn_count(nic->cnt, SRN_CNT_SENT_BYTES, bytes);
 }
@@ -188,7 +188,7 @@ static bool gso_refused(const struct srn_tx_msg *m, int r)
 
 void srn_txq_flush(struct srn_nic *nic)
 {
-	struct srn_txq *q = nic->txq;
+	struct srn_txq *q = nic->link.txq;
 	int i = 0;
 	while (i < q->n) {
 		/* One sendmmsg for the whole burst: the first packet of a
@@ -198,7 +198,7 @@ void srn_txq_flush(struct srn_nic *nic)
 		int npkts[SRN_TX_BATCH];
 		int nm = plan(nic, i, m, npkts), k = 0;
 		while (k < nm) {
-			int r = srn_udp_send_batch(&nic->udp, m + k, nm - k);
+			int r = srn_udp_send_batch(&nic->link.udp, m + k, nm - k);
 			if (r > 0) {
 				/* sendmmsg stops at a message that fails and keeps
 				 * its error to itself: ask again for the rest, so a
@@ -218,7 +218,7 @@ void srn_txq_flush(struct srn_nic *nic)
 			} else if (gso_refused(&m[k], r)) {
 				/* Plain sends from now on, these packets too: the
 				 * outer loop plans again from packet i. */
-				nic->gso_ok = false;
+				nic->link.gso_ok = false;
 				srn_diag_dev_log(nic->diag, SRN_LOG_WARN,
 						 "the path refused a UDP GSO send (%s): one datagram "
 						 "per packet from now on", strerror(-r));
@@ -233,5 +233,5 @@ void srn_txq_flush(struct srn_nic *nic)
 	}
 	q->n = 0;
 	q->niov = 0;
-	srn_shm_publish(&nic->shm, doorbell, nic);
+	srn_shm_publish(&nic->link.shm, doorbell, nic);
 }

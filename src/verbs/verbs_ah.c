@@ -29,7 +29,7 @@ SRN_EXPORT struct ibv_ah *ibv_create_ah(struct ibv_pd *ibpd, struct ibv_ah_attr 
 	struct srn_ah *ah = calloc(1, sizeof(*ah));
 	if (!ah)
 		return srn_null_errno(-ENOMEM);
-	if (srn_gid_to_sockaddr(attr->grh.dgid.raw, pd->nic->udp.port, pd->nic->udp.family,
+	if (srn_gid_to_sockaddr(attr->grh.dgid.raw, pd->nic->link.udp.port, pd->nic->link.udp.family,
 				&ah->dst, &ah->dstlen)) {
 		free(ah);
 		return srn_null_errno(-EINVAL);
