@@ -50,7 +50,7 @@ static int group_open(struct srn_nic *nic, const uint8_t gid[16], struct srn_mca
 	g->sock.pcap = nic->link.udp.pcap;
 	g->sock.hooked = g->sock.pcap != NULL;
 	struct epoll_event e = { .events = EPOLLIN, .data.u32 = 2 };
-	if (epoll_ctl(nic->ep_all, EPOLL_CTL_ADD, g->sock.fd, &e)) {
+	if (epoll_ctl(nic->engine.ep_all, EPOLL_CTL_ADD, g->sock.fd, &e)) {
 		ret = -errno;
 		g->sock.pcap = NULL;
 		srn_udp_close(&g->sock);
@@ -64,7 +64,7 @@ static int group_open(struct srn_nic *nic, const uint8_t gid[16], struct srn_mca
 
 static void group_close(struct srn_nic *nic, struct srn_mcast_group *g)
 {
-	epoll_ctl(nic->ep_all, EPOLL_CTL_DEL, g->sock.fd, NULL);
+	epoll_ctl(nic->engine.ep_all, EPOLL_CTL_DEL, g->sock.fd, NULL);
 	g->sock.pcap = NULL;       /* borrowed from the device socket */
 	srn_udp_close(&g->sock);   /* closing the socket leaves the group */
 	free(g->qps);

@@ -22,7 +22,7 @@ uint64_t srn_now_ns(void)
 void srn_nic_kick(struct srn_nic *nic)
 {
 	uint64_t one = 1;
-	if (nic->kick_fd >= 0 && write(nic->kick_fd, &one, sizeof(one)) < 0) {
+	if (nic->engine.kick_fd >= 0 && write(nic->engine.kick_fd, &one, sizeof(one)) < 0) {
 		/* Counter saturated: the thread is already due to wake. */
 	}
 }
@@ -32,10 +32,10 @@ void srn_nic_tx_deferred(struct srn_nic *nic)
 	/* Raise the flag, then look: the thread announces its deep sleep,
 	 * then reads the flag (both sequentially consistent), so it either
 	 * sees the flag or is kicked. */
-	if (atomic_load_explicit(&nic->tx_waiting, memory_order_relaxed))
+	if (atomic_load_explicit(&nic->engine.tx_waiting, memory_order_relaxed))
 		return;
-	atomic_store(&nic->tx_waiting, true);
-	if (atomic_load(&nic->bg_deep_sleep))
+	atomic_store(&nic->engine.tx_waiting, true);
+	if (atomic_load(&nic->engine.bg_deep_sleep))
 		srn_nic_kick(nic);
 }
 

@@ -54,6 +54,37 @@ struct srn_nic_link {
 	 * (link/shm.h). */
 	struct srn_shm shm;
 };
+/* The engine (engine/): progress is driven by application threads in
+ * post/poll, and a thread takes over when none has for a while
+ * (engine/progress.c).  Written by the engine; the atomics are also read
+ * and set without nic->lock (srn_nic_kick, srn_nic_tx_deferred, tx.c's
+ * held ACKs). */
+struct srn_nic_engine {
+	pthread_t thread;
+	bool thread_started;
+	int kick_fd;                   /* eventfd: wake the progress thread */
+	int ep_all;                    /* epoll: socket + kick */
+	int ep_kick;                   /* epoll: kick only */
+	_Atomic uint64_t last_app_ns;  /* last application-driven progress, 0 = app asleep */
+	_Atomic bool stop;
+	uint64_t bg_spin_ns;           /* progress thread busy-polls this long after socket traffic */
+	/* While the rings carry traffic, an application's poll asks the
+	 * socket only every SRN_UDP_POLL_GAP_NS. */
+	uint64_t shm_rx_ns;            /* when a ring last delivered */
+	uint64_t udp_polled_ns;        /* when the socket was last asked */
+	uint64_t udp_rx_pkts;          /* packets the socket delivered (busy poll) */
+	/* Transmission waits for room in a ring (lists.tx not empty after a
+	 * poll): nothing will wake the progress thread for it, so it looks
+	 * again after SRN_TX_RETRY_NS. */
+	_Atomic bool tx_waiting;
+	/* Plain ACKs held past an application's poll so they leave with its
+	 * next post; the progress thread sends them if it does not come. */
+	_Atomic bool acks_deferred;
+	uint64_t acks_held_ns;         /* when the held ACKs were held */
+	/* The progress thread sleeps until a packet or a kick (not a timer):
+	 * it would not notice held ACKs, so none may be held. */
+	_Atomic bool bg_deep_sleep;
+};
 
 struct srn_nic {
 	struct srn_device *dev;
@@ -63,17 +94,8 @@ struct srn_nic {
 
 	pthread_mutex_t lock;
 	_Atomic int lock_waiters;      /* threads blocked in srn_nic_lock */
-	uint64_t bg_spin_ns;           /* progress thread busy-polls this long after socket traffic */
 	struct srn_nic_link link;
-	/* While the rings carry traffic, an application's poll asks the
-	 * socket only every SRN_UDP_POLL_GAP_NS (engine/progress.c). */
-	uint64_t shm_rx_ns;            /* when a ring last delivered */
-	uint64_t udp_polled_ns;        /* when the socket was last asked */
-	uint64_t udp_rx_pkts;          /* packets the socket delivered (progress.c busy poll) */
-	/* Transmission waits for room in a ring (tx_list not empty after a
-	 * poll): nothing will wake the progress thread for it, so it looks
-	 * again after SRN_TX_RETRY_NS. */
-	_Atomic bool tx_waiting;
+	struct srn_nic_engine engine;
 
 	/* QP numbers: slot in the low bits, a generation above it, so a
 	 * number is not reused soon after a QP is destroyed. */
@@ -93,15 +115,7 @@ struct srn_nic {
 	 * and QPs whose transmission stopped on a full socket buffer. */
 	struct srn_qp *ack_list;
 	struct srn_qp *tx_list;
-	/* Plain ACKs held past an application's poll so they leave with its
-	 * next post (engine/progress.c); the progress thread sends them if
-	 * it does not come. */
-	_Atomic bool acks_deferred;
 	pid_t pid;                     /* the process that created it (fork: not the child's) */
-	uint64_t acks_held_ns;         /* when the held ACKs were held */
-	/* The progress thread sleeps until a packet or a kick (not a timer):
-	 * it would not notice held ACKs, so none may be held. */
-	_Atomic bool bg_deep_sleep;
 	/* QPs with an armed retransmission or RNR timer; next_deadline is
 	 * the earliest of them (0 = none), the progress thread's timeout. */
 	struct srn_qp *timer_list;
@@ -119,16 +133,6 @@ struct srn_nic {
 	struct srn_mcast_group *mcast[SRN_MAX_MCAST_GRP];
 	int nmcast;
 	bool mcast_sender_ready;
-
-	/* Progress: application threads drive it in post/poll; the thread
-	 * below takes over when none has for a while (engine/progress.c). */
-	pthread_t thread;
-	bool thread_started;
-	int kick_fd;                   /* eventfd: wake the progress thread */
-	int ep_all;                    /* epoll: socket + kick */
-	int ep_kick;                   /* epoll: kick only */
-	_Atomic uint64_t last_app_ns;  /* last application-driven progress, 0 = app asleep */
-	_Atomic bool stop;
 };
 
 /* QP number table.  Must hold nic->lock. */

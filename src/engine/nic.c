@@ -35,7 +35,7 @@ int srn_nic_create(struct srn_device *dev, struct srn_nic **out, char *err, size
 	nic->dev = dev;
 	nic->cfg = dev->cfg;
 	pthread_mutex_init(&nic->lock, NULL);
-	nic->kick_fd = nic->ep_all = nic->ep_kick = -1;
+	nic->engine.kick_fd = nic->engine.ep_all = nic->engine.ep_kick = -1;
 	nic->pid = getpid();
 
 	int ret = srn_udp_open(&nic->link.udp, &nic->cfg, err, errlen);
@@ -64,7 +64,7 @@ int srn_nic_create(struct srn_device *dev, struct srn_nic **out, char *err, size
 	/* Same-host rings bypass the fault injector, so with one every
 	 * packet stays on the socket where it acts.  The trace records ring
 	 * traffic too (transport/txq.c, rx.c). */
-	nic->bg_spin_ns = srn_progress_spin_ns(getenv("SOFTRNIC_SPIN_US"));
+	nic->engine.bg_spin_ns = srn_progress_spin_ns(getenv("SOFTRNIC_SPIN_US"));
 	const char *shm_env = getenv("SOFTRNIC_SHM");
 	bool shm_on = !nic->link.udp.fault && !(shm_env && !strcmp(shm_env, "0"));
 	if (srn_shm_open(&nic->link.shm, (const struct sockaddr *)&nic->link.udp.local,

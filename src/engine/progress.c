@@ -51,13 +51,13 @@
 static void drain_kick(struct srn_nic *nic)
 {
 	uint64_t v;
-	while (read(nic->kick_fd, &v, sizeof(v)) == sizeof(v))
+	while (read(nic->engine.kick_fd, &v, sizeof(v)) == sizeof(v))
 		;
 }
 
 static bool app_is_polling(struct srn_nic *nic, uint64_t now, uint64_t *left)
 {
-	uint64_t last = atomic_load_explicit(&nic->last_app_ns, memory_order_relaxed);
+	uint64_t last = atomic_load_explicit(&nic->engine.last_app_ns, memory_order_relaxed);
 	if (!last || now - last >= SRN_APP_IDLE_NS)
 		return false;
 	*left = SRN_APP_IDLE_NS - (now - last);
@@ -69,9 +69,9 @@ static bool app_is_polling(struct srn_nic *nic, uint64_t now, uint64_t *left)
 static bool bg_pass(struct srn_nic *nic)
 {
 	srn_nic_lock(nic);
-	uint64_t before = nic->udp_rx_pkts;
+	uint64_t before = nic->engine.udp_rx_pkts;
 	srn_progress_poll(nic, false);
-	bool got = nic->udp_rx_pkts != before;
+	bool got = nic->engine.udp_rx_pkts != before;
 	srn_nic_unlock(nic);
 	return got;
 }
@@ -87,7 +87,8 @@ static bool bg_pass(struct srn_nic *nic)
 static void busy_poll(struct srn_nic *nic)
 {
 	uint64_t now = srn_now_ns(), last = now, left;
-	while (now - last < nic->bg_spin_ns && !atomic_load_explicit(&nic->stop, memory_order_relaxed) &&
+	while (now - last < nic->engine.bg_spin_ns &&
+	       !atomic_load_explicit(&nic->engine.stop, memory_order_relaxed) &&
 	       !app_is_polling(nic, now, &left)) {
 		/* An application thread waits for the lock: let it have it
 		 * (it may well do this work itself). */
@@ -119,13 +120,13 @@ static void *progress_main(void *arg)
 	struct srn_nic *nic = arg;
 	struct epoll_event ev[4];
 
-	while (!atomic_load(&nic->stop)) {
+	while (!atomic_load(&nic->engine.stop)) {
 		uint64_t left;
 		if (app_is_polling(nic, srn_now_ns(), &left)) {
 			if (left < SRN_BG_RECHECK_NS)
 				left = SRN_BG_RECHECK_NS;
 			struct timespec ts = { .tv_sec = 0, .tv_nsec = (long)left };
-			if (epoll_pwait2(nic->ep_kick, ev, 4, &ts, NULL) > 0)
+			if (epoll_pwait2(nic->engine.ep_kick, ev, 4, &ts, NULL) > 0)
 				drain_kick(nic);
 			continue;
 		}
@@ -134,9 +135,9 @@ static void *progress_main(void *arg)
 		 * sleep first and then looking (both sequentially consistent,
 		 * mirrored in srn_progress_poll) means either this thread
 		 * sees the held ACKs or the holder sees the announcement. */
-		atomic_store(&nic->bg_deep_sleep, true);
-		if (atomic_load(&nic->acks_deferred)) {
-			atomic_store(&nic->bg_deep_sleep, false);
+		atomic_store(&nic->engine.bg_deep_sleep, true);
+		if (atomic_load(&nic->engine.acks_deferred)) {
+			atomic_store(&nic->engine.bg_deep_sleep, false);
 			srn_nic_lock(nic);
 			srn_progress_poll(nic, false);
 			srn_nic_unlock(nic);
@@ -151,14 +152,14 @@ static void *progress_main(void *arg)
 		uint64_t fdl = srn_udp_fault_next_ns(&nic->link.udp);
 		if (fdl && (!dl || fdl < dl))
 			dl = fdl;
-		if (atomic_load(&nic->tx_waiting)) {
+		if (atomic_load(&nic->engine.tx_waiting)) {
 			uint64_t t = srn_now_ns() + SRN_TX_RETRY_NS;
 			if (!dl || t < dl)
 				dl = t;
 		}
 		/* Same-host senders ring the socket while this is raised. */
 		if (!srn_shm_sleep_begin(&nic->link.shm)) {
-			atomic_store(&nic->bg_deep_sleep, false);
+			atomic_store(&nic->engine.bg_deep_sleep, false);
 			srn_nic_lock(nic);
 			srn_count(nic->cnt, SRN_CNT_BG_WAKEUPS, 1);
 			srn_progress_poll(nic, false);
@@ -173,9 +174,9 @@ static void *progress_main(void *arg)
 			ts.tv_nsec = (long)(d % 1000000000ull);
 			tsp = &ts;
 		}
-		int n = epoll_pwait2(nic->ep_all, ev, 4, tsp, NULL);
+		int n = epoll_pwait2(nic->engine.ep_all, ev, 4, tsp, NULL);
 		srn_shm_sleep_end(&nic->link.shm);
-		atomic_store(&nic->bg_deep_sleep, false);
+		atomic_store(&nic->engine.bg_deep_sleep, false);
 		if (n < 0 && errno != EINTR)
 			break;
 		if (n == 0 && !app_is_polling(nic, srn_now_ns(), &left)) {
@@ -193,7 +194,7 @@ static void *progress_main(void *arg)
 			else
 				readable = true;
 		}
-		if (!readable || atomic_load(&nic->stop))
+		if (!readable || atomic_load(&nic->engine.stop))
 			continue;
 		/* The application may have started polling meanwhile; if so
 		 * leave the packets to it rather than contend for the lock. */
@@ -209,24 +210,24 @@ static void *progress_main(void *arg)
 int srn_progress_start(struct srn_nic *nic)
 {
 	struct epoll_event e = { .events = EPOLLIN };
-	nic->kick_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	nic->ep_all = epoll_create1(EPOLL_CLOEXEC);
-	nic->ep_kick = epoll_create1(EPOLL_CLOEXEC);
-	if (nic->kick_fd < 0 || nic->ep_all < 0 || nic->ep_kick < 0)
+	nic->engine.kick_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	nic->engine.ep_all = epoll_create1(EPOLL_CLOEXEC);
+	nic->engine.ep_kick = epoll_create1(EPOLL_CLOEXEC);
+	if (nic->engine.kick_fd < 0 || nic->engine.ep_all < 0 || nic->engine.ep_kick < 0)
 		goto fail;
 	e.data.u32 = 0;
-	if (epoll_ctl(nic->ep_all, EPOLL_CTL_ADD, nic->kick_fd, &e) ||
-	    epoll_ctl(nic->ep_kick, EPOLL_CTL_ADD, nic->kick_fd, &e))
+	if (epoll_ctl(nic->engine.ep_all, EPOLL_CTL_ADD, nic->engine.kick_fd, &e) ||
+	    epoll_ctl(nic->engine.ep_kick, EPOLL_CTL_ADD, nic->engine.kick_fd, &e))
 		goto fail;
 	e.data.u32 = 1;
-	if (epoll_ctl(nic->ep_all, EPOLL_CTL_ADD, nic->link.udp.fd, &e))
+	if (epoll_ctl(nic->engine.ep_all, EPOLL_CTL_ADD, nic->link.udp.fd, &e))
 		goto fail;
-	int ret = pthread_create(&nic->thread, NULL, progress_main, nic);
+	int ret = pthread_create(&nic->engine.thread, NULL, progress_main, nic);
 	if (ret) {
 		errno = ret;
 		goto fail;
 	}
-	nic->thread_started = true;
+	nic->engine.thread_started = true;
 	return 0;
 fail:;
 	int err = errno;
@@ -236,38 +237,38 @@ fail:;
 
 void srn_progress_stop(struct srn_nic *nic)
 {
-	if (nic->thread_started) {
-		atomic_store(&nic->stop, true);
+	if (nic->engine.thread_started) {
+		atomic_store(&nic->engine.stop, true);
 		srn_nic_kick(nic);
-		pthread_join(nic->thread, NULL);
-		nic->thread_started = false;
+		pthread_join(nic->engine.thread, NULL);
+		nic->engine.thread_started = false;
 	}
-	if (nic->ep_all >= 0)
-		close(nic->ep_all);
-	if (nic->ep_kick >= 0)
-		close(nic->ep_kick);
-	if (nic->kick_fd >= 0)
-		close(nic->kick_fd);
-	nic->ep_all = nic->ep_kick = nic->kick_fd = -1;
+	if (nic->engine.ep_all >= 0)
+		close(nic->engine.ep_all);
+	if (nic->engine.ep_kick >= 0)
+		close(nic->engine.ep_kick);
+	if (nic->engine.kick_fd >= 0)
+		close(nic->engine.kick_fd);
+	nic->engine.ep_all = nic->engine.ep_kick = nic->engine.kick_fd = -1;
 }
 
 void srn_progress_app_sleeps(struct srn_nic *nic)
 {
-	atomic_store_explicit(&nic->last_app_ns, 0, memory_order_relaxed);
+	atomic_store_explicit(&nic->engine.last_app_ns, 0, memory_order_relaxed);
 	srn_nic_kick(nic);
 }
 
 uint64_t srn_progress_app_active(struct srn_nic *nic)
 {
 	uint64_t now = srn_now_ns();
-	atomic_store_explicit(&nic->last_app_ns, now, memory_order_relaxed);
+	atomic_store_explicit(&nic->engine.last_app_ns, now, memory_order_relaxed);
 	return now;
 }
 
 void srn_progress_held_acks_due(struct srn_nic *nic, uint64_t now)
 {
 	/* now may predate the stamp (read before the lock): signed. */
-	if (nic->ack_list && (int64_t)(now - nic->acks_held_ns) >= (int64_t)SRN_ACK_HOLD_MAX_NS) {
+	if (nic->ack_list && (int64_t)(now - nic->engine.acks_held_ns) >= (int64_t)SRN_ACK_HOLD_MAX_NS) {
 		srn_ack_flush(nic);
 		srn_txq_flush(nic);
 	}
@@ -323,9 +324,9 @@ static void shm_deliver(void *ctx, const uint8_t *data, uint32_t len, const stru
  * epoll watches the socket whenever it runs). */
 static bool udp_due(struct srn_nic *nic, bool from_app, uint64_t now)
 {
-	if (!from_app || now - nic->shm_rx_ns >= SRN_SHM_QUIET_NS ||
-	    now - nic->udp_polled_ns >= SRN_UDP_POLL_GAP_NS) {
-		nic->udp_polled_ns = now;
+	if (!from_app || now - nic->engine.shm_rx_ns >= SRN_SHM_QUIET_NS ||
+	    now - nic->engine.udp_polled_ns >= SRN_UDP_POLL_GAP_NS) {
+		nic->engine.udp_polled_ns = now;
 		return true;
 	}
 	return false;
@@ -344,7 +345,7 @@ int srn_progress_poll(struct srn_nic *nic, bool from_app)
 	if (nic->link.shm.in) {
 		int n = srn_shm_poll(&nic->link.shm, SRN_SHM_POLL_MAX, shm_deliver, nic);
 		if (n) {
-			nic->shm_rx_ns = now;
+			nic->engine.shm_rx_ns = now;
 			srn_ack_flush(nic);
 			total += n;
 		}
@@ -361,7 +362,7 @@ int srn_progress_poll(struct srn_nic *nic, bool from_app)
 				      (const struct sockaddr *)nic->link.gro->pkt[i].src,
 				      nic->link.gro->pkt[i].seg_index);
 		total += n;
-		nic->udp_rx_pkts += (uint64_t)n;
+		nic->engine.udp_rx_pkts += (uint64_t)n;
 		/* A short batch drained the socket: asking again would be a
 		 * system call that finds nothing, on the latency path. */
 		if (nic->link.gro->datagrams < SRN_GRO_MSGS)
@@ -380,7 +381,7 @@ int srn_progress_poll(struct srn_nic *nic, bool from_app)
 			srn_rx_packet(nic, nic->link.rx.pkt[i].data, nic->link.rx.pkt[i].len,
 				      (const struct sockaddr *)&nic->link.rx.pkt[i].src, 0);
 			/* A same-host doorbell (empty) is ring traffic. */
-			nic->udp_rx_pkts += nic->link.rx.pkt[i].len != 0;
+			nic->engine.udp_rx_pkts += nic->link.rx.pkt[i].len != 0;
 		}
 		total += n;
 		if (n < SRN_RX_BATCH)
@@ -399,8 +400,8 @@ int srn_progress_poll(struct srn_nic *nic, bool from_app)
 	 * SRN_BG_RECHECK_NS later). */
 	bool hold = from_app && nic->ack_list && !nic->link.txq->n && acks_all_plain(nic);
 	if (hold) {
-		atomic_store(&nic->acks_deferred, true);
-		if (atomic_load(&nic->bg_deep_sleep)) {
+		atomic_store(&nic->engine.acks_deferred, true);
+		if (atomic_load(&nic->engine.bg_deep_sleep)) {
 			/* It would not notice them: send these now, and wake
 			 * it so that it watches the polling application from
 			 * now on (the kick is paid once per polling spell). */
@@ -409,13 +410,13 @@ int srn_progress_poll(struct srn_nic *nic, bool from_app)
 		}
 	}
 	if (hold) {
-		nic->acks_held_ns = now;
+		nic->engine.acks_held_ns = now;
 		srn_count(nic->cnt, SRN_CNT_ACKS_HELD, 1);
 	} else {
 		srn_ack_flush(nic);
 	}
 	srn_txq_flush(nic);
-	atomic_store_explicit(&nic->tx_waiting, nic->tx_list != NULL, memory_order_relaxed);
+	atomic_store_explicit(&nic->engine.tx_waiting, nic->tx_list != NULL, memory_order_relaxed);
 	srn_nic_mirror_faults(nic);
 	srn_diag_tick(nic->diag, now);
 	return total;

@@ -83,7 +83,7 @@ void srn_ack_flush(struct srn_nic *nic)
 	nic->ack_list = keep;
 	/* Any kept (socket full) are retried by the next flush, as before
 	 * holding existed: they are not held for a post. */
-	atomic_store(&nic->acks_deferred, false);
+	atomic_store(&nic->engine.acks_deferred, false);
 }
 
 void srn_tx_defer(struct srn_qp *qp)
