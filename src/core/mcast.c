@@ -20,21 +20,21 @@
 
 static struct srn_mcast_group *find(struct srn_nic *nic, const uint8_t gid[16])
 {
-	for (int i = 0; i < nic->nmcast; i++)
-		if (memcmp(nic->mcast[i]->gid, gid, 16) == 0)
-			return nic->mcast[i];
+	for (int i = 0; i < nic->tables.nmcast; i++)
+		if (memcmp(nic->tables.mcast[i]->gid, gid, 16) == 0)
+			return nic->tables.mcast[i];
 	return NULL;
 }
 
 static int group_open(struct srn_nic *nic, const uint8_t gid[16], struct srn_mcast_group **out)
 {
-	if (nic->nmcast >= SRN_MAX_MCAST_GRP)
+	if (nic->tables.nmcast >= SRN_MAX_MCAST_GRP)
 		return -ENOMEM;
-	if (!nic->mcast_sender_ready) {
+	if (!nic->tables.mcast_sender_ready) {
 		int r = srn_udp_mcast_sender(&nic->link.udp);
 		if (r)
 			return r;
-		nic->mcast_sender_ready = true;
+		nic->tables.mcast_sender_ready = true;
 	}
 	struct srn_mcast_group *g = calloc(1, sizeof(*g));
 	if (!g)
@@ -57,7 +57,7 @@ static int group_open(struct srn_nic *nic, const uint8_t gid[16], struct srn_mca
 		free(g);
 		return ret;
 	}
-	nic->mcast[nic->nmcast++] = g;
+	nic->tables.mcast[nic->tables.nmcast++] = g;
 	*out = g;
 	return 0;
 }
@@ -68,9 +68,9 @@ static void group_close(struct srn_nic *nic, struct srn_mcast_group *g)
 	g->sock.pcap = NULL;       /* borrowed from the device socket */
 	srn_udp_close(&g->sock);   /* closing the socket leaves the group */
 	free(g->qps);
-	for (int i = 0; i < nic->nmcast; i++)
-		if (nic->mcast[i] == g) {
-			nic->mcast[i] = nic->mcast[--nic->nmcast];
+	for (int i = 0; i < nic->tables.nmcast; i++)
+		if (nic->tables.mcast[i] == g) {
+			nic->tables.mcast[i] = nic->tables.mcast[--nic->tables.nmcast];
 			break;
 		}
 	free(g);
@@ -118,12 +118,12 @@ int srn_mcast_detach(struct srn_nic *nic, struct srn_qp *qp, const uint8_t gid[1
 
 void srn_mcast_qp_gone(struct srn_nic *nic, struct srn_qp *qp)
 {
-	for (int i = nic->nmcast - 1; i >= 0; i--)
-		srn_mcast_detach(nic, qp, nic->mcast[i]->gid);
+	for (int i = nic->tables.nmcast - 1; i >= 0; i--)
+		srn_mcast_detach(nic, qp, nic->tables.mcast[i]->gid);
 }
 
 void srn_mcast_fini(struct srn_nic *nic)
 {
-	while (nic->nmcast)
-		group_close(nic, nic->mcast[0]);
+	while (nic->tables.nmcast)
+		group_close(nic, nic->tables.mcast[0]);
 }

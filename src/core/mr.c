@@ -77,22 +77,22 @@ static void random_bytes(void *buf, size_t n)
 
 static int grow(struct srn_nic *nic)
 {
-	uint32_t cap = nic->mr_cap ? nic->mr_cap * 2 : 64;
+	uint32_t cap = nic->tables.mr_cap ? nic->tables.mr_cap * 2 : 64;
 	if (cap > SRN_MAX_MR + 1)
 		return -ENOMEM;
-	struct srn_mr **m = realloc(nic->mrs, cap * sizeof(*m));
+	struct srn_mr **m = realloc(nic->tables.mrs, cap * sizeof(*m));
 	if (!m)
 		return -ENOMEM;
-	nic->mrs = m;
-	uint8_t *k = realloc(nic->mr_keybyte, cap);
+	nic->tables.mrs = m;
+	uint8_t *k = realloc(nic->tables.mr_keybyte, cap);
 	if (!k)
 		return -ENOMEM;
-	nic->mr_keybyte = k;
-	memset(&nic->mrs[nic->mr_cap], 0, (cap - nic->mr_cap) * sizeof(*m));
+	nic->tables.mr_keybyte = k;
+	memset(&nic->tables.mrs[nic->tables.mr_cap], 0, (cap - nic->tables.mr_cap) * sizeof(*m));
 	/* Fresh slots start from random key bytes, not from a function of
 	 * the slot: the first key of a process must not be guessable. */
-	random_bytes(&nic->mr_keybyte[nic->mr_cap], cap - nic->mr_cap);
-	nic->mr_cap = cap;
+	random_bytes(&nic->tables.mr_keybyte[nic->tables.mr_cap], cap - nic->tables.mr_cap);
+	nic->tables.mr_cap = cap;
 	return 0;
 }
 
@@ -101,16 +101,16 @@ static uint32_t next_key(struct srn_nic *nic, uint32_t slot)
 {
 	uint8_t r[2];
 	random_bytes(r, sizeof(r));
-	uint8_t kb = nic->mr_keybyte[slot];
+	uint8_t kb = nic->tables.mr_keybyte[slot];
 	/* Next time a different byte, by a random step 1..255. */
-	nic->mr_keybyte[slot] = (uint8_t)(kb + 1 + r[1] % 255);
+	nic->tables.mr_keybyte[slot] = (uint8_t)(kb + 1 + r[1] % 255);
 	return (uint32_t)r[0] << 24 | slot << 8 | kb;
 }
 
 void srn_mr_rekey(struct srn_nic *nic, struct srn_mr *mr)
 {
 	uint32_t slot = SRN_KEY_SLOT(mr->key);
-	if (slot < nic->mr_cap && nic->mrs[slot] == mr)
+	if (slot < nic->tables.mr_cap && nic->tables.mrs[slot] == mr)
 		mr->key = next_key(nic, slot);
 }
 
@@ -119,13 +119,13 @@ int srn_mr_insert(struct srn_nic *nic, struct srn_mr *mr)
 	for (;;) {
 		/* Slot 0 is never used, so key 0 (a common uninitialised
 		 * value) is always invalid. */
-		for (uint32_t n = 0; n < nic->mr_cap; n++) {
-			uint32_t slot = (nic->mr_free_hint + n) % nic->mr_cap;
-			if (slot == 0 || nic->mrs[slot])
+		for (uint32_t n = 0; n < nic->tables.mr_cap; n++) {
+			uint32_t slot = (nic->tables.mr_free_hint + n) % nic->tables.mr_cap;
+			if (slot == 0 || nic->tables.mrs[slot])
 				continue;
 			mr->key = next_key(nic, slot);
-			nic->mrs[slot] = mr;
-			nic->mr_free_hint = slot + 1;
+			nic->tables.mrs[slot] = mr;
+			nic->tables.mr_free_hint = slot + 1;
 			return 0;
 		}
 		int ret = grow(nic);
@@ -137,8 +137,8 @@ int srn_mr_insert(struct srn_nic *nic, struct srn_mr *mr)
 void srn_mr_remove(struct srn_nic *nic, struct srn_mr *mr)
 {
 	uint32_t slot = SRN_KEY_SLOT(mr->key);
-	if (slot < nic->mr_cap && nic->mrs[slot] == mr)
-		nic->mrs[slot] = NULL;
+	if (slot < nic->tables.mr_cap && nic->tables.mrs[slot] == mr)
+		nic->tables.mrs[slot] = NULL;
 }
 
 int srn_sge_copy_in(struct srn_nic *nic, struct srn_pd *pd, uint32_t qpn,
@@ -167,7 +167,7 @@ int srn_sge_copy_in(struct srn_nic *nic, struct srn_pd *pd, uint32_t qpn,
 struct srn_mr *srn_key_lookup(struct srn_nic *nic, uint32_t key)
 {
 	uint32_t slot = SRN_KEY_SLOT(key);
-	struct srn_mr *mr = slot < nic->mr_cap ? nic->mrs[slot] : NULL;
+	struct srn_mr *mr = slot < nic->tables.mr_cap ? nic->tables.mrs[slot] : NULL;
 	return mr && mr->key == key ? mr : NULL;
 }
 
@@ -175,7 +175,7 @@ void *srn_mr_resolve(struct srn_nic *nic, struct srn_pd *pd, uint32_t qpn, uint3
 		     uint64_t va, uint64_t len, unsigned need, const char **why)
 {
 	uint32_t slot = SRN_KEY_SLOT(key);
-	struct srn_mr *mr = slot < nic->mr_cap ? nic->mrs[slot] : NULL;
+	struct srn_mr *mr = slot < nic->tables.mr_cap ? nic->tables.mrs[slot] : NULL;
 	if (!mr || mr->key != key) {
 		*why = mr ? "stale key (region re-registered or key byte mismatch)" : "no such key";
 		return NULL;

@@ -43,15 +43,15 @@ int srn_nic_qp_add(struct srn_nic *nic, struct srn_qp *qp, uint32_t *qpn)
 {
 	/* QPN 0 and 1 are the special QPs (SMI/GSI); never hand them out. */
 	for (uint32_t i = 0; i < SRN_QP_TABLE_SIZE; i++) {
-		uint32_t slot = (nic->nqps + i + 2) & (SRN_QP_TABLE_SIZE - 1);
-		if (slot < 2 || nic->qps[slot])
+		uint32_t slot = (nic->tables.nqps + i + 2) & (SRN_QP_TABLE_SIZE - 1);
+		if (slot < 2 || nic->tables.qps[slot])
 			continue;
-		nic->qpn_gen = (nic->qpn_gen + 1) & 0xfff;
-		if (nic->qpn_gen == 0)
-			nic->qpn_gen = 1;
-		nic->qps[slot] = qp;
-		nic->nqps++;
-		*qpn = (nic->qpn_gen << SRN_QP_TABLE_BITS) | slot;
+		nic->tables.qpn_gen = (nic->tables.qpn_gen + 1) & 0xfff;
+		if (nic->tables.qpn_gen == 0)
+			nic->tables.qpn_gen = 1;
+		nic->tables.qps[slot] = qp;
+		nic->tables.nqps++;
+		*qpn = (nic->tables.qpn_gen << SRN_QP_TABLE_BITS) | slot;
 		return 0;
 	}
 	return -ENOMEM;
@@ -60,10 +60,10 @@ int srn_nic_qp_add(struct srn_nic *nic, struct srn_qp *qp, uint32_t *qpn)
 int srn_nic_qp_add_gsi(struct srn_nic *nic, struct srn_qp *qp, uint32_t *qpn)
 {
 	/* QPN 1 is slot 1, generation 0: srn_nic_qp_add never uses slot 1. */
-	if (nic->qps[SRN_GSI_QPN])
+	if (nic->tables.qps[SRN_GSI_QPN])
 		return -EBUSY;
-	nic->qps[SRN_GSI_QPN] = qp;
-	nic->nqps++;
+	nic->tables.qps[SRN_GSI_QPN] = qp;
+	nic->tables.nqps++;
 	*qpn = SRN_GSI_QPN;
 	return 0;
 }
@@ -71,14 +71,14 @@ int srn_nic_qp_add_gsi(struct srn_nic *nic, struct srn_qp *qp, uint32_t *qpn)
 void srn_nic_qp_del(struct srn_nic *nic, uint32_t qpn)
 {
 	uint32_t slot = qpn & (SRN_QP_TABLE_SIZE - 1);
-	if (nic->qps[slot] && nic->qps[slot]->qpn == qpn) {
-		nic->qps[slot] = NULL;
-		nic->nqps--;
+	if (nic->tables.qps[slot] && nic->tables.qps[slot]->qpn == qpn) {
+		nic->tables.qps[slot] = NULL;
+		nic->tables.nqps--;
 	}
 }
 
 struct srn_qp *srn_nic_qp_lookup(struct srn_nic *nic, uint32_t qpn)
 {
-	struct srn_qp *qp = nic->qps[qpn & (SRN_QP_TABLE_SIZE - 1)];
+	struct srn_qp *qp = nic->tables.qps[qpn & (SRN_QP_TABLE_SIZE - 1)];
 	return qp && qp->qpn == qpn ? qp : NULL;
 }

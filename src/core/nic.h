@@ -85,18 +85,10 @@ struct srn_nic_engine {
 	 * it would not notice held ACKs, so none may be held. */
 	_Atomic bool bg_deep_sleep;
 };
-
-struct srn_nic {
-	struct srn_device *dev;
-	struct srn_dev_cfg cfg;        /* with the address actually bound */
-	uint8_t gid[16];               /* GID index 0 */
-	int ib_mtu;                    /* port max/active MTU (enum ibv_mtu) */
-
-	pthread_mutex_t lock;
-	_Atomic int lock_waiters;      /* threads blocked in srn_nic_lock */
-	struct srn_nic_link link;
-	struct srn_nic_engine engine;
-
+/* Object tables: numbers and keys to objects.  Written by the verbs
+ * that create and destroy the objects (core/nic.c, core/mr.c, srq.c,
+ * mcast.c), looked up by the transport; all under nic->lock. */
+struct srn_nic_tables {
 	/* QP numbers: slot in the low bits, a generation above it, so a
 	 * number is not reused soon after a QP is destroyed. */
 	struct srn_qp *qps[SRN_QP_TABLE_SIZE];
@@ -111,6 +103,30 @@ struct srn_nic {
 	uint8_t *mr_keybyte;           /* next key byte per slot */
 	uint32_t mr_free_hint;
 
+	/* XRC: domains opened and SRQs by number. */
+	struct srn_xrcd *xrcds;
+	struct srn_srq *srq_by_num[SRN_MAX_SRQ];
+	uint32_t srqn_next;
+
+	/* UD multicast groups joined (core/mcast.c). */
+	struct srn_mcast_group *mcast[SRN_MAX_MCAST_GRP];
+	int nmcast;
+	bool mcast_sender_ready;
+};
+
+struct srn_nic {
+	struct srn_device *dev;
+	struct srn_dev_cfg cfg;        /* with the address actually bound */
+	uint8_t gid[16];               /* GID index 0 */
+	int ib_mtu;                    /* port max/active MTU (enum ibv_mtu) */
+
+	pthread_mutex_t lock;
+	_Atomic int lock_waiters;      /* threads blocked in srn_nic_lock */
+	struct srn_nic_link link;
+	struct srn_nic_engine engine;
+
+	struct srn_nic_tables tables;
+
 	/* QPs with an ACK to send at the end of the current receive batch,
 	 * and QPs whose transmission stopped on a full socket buffer. */
 	struct srn_qp *ack_list;
@@ -123,16 +139,6 @@ struct srn_nic {
 
 	struct srn_counters *cnt;      /* in the diagnostic segment (diag/shm.h) */
 	struct srn_diag *diag;
-
-	/* XRC: domains opened and SRQs by number. */
-	struct srn_xrcd *xrcds;
-	struct srn_srq *srq_by_num[SRN_MAX_SRQ];
-	uint32_t srqn_next;
-
-	/* UD multicast groups joined (core/mcast.c). */
-	struct srn_mcast_group *mcast[SRN_MAX_MCAST_GRP];
-	int nmcast;
-	bool mcast_sender_ready;
 };
 
 /* QP number table.  Must hold nic->lock. */

@@ -11,7 +11,7 @@
 
 struct srn_srq *srn_srq_lookup(struct srn_nic *nic, uint32_t srqn)
 {
-	struct srn_srq *s = srqn < SRN_MAX_SRQ ? nic->srq_by_num[srqn] : NULL;
+	struct srn_srq *s = srqn < SRN_MAX_SRQ ? nic->tables.srq_by_num[srqn] : NULL;
 	return s && s->srqn == srqn ? s : NULL;
 }
 

@@ -83,7 +83,7 @@ int srn_nic_create(struct srn_device *dev, struct srn_nic **out, char *err, size
 		srn_diag_dev_log(nic->diag, SRN_LOG_WARN, "%s", nic->link.shm.note);
 	/* Start QP numbers at a time-dependent generation so a restarted
 	 * process does not reuse the numbers its predecessor's peers knew. */
-	nic->qpn_gen = (uint32_t)(srn_now_ns() >> 10) & 0x7ff;
+	nic->tables.qpn_gen = (uint32_t)(srn_now_ns() >> 10) & 0x7ff;
 
 	ret = srn_progress_start(nic);
 	if (ret) {
@@ -124,8 +124,8 @@ void srn_nic_destroy(struct srn_nic *nic)
 	free(nic->link.gro);
 	free(nic->link.txq);
 	srn_udp_close(&nic->link.udp);
-	free(nic->mrs);
-	free(nic->mr_keybyte);
+	free(nic->tables.mrs);
+	free(nic->tables.mr_keybyte);
 	pthread_mutex_destroy(&nic->lock);
 	free(nic);
 }

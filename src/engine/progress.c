@@ -302,8 +302,8 @@ static bool acks_all_plain(const struct srn_nic *nic)
 static int mcast_poll(struct srn_nic *nic)
 {
 	int total = 0;
-	for (int i = 0; i < nic->nmcast; i++) {
-		struct srn_mcast_group *g = nic->mcast[i];
+	for (int i = 0; i < nic->tables.nmcast; i++) {
+		struct srn_mcast_group *g = nic->tables.mcast[i];
 		int n = srn_udp_recv_batch(&g->sock, &nic->link.rx, NULL);
 		for (int k = 0; k < n; k++)
 			srn_rx_mcast_packet(nic, g, nic->link.rx.pkt[k].data, nic->link.rx.pkt[k].len,
@@ -387,7 +387,7 @@ int srn_progress_poll(struct srn_nic *nic, bool from_app)
 		if (n < SRN_RX_BATCH)
 			break;
 	}
-	if (nic->nmcast)
+	if (nic->tables.nmcast)
 		total += mcast_poll(nic);
 	srn_timers_run(nic, now);
 	srn_tx_resume(nic);

@@ -88,7 +88,7 @@ SRN_EXPORT int ibv_destroy_srq(struct ibv_srq *ibsrq)
 	}
 	srn_diag_obj_del(srq->diag);
 	if (srq->xrcd) {
-		srq->nic->srq_by_num[srq->srqn] = NULL;
+		srq->nic->tables.srq_by_num[srq->srqn] = NULL;
 		srq->xrcd->users--;
 		srq->cq->nqps--;
 	}

@@ -40,7 +40,7 @@ struct ibv_xrcd *srn_verbs_open_xrcd(struct ibv_context *c, struct ibv_xrcd_init
 	srn_nic_lock(nic);
 	struct srn_xrcd *x = NULL;
 	if (fd >= 0)
-		for (x = nic->xrcds; x; x = x->next)
+		for (x = nic->tables.xrcds; x; x = x->next)
 			if (x->dev == st.st_dev && x->ino == st.st_ino)
 				break;
 	int err = 0;
@@ -58,8 +58,8 @@ struct ibv_xrcd *srn_verbs_open_xrcd(struct ibv_context *c, struct ibv_xrcd_init
 		x->ino = fd >= 0 ? st.st_ino : 0;
 		x->refs = 1;
 		x->ibxrcd.context = c;
-		x->next = nic->xrcds;
-		nic->xrcds = x;
+		x->next = nic->tables.xrcds;
+		nic->tables.xrcds = x;
 	}
 	srn_nic_unlock(nic);
 	if (err)
@@ -78,7 +78,7 @@ int srn_verbs_close_xrcd(struct ibv_xrcd *ibx)
 	}
 	bool last = --x->refs == 0;
 	if (last)
-		for (struct srn_xrcd **pp = &nic->xrcds; *pp; pp = &(*pp)->next)
+		for (struct srn_xrcd **pp = &nic->tables.xrcds; *pp; pp = &(*pp)->next)
 			if (*pp == x) {
 				*pp = x->next;
 				break;
@@ -118,15 +118,15 @@ struct ibv_srq *srn_verbs_create_srq_ex(struct ibv_context *c, struct ibv_srq_in
 	srn_nic_lock(nic);
 	uint32_t n = 0;
 	for (uint32_t i = 0; i < SRN_MAX_SRQ; i++) {
-		uint32_t k = (nic->srqn_next + i) % SRN_MAX_SRQ;
-		if (k && !nic->srq_by_num[k]) {   /* 0 is never a valid number */
+		uint32_t k = (nic->tables.srqn_next + i) % SRN_MAX_SRQ;
+		if (k && !nic->tables.srq_by_num[k]) {   /* 0 is never a valid number */
 			n = k;
 			break;
 		}
 	}
 	if (n) {
-		nic->srq_by_num[n] = srq;
-		nic->srqn_next = n + 1;
+		nic->tables.srq_by_num[n] = srq;
+		nic->tables.srqn_next = n + 1;
 		srq->srqn = n;
 		srq->xrcd = (struct srn_xrcd *)a->xrcd;
 		srq->xrcd->users++;
