@@ -113,6 +113,19 @@ struct srn_nic_tables {
 	int nmcast;
 	bool mcast_sender_ready;
 };
+/* The transport's lists of QPs with work pending, linked through the
+ * QP (resp.ack_next, tx_next, comp.timer_next).  Written by the
+ * transport (tx.c, timers.c, qp_effects.c), drained by the engine. */
+struct srn_nic_lists {
+	/* QPs with an ACK to send at the end of the current receive batch,
+	 * and QPs whose transmission stopped on a full socket buffer. */
+	struct srn_qp *ack;
+	struct srn_qp *tx;
+	/* QPs with an armed retransmission or RNR timer; next_deadline is
+	 * the earliest of them (0 = none), the progress thread's timeout. */
+	struct srn_qp *timer;
+	_Atomic uint64_t next_deadline;
+};
 
 struct srn_nic {
 	struct srn_device *dev;
@@ -127,15 +140,8 @@ struct srn_nic {
 
 	struct srn_nic_tables tables;
 
-	/* QPs with an ACK to send at the end of the current receive batch,
-	 * and QPs whose transmission stopped on a full socket buffer. */
-	struct srn_qp *ack_list;
-	struct srn_qp *tx_list;
+	struct srn_nic_lists lists;
 	pid_t pid;                     /* the process that created it (fork: not the child's) */
-	/* QPs with an armed retransmission or RNR timer; next_deadline is
-	 * the earliest of them (0 = none), the progress thread's timeout. */
-	struct srn_qp *timer_list;
-	_Atomic uint64_t next_deadline;
 
 	struct srn_counters *cnt;      /* in the diagnostic segment (diag/shm.h) */
 	struct srn_diag *diag;

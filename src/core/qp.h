@@ -168,7 +168,7 @@ struct srn_comp {
 	uint32_t rewound_psn;
 	uint64_t ack_deadline;         /* local ACK timeout, 0 = not armed */
 	uint64_t rnr_deadline;
-	struct srn_qp *timer_next;     /* on nic->timer_list */
+	struct srn_qp *timer_next;     /* on nic->lists.timer */
 	bool on_timer_list;
 };
 /* The responder (transport/responder.c): the PSN it expects, the
@@ -198,7 +198,7 @@ struct srn_resp {
 	bool ack_pending;
 	uint8_t ack_syndrome;
 	uint32_t ack_psn;
-	struct srn_qp *ack_next;       /* on nic->ack_list */
+	struct srn_qp *ack_next;       /* on nic->lists.ack */
 };
 /* Where the QP sends (RC/UC), from the address vector: written only by
  * modify (core/qp.c, srn_qp_apply), read by every stage. */
@@ -238,7 +238,7 @@ struct srn_qp {
 	struct srn_rq rq;
 	struct srn_resp resp;
 
-	/* Deferred transmit list (socket was full). */
+	/* On nic->lists.tx: transmission deferred (socket was full). */
 	struct srn_qp *tx_next;
 	bool on_tx_list;
 	struct srn_diag_obj *diag;

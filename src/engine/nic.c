@@ -197,7 +197,7 @@ void srn_nic_unlock(struct srn_nic *nic)
 {
 	if (nic->link.txq->n || nic->link.shm.ndirty) {
 		/* ACKs held by the last poll leave with these packets. */
-		if (nic->ack_list)
+		if (nic->lists.ack)
 			srn_ack_flush(nic);
 		srn_txq_flush(nic);
 	}

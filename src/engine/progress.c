@@ -145,7 +145,7 @@ static void *progress_main(void *arg)
 		}
 		/* Sleep until a packet, a kick, the next transport timer, or a
 		 * packet the fault injector holds comes due. */
-		uint64_t dl = atomic_load_explicit(&nic->next_deadline, memory_order_relaxed);
+		uint64_t dl = atomic_load_explicit(&nic->lists.next_deadline, memory_order_relaxed);
 		uint64_t ddl = srn_diag_deadline(nic->diag);
 		if (ddl && (!dl || ddl < dl))
 			dl = ddl;
@@ -268,7 +268,7 @@ uint64_t srn_progress_app_active(struct srn_nic *nic)
 void srn_progress_held_acks_due(struct srn_nic *nic, uint64_t now)
 {
 	/* now may predate the stamp (read before the lock): signed. */
-	if (nic->ack_list && (int64_t)(now - nic->engine.acks_held_ns) >= (int64_t)SRN_ACK_HOLD_MAX_NS) {
+	if (nic->lists.ack && (int64_t)(now - nic->engine.acks_held_ns) >= (int64_t)SRN_ACK_HOLD_MAX_NS) {
 		srn_ack_flush(nic);
 		srn_txq_flush(nic);
 	}
@@ -291,7 +291,7 @@ void srn_nic_mirror_faults(struct srn_nic *nic)
 /* Only plain ACKs wait; a NAK or RNR NAK must reach the requester now. */
 static bool acks_all_plain(const struct srn_nic *nic)
 {
-	for (const struct srn_qp *qp = nic->ack_list; qp; qp = qp->resp.ack_next)
+	for (const struct srn_qp *qp = nic->lists.ack; qp; qp = qp->resp.ack_next)
 		if ((qp->resp.ack_syndrome & SRN_AETH_TYPE_MASK) != SRN_AETH_TYPE_ACK)
 			return false;
 	return true;
@@ -398,7 +398,7 @@ int srn_progress_poll(struct srn_nic *nic, bool from_app)
 	 * next verbs call that transmits or polls, or, if it goes quiet, until
 	 * the progress thread takes over (SRN_APP_IDLE_NS to
 	 * SRN_BG_RECHECK_NS later). */
-	bool hold = from_app && nic->ack_list && !nic->link.txq->n && acks_all_plain(nic);
+	bool hold = from_app && nic->lists.ack && !nic->link.txq->n && acks_all_plain(nic);
 	if (hold) {
 		atomic_store(&nic->engine.acks_deferred, true);
 		if (atomic_load(&nic->engine.bg_deep_sleep)) {
@@ -416,7 +416,7 @@ int srn_progress_poll(struct srn_nic *nic, bool from_app)
 		srn_ack_flush(nic);
 	}
 	srn_txq_flush(nic);
-	atomic_store_explicit(&nic->engine.tx_waiting, nic->tx_list != NULL, memory_order_relaxed);
+	atomic_store_explicit(&nic->engine.tx_waiting, nic->lists.tx != NULL, memory_order_relaxed);
 	srn_nic_mirror_faults(nic);
 	srn_diag_tick(nic->diag, now);
 	return total;

@@ -19,13 +19,13 @@
 static void unlink_lists(struct srn_qp *qp)
 {
 	struct srn_nic *nic = qp->nic;
-	for (struct srn_qp **pp = &nic->ack_list; *pp; pp = &(*pp)->resp.ack_next)
+	for (struct srn_qp **pp = &nic->lists.ack; *pp; pp = &(*pp)->resp.ack_next)
 		if (*pp == qp) {
 			*pp = qp->resp.ack_next;
 			break;
 		}
 	qp->resp.ack_pending = false;
-	for (struct srn_qp **pp = &nic->tx_list; *pp; pp = &(*pp)->tx_next)
+	for (struct srn_qp **pp = &nic->lists.tx; *pp; pp = &(*pp)->tx_next)
 		if (*pp == qp) {
 			*pp = qp->tx_next;
 			break;
@@ -33,7 +33,7 @@ static void unlink_lists(struct srn_qp *qp)
 	qp->on_tx_list = false;
 	qp->req.blocked = false;
 	qp->req.win_full = false;
-	for (struct srn_qp **pp = &nic->timer_list; *pp; pp = &(*pp)->comp.timer_next)
+	for (struct srn_qp **pp = &nic->lists.timer; *pp; pp = &(*pp)->comp.timer_next)
 		if (*pp == qp) {
 			*pp = qp->comp.timer_next;
 			break;

@@ -1,9 +1,9 @@
 /*
  * timers.c - retransmission and RNR timers (policy lives here only).
  *
- * Armed QPs sit on nic->timer_list; nic->next_deadline caches the earliest
- * deadline so the progress loop's check is one comparison, and the
- * progress thread sleeps exactly until it.
+ * Armed QPs sit on nic->lists.timer; nic->lists.next_deadline caches the
+ * earliest deadline so the progress loop's check is one comparison, and
+ * the progress thread sleeps exactly until it.
  */
 #include "transport/timers.h"
 
@@ -26,15 +26,15 @@ static void link_qp(struct srn_qp *qp)
 	struct srn_nic *nic = qp->nic;
 	if (!qp->comp.on_timer_list) {
 		qp->comp.on_timer_list = true;
-		qp->comp.timer_next = nic->timer_list;
-		nic->timer_list = qp;
+		qp->comp.timer_next = nic->lists.timer;
+		nic->lists.timer = qp;
 	}
 	uint64_t d = qp->comp.ack_deadline;
 	if (qp->comp.rnr_deadline && (!d || qp->comp.rnr_deadline < d))
 		d = qp->comp.rnr_deadline;
-	uint64_t cur = atomic_load_explicit(&nic->next_deadline, memory_order_relaxed);
+	uint64_t cur = atomic_load_explicit(&nic->lists.next_deadline, memory_order_relaxed);
 	if (d && (!cur || d < cur))
-		atomic_store_explicit(&nic->next_deadline, d, memory_order_relaxed);
+		atomic_store_explicit(&nic->lists.next_deadline, d, memory_order_relaxed);
 }
 
 void srn_timer_sent(struct srn_qp *qp)
@@ -100,13 +100,13 @@ static void expire(struct srn_qp *qp, uint64_t now)
 
 void srn_timers_run(struct srn_nic *nic, uint64_t now)
 {
-	uint64_t next = atomic_load_explicit(&nic->next_deadline, memory_order_relaxed);
+	uint64_t next = atomic_load_explicit(&nic->lists.next_deadline, memory_order_relaxed);
 	if (!next || now < next)
 		return;
 	/* Detach the list first: expiry may re-arm (and re-link) a QP. */
-	struct srn_qp *list = nic->timer_list;
-	nic->timer_list = NULL;
-	atomic_store_explicit(&nic->next_deadline, 0, memory_order_relaxed);
+	struct srn_qp *list = nic->lists.timer;
+	nic->lists.timer = NULL;
+	atomic_store_explicit(&nic->lists.next_deadline, 0, memory_order_relaxed);
 	while (list) {
 		struct srn_qp *qp = list;
 		list = qp->comp.timer_next;

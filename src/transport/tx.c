@@ -53,17 +53,17 @@ void srn_ack_schedule(struct srn_qp *qp, uint8_t syndrome, uint32_t psn)
 	qp->resp.ack_psn = psn;
 	if (!qp->resp.ack_pending) {
 		qp->resp.ack_pending = true;
-		qp->resp.ack_next = qp->nic->ack_list;
-		qp->nic->ack_list = qp;
+		qp->resp.ack_next = qp->nic->lists.ack;
+		qp->nic->lists.ack = qp;
 	}
 }
 
 void srn_ack_flush(struct srn_nic *nic)
 {
 	struct srn_qp *keep = NULL;
-	while (nic->ack_list) {
-		struct srn_qp *qp = nic->ack_list;
-		nic->ack_list = qp->resp.ack_next;
+	while (nic->lists.ack) {
+		struct srn_qp *qp = nic->lists.ack;
+		nic->lists.ack = qp->resp.ack_next;
 		struct srn_pkt p = {
 			.opcode = (uint8_t)(srn_qp_transport(qp) | SRN_OP_RC_ACKNOWLEDGE),
 			.dqpn = qp->attr.dest_qp_num,
@@ -80,7 +80,7 @@ void srn_ack_flush(struct srn_nic *nic)
 		qp->resp.ack_pending = false;
 		srn_count(nic->cnt, SRN_CNT_ACKS_SENT, 1);
 	}
-	nic->ack_list = keep;
+	nic->lists.ack = keep;
 	/* Any kept (socket full) are retried by the next flush, as before
 	 * holding existed: they are not held for a post. */
 	atomic_store(&nic->engine.acks_deferred, false);
@@ -90,16 +90,16 @@ void srn_tx_defer(struct srn_qp *qp)
 {
 	if (!qp->on_tx_list) {
 		qp->on_tx_list = true;
-		qp->tx_next = qp->nic->tx_list;
-		qp->nic->tx_list = qp;
+		qp->tx_next = qp->nic->lists.tx;
+		qp->nic->lists.tx = qp;
 	}
 	srn_nic_tx_deferred(qp->nic);
 }
 
 void srn_tx_resume(struct srn_nic *nic)
 {
-	struct srn_qp *list = nic->tx_list;
-	nic->tx_list = NULL;
+	struct srn_qp *list = nic->lists.tx;
+	nic->lists.tx = NULL;
 	while (list) {
 		struct srn_qp *qp = list;
 		list = qp->tx_next;
