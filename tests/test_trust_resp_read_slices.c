@@ -127,7 +127,7 @@ static int target(int fd, uint64_t size, bool passive)
 
 	/* Thread A: progress passes until the initiator says it is done. */
 	struct verdict v = { 0 };
-	uint64_t sent0 = atomic_load(&nic->cnt->v[SRN_CNT_SENT_PKTS]);
+	uint64_t sent0 = atomic_load(&nic->diag.cnt->v[SRN_CNT_SENT_PKTS]);
 	double end = srn_tc_now() + 200;
 	for (;;) {
 		if (passive) {
@@ -145,9 +145,9 @@ static int target(int fd, uint64_t size, bool passive)
 			sched_yield();
 		srn_progress_app_active(nic);
 		srn_nic_lock(nic);
-		uint64_t before = atomic_load(&nic->cnt->v[SRN_CNT_SENT_PKTS]);
+		uint64_t before = atomic_load(&nic->diag.cnt->v[SRN_CNT_SENT_PKTS]);
 		srn_progress_poll(nic, true);
-		uint64_t n = atomic_load(&nic->cnt->v[SRN_CNT_SENT_PKTS]) - before;
+		uint64_t n = atomic_load(&nic->diag.cnt->v[SRN_CNT_SENT_PKTS]) - before;
 		srn_nic_unlock(nic);
 		v.passes++;
 		v.busy_passes += n != 0;
@@ -159,7 +159,7 @@ static int target(int fd, uint64_t size, bool passive)
 			break;
 		CHECK(srn_tc_now() < end);
 	}
-	v.total_pkts = atomic_load(&nic->cnt->v[SRN_CNT_SENT_PKTS]) - sent0;
+	v.total_pkts = atomic_load(&nic->diag.cnt->v[SRN_CNT_SENT_PKTS]) - sent0;
 	atomic_store(&stop_queries, true);
 	CHECK(pthread_join(th, NULL) == 0);
 	v.queries = queries;

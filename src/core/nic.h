@@ -126,6 +126,13 @@ struct srn_nic_lists {
 	struct srn_qp *timer;
 	_Atomic uint64_t next_deadline;
 };
+/* What the tools see (diag/): set up by the engine at create; the
+ * counters are bumped by every stage, the segment written through
+ * core/snap.c and diag/. */
+struct srn_nic_diag {
+	struct srn_counters *cnt;      /* in the diagnostic segment (diag/shm.h) */
+	struct srn_diag *seg;          /* the segment: object slots, event logs */
+};
 
 struct srn_nic {
 	struct srn_device *dev;
@@ -143,8 +150,7 @@ struct srn_nic {
 	struct srn_nic_lists lists;
 	pid_t pid;                     /* the process that created it (fork: not the child's) */
 
-	struct srn_counters *cnt;      /* in the diagnostic segment (diag/shm.h) */
-	struct srn_diag *diag;
+	struct srn_nic_diag diag;
 };
 
 /* QP number table.  Must hold nic->lock. */

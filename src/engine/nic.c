@@ -24,7 +24,7 @@ static void stats_at_exit(struct srn_nic *nic)
 {
 	const char *s = getenv("SOFTRNIC_STATS");
 	if (s && *s && strcmp(s, "0") != 0)
-		srn_counters_dump(nic->cnt, nic->cfg.name, STDERR_FILENO);
+		srn_counters_dump(nic->diag.cnt, nic->cfg.name, STDERR_FILENO);
 }
 
 int srn_nic_create(struct srn_device *dev, struct srn_nic **out, char *err, size_t errlen)
@@ -72,15 +72,15 @@ int srn_nic_create(struct srn_device *dev, struct srn_nic **out, char *err, size
 		nic->link.shm.in = NULL;     /* sends may still use peers' inboxes */
 	srn_sockaddr_to_gid((const struct sockaddr *)&nic->cfg.addr, nic->gid);
 	nic->ib_mtu = srn_link_ib_mtu(nic->cfg.link_mtu);
-	nic->diag = srn_diag_create(nic->cfg.name, nic->gid, err, errlen);
-	if (!nic->diag) {
+	nic->diag.seg = srn_diag_create(nic->cfg.name, nic->gid, err, errlen);
+	if (!nic->diag.seg) {
 		ret = -ENOMEM;
 		goto fail;
 	}
-	nic->cnt = srn_diag_counters(nic->diag);
+	nic->diag.cnt = srn_diag_counters(nic->diag.seg);
 	/* A name another user holds, or no inbox at all: said once. */
 	if (nic->link.shm.note[0])
-		srn_diag_dev_log(nic->diag, SRN_LOG_WARN, "%s", nic->link.shm.note);
+		srn_diag_dev_log(nic->diag.seg, SRN_LOG_WARN, "%s", nic->link.shm.note);
 	/* Start QP numbers at a time-dependent generation so a restarted
 	 * process does not reuse the numbers its predecessor's peers knew. */
 	nic->tables.qpn_gen = (uint32_t)(srn_now_ns() >> 10) & 0x7ff;
@@ -95,7 +95,7 @@ int srn_nic_create(struct srn_device *dev, struct srn_nic **out, char *err, size
 	return 0;
 fail:
 	srn_shm_close(&nic->link.shm);
-	srn_diag_close(nic->diag);
+	srn_diag_close(nic->diag.seg);
 	free(nic->link.txq);
 	srn_rx_batch_free(&nic->link.rx);
 	srn_udp_close(&nic->link.udp);
@@ -117,7 +117,7 @@ void srn_nic_destroy(struct srn_nic *nic)
 	srn_shm_close(&nic->link.shm);
 	srn_nic_mirror_faults(nic);
 	stats_at_exit(nic);
-	srn_diag_close(nic->diag);
+	srn_diag_close(nic->diag.seg);
 	srn_rx_batch_free(&nic->link.rx);
 	if (nic->link.gro)
 		srn_gro_batch_free(nic->link.gro);

@@ -146,7 +146,7 @@ static void *progress_main(void *arg)
 		/* Sleep until a packet, a kick, the next transport timer, or a
 		 * packet the fault injector holds comes due. */
 		uint64_t dl = atomic_load_explicit(&nic->lists.next_deadline, memory_order_relaxed);
-		uint64_t ddl = srn_diag_deadline(nic->diag);
+		uint64_t ddl = srn_diag_deadline(nic->diag.seg);
 		if (ddl && (!dl || ddl < dl))
 			dl = ddl;
 		uint64_t fdl = srn_udp_fault_next_ns(&nic->link.udp);
@@ -161,7 +161,7 @@ static void *progress_main(void *arg)
 		if (!srn_shm_sleep_begin(&nic->link.shm)) {
 			atomic_store(&nic->engine.bg_deep_sleep, false);
 			srn_nic_lock(nic);
-			srn_count(nic->cnt, SRN_CNT_BG_WAKEUPS, 1);
+			srn_count(nic->diag.cnt, SRN_CNT_BG_WAKEUPS, 1);
 			srn_progress_poll(nic, false);
 			srn_nic_unlock(nic);
 			continue;
@@ -200,7 +200,7 @@ static void *progress_main(void *arg)
 		 * leave the packets to it rather than contend for the lock. */
 		if (app_is_polling(nic, srn_now_ns(), &left))
 			continue;
-		srn_count(nic->cnt, SRN_CNT_BG_WAKEUPS, 1);
+		srn_count(nic->diag.cnt, SRN_CNT_BG_WAKEUPS, 1);
 		if (bg_pass(nic))
 			busy_poll(nic);
 	}
@@ -284,7 +284,7 @@ void srn_nic_mirror_faults(struct srn_nic *nic)
 			       f->tx_corrupted, f->rx_dropped, f->rx_duplicated, f->rx_reordered,
 			       f->rx_delayed, f->rx_corrupted };
 	for (unsigned i = 0; i < sizeof(v) / sizeof(v[0]); i++)
-		atomic_store_explicit(&nic->cnt->v[SRN_CNT_FAULT_TX_DROPPED + i], v[i],
+		atomic_store_explicit(&nic->diag.cnt->v[SRN_CNT_FAULT_TX_DROPPED + i], v[i],
 				      memory_order_relaxed);
 }
 
@@ -372,7 +372,7 @@ int srn_progress_poll(struct srn_nic *nic, bool from_app)
 		int trunc = 0;
 		int n = srn_udp_recv_batch(&nic->link.udp, &nic->link.rx, &trunc);
 		if (trunc)
-			srn_count(nic->cnt, SRN_CNT_RX_TRUNCATED, (uint64_t)trunc);
+			srn_count(nic->diag.cnt, SRN_CNT_RX_TRUNCATED, (uint64_t)trunc);
 		if (n <= 0)
 			break;
 		if (b)
@@ -411,13 +411,13 @@ int srn_progress_poll(struct srn_nic *nic, bool from_app)
 	}
 	if (hold) {
 		nic->engine.acks_held_ns = now;
-		srn_count(nic->cnt, SRN_CNT_ACKS_HELD, 1);
+		srn_count(nic->diag.cnt, SRN_CNT_ACKS_HELD, 1);
 	} else {
 		srn_ack_flush(nic);
 	}
 	srn_txq_flush(nic);
 	atomic_store_explicit(&nic->engine.tx_waiting, nic->lists.tx != NULL, memory_order_relaxed);
 	srn_nic_mirror_faults(nic);
-	srn_diag_tick(nic->diag, now);
+	srn_diag_tick(nic->diag.seg, now);
 	return total;
 }

@@ -44,7 +44,7 @@ static void push(struct srn_qp *qp, struct srn_cq *cq, const struct ibv_wc *wc, 
 	if (!cq)
 		return;
 	if (srn_cq_push(cq, wc, solicited) == -ENOSPC) {
-		srn_count(qp->nic->cnt, SRN_CNT_CQ_OVERFLOW, 1);
+		srn_count(qp->nic->diag.cnt, SRN_CNT_CQ_OVERFLOW, 1);
 		struct ibv_async_event ev = { .element.cq = &cq->ibcq, .event_type = IBV_EVENT_CQ_ERR };
 		srn_async_post(&cq->ctx->async, &ev);
 	}

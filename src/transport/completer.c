@@ -106,7 +106,7 @@ static void implied_nak(struct srn_qp *qp)
 {
 	if (qp->comp.rewound && qp->comp.rewound_psn == qp->comp.una)
 		return;
-	srn_count(qp->nic->cnt, SRN_CNT_IMPLIED_NAK, 1);
+	srn_count(qp->nic->diag.cnt, SRN_CNT_IMPLIED_NAK, 1);
 	srn_req_retry(qp, qp->comp.una, "implied NAK");
 }
 
@@ -118,7 +118,7 @@ static void fail_at(struct srn_qp *qp, uint32_t psn, enum ibv_wc_status st)
 		srn_qp_why(qp, "the responder answered PSN 0x%06x with %s", psn, syn);
 	}
 	ack_before(qp, psn);
-	srn_count(qp->nic->cnt, SRN_CNT_SEND_ERR, 1);
+	srn_count(qp->nic->diag.cnt, SRN_CNT_SEND_ERR, 1);
 	if (qp->sq.tail != qp->sq.head) {
 		if (qp->sq.tail == qp->req.cur) {
 			qp->req.cur++;
@@ -167,7 +167,7 @@ static void on_ack(struct srn_qp *qp, const struct srn_pkt *p)
 			srn_qp_why(qp, "RNR NAK for PSN 0x%06x with rnr_retry %u spent: the peer had no "
 				   "receive posted (its RNR timer %u us)", p->psn, qp->attr.rnr_retry,
 				   srn_rnr_timer_usec(syn & 0x1f));
-			srn_count(nic->cnt, SRN_CNT_RNR_RETRY_EXCEEDED, 1);
+			srn_count(nic->diag.cnt, SRN_CNT_RNR_RETRY_EXCEEDED, 1);
 			fail_at(qp, p->psn, IBV_WC_RNR_RETRY_EXC_ERR);
 			return;
 		}
@@ -292,14 +292,14 @@ void srn_comp_packet(struct srn_qp *qp, const struct srn_pkt *p)
 {
 	struct srn_nic *nic = qp->nic;
 	if (!srn_qp_reliable(qp)) {
-		srn_count(nic->cnt, SRN_CNT_MALFORMED, 1);
+		srn_count(nic->diag.cnt, SRN_CNT_MALFORMED, 1);
 		return;
 	}
 	if (!psn_in_flight(qp, p->psn)) {
 		srn_qp_count(qp, SRN_CNT_DUPLICATE_REQUEST, SRN_QPC_DUPLICATE_REQUEST, 1);
 		return;
 	}
-	srn_count(nic->cnt, SRN_CNT_ACKS_RCVD, 1);
+	srn_count(nic->diag.cnt, SRN_CNT_ACKS_RCVD, 1);
 	if (p->info->hdr_mask & SRN_HDR_AETH) {
 		qp->comp.ack_from_peer = p->aeth_syndrome;
 		srn_diag_qp_peer_said(qp->diag, p->aeth_syndrome, p->psn, srn_now_ns());

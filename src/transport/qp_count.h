@@ -12,7 +12,7 @@
 static inline void srn_qp_count(struct srn_qp *qp, enum srn_counter dev, enum srn_qp_counter qc,
 				uint64_t n)
 {
-	srn_count(qp->nic->cnt, dev, n);
+	srn_count(qp->nic->diag.cnt, dev, n);
 	srn_diag_qp_count(qp->diag, qc, n);
 }
 

@@ -207,7 +207,7 @@ static int send_one(struct srn_qp *qp)
 		qp->req.pkts_since_ackreq = 0;
 	if (pktidx == 0 && (w->opcode == IBV_WR_SEND || w->opcode == IBV_WR_SEND_WITH_IMM ||
 			    w->opcode == IBV_WR_SEND_WITH_INV))
-		srn_count(qp->nic->cnt, SRN_CNT_RDMA_SENDS, 1);
+		srn_count(qp->nic->diag.cnt, SRN_CNT_RDMA_SENDS, 1);
 	/* A READ request stands for all its response PSNs. */
 	qp->req.psn = rd ? srn_psn_add(w->last_psn, 1) : srn_psn_add(qp->req.psn, 1);
 	if (srn_psn_cmp(qp->req.psn, qp->req.psn_max) > 0)
@@ -316,7 +316,7 @@ void srn_req_push(struct srn_qp *qp)
 			 * after everything before it, then fail the QP. */
 			while (qp->sq.tail != qp->req.cur)
 				srn_complete_send(qp, IBV_WC_WR_FLUSH_ERR);
-			srn_count(qp->nic->cnt, SRN_CNT_SEND_ERR, 1);
+			srn_count(qp->nic->diag.cnt, SRN_CNT_SEND_ERR, 1);
 			qp->req.cur++;
 			qp->req.cur_started = false;
 			if (ret != -EACCES)
@@ -372,8 +372,8 @@ void srn_req_retry(struct srn_qp *qp, uint32_t psn, const char *cause)
 			   "from PSN 0x%06x, the last after %s; last from peer: %s", qp->attr.retry_cnt,
 			   qp->attr.retry_cnt, qp->attr.timeout ? (4096ull << qp->attr.timeout) / 1e6 : 0.0,
 			   psn, cause, last);
-		srn_count(qp->nic->cnt, SRN_CNT_RETRY_EXCEEDED, 1);
-		srn_count(qp->nic->cnt, SRN_CNT_SEND_ERR, 1);
+		srn_count(qp->nic->diag.cnt, SRN_CNT_RETRY_EXCEEDED, 1);
+		srn_count(qp->nic->diag.cnt, SRN_CNT_SEND_ERR, 1);
 		if (qp->sq.tail != qp->sq.head) {
 			if (qp->sq.tail == qp->req.cur) {
 				qp->req.cur++;

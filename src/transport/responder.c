@@ -146,7 +146,7 @@ static enum exec_result exec_send(struct srn_qp *qp, const struct srn_pkt *p)
 			       "local write (deregistered?)");
 		enum ibv_wc_status st = ret == -EMSGSIZE ? IBV_WC_LOC_LEN_ERR : IBV_WC_LOC_PROT_ERR;
 		if (ret == -EMSGSIZE)
-			srn_count(qp->nic->cnt, SRN_CNT_LOC_LEN_ERR, 1);
+			srn_count(qp->nic->diag.cnt, SRN_CNT_LOC_LEN_ERR, 1);
 		srn_complete_recv(qp, st, 0, 0, 0, false, IBV_WC_RECV);
 		qp->resp.in_msg = false;
 		return ret == -EMSGSIZE ? EXEC_NAK_INVALID : EXEC_NAK_OP;
@@ -164,12 +164,12 @@ static enum exec_result exec_send(struct srn_qp *qp, const struct srn_pkt *p)
 		}
 		srn_complete_recv(qp, IBV_WC_SUCCESS, qp->resp.off, IBV_WC_WITH_INV, p->ieth_rkey,
 				  p->se, IBV_WC_RECV);
-		srn_count(qp->nic->cnt, SRN_CNT_RDMA_RECVS, 1);
+		srn_count(qp->nic->diag.cnt, SRN_CNT_RDMA_RECVS, 1);
 	} else if (last) {
 		srn_complete_recv(qp, IBV_WC_SUCCESS, qp->resp.off,
 				  (f & SRN_OPF_IMM) ? IBV_WC_WITH_IMM : 0, p->imm_be, p->se,
 				  IBV_WC_RECV);
-		srn_count(qp->nic->cnt, SRN_CNT_RDMA_RECVS, 1);
+		srn_count(qp->nic->diag.cnt, SRN_CNT_RDMA_RECVS, 1);
 	}
 	return EXEC_OK;
 }
@@ -283,7 +283,7 @@ static enum exec_result exec_read(struct srn_qp *qp, const struct srn_pkt *p, bo
 	r->len = p->reth_len;
 	r->pending = true;
 	qp->resp.tx_pending = true;
-	srn_count(qp->nic->cnt, SRN_CNT_RDMA_READS, 1);
+	srn_count(qp->nic->diag.cnt, SRN_CNT_RDMA_READS, 1);
 	return EXEC_OK;
 }
 
@@ -320,7 +320,7 @@ static enum exec_result exec_atomic(struct srn_qp *qp, const struct srn_pkt *p)
 	r->is_atomic = true;
 	r->first_psn = r->last_psn = p->psn;
 	r->orig = orig;
-	srn_count(qp->nic->cnt, SRN_CNT_ATOMICS, 1);
+	srn_count(qp->nic->diag.cnt, SRN_CNT_ATOMICS, 1);
 	return EXEC_OK;
 }
 
@@ -468,7 +468,7 @@ static void duplicate_rd_atomic(struct srn_qp *qp, const struct srn_pkt *p)
 		    srn_psn_cmp(p->psn, r->last_psn) > 0)
 			continue;
 		if (r->is_atomic && (p->info->flags & SRN_OPF_ATOMIC) && p->psn == r->first_psn) {
-			srn_count(qp->nic->cnt, SRN_CNT_DUP_ATOMIC, 1);
+			srn_count(qp->nic->diag.cnt, SRN_CNT_DUP_ATOMIC, 1);
 			r->pending = true;
 			qp->resp.tx_pending = true;
 			srn_resp_push(qp);
@@ -480,7 +480,7 @@ static void duplicate_rd_atomic(struct srn_qp *qp, const struct srn_pkt *p)
 			uint64_t off = (uint64_t)srn_psn_diff(p->psn, r->first_psn) * qp->path.mtu;
 			if (off > r->len || p->reth_va != r->va + off || p->reth_len != r->len - off)
 				break;
-			srn_count(qp->nic->cnt, SRN_CNT_DUP_READ, 1);
+			srn_count(qp->nic->diag.cnt, SRN_CNT_DUP_READ, 1);
 			r->next_psn = p->psn;
 			r->pending = true;
 			qp->resp.tx_pending = true;
@@ -494,7 +494,7 @@ static void duplicate_rd_atomic(struct srn_qp *qp, const struct srn_pkt *p)
 	 * saved result cannot be answered and is dropped. */
 	if ((p->info->flags & SRN_OPF_READ_REQ) && dup_read_slot(qp) &&
 	    exec_read(qp, p, true) == EXEC_OK) {
-		srn_count(qp->nic->cnt, SRN_CNT_DUP_READ, 1);
+		srn_count(qp->nic->diag.cnt, SRN_CNT_DUP_READ, 1);
 		srn_resp_push(qp);
 	}
 	qp->err_why[0] = 0;
@@ -648,11 +648,11 @@ static void ud_request(struct srn_qp *qp, const struct srn_pkt *p, const struct 
 	/* Q_Key must match the QP's (IBTA 10.2.4); mismatches are counted
 	 * and dropped silently, as UD errors are. */
 	if (p->deth_qkey != qp->attr.qkey) {
-		srn_count(nic->cnt, SRN_CNT_QKEY_VIOLATION, 1);
+		srn_count(nic->diag.cnt, SRN_CNT_QKEY_VIOLATION, 1);
 		return;
 	}
 	if (!recv_take(qp)) {
-		srn_count(nic->cnt, SRN_CNT_UD_NO_RECV, 1);
+		srn_count(nic->diag.cnt, SRN_CNT_UD_NO_RECV, 1);
 		return;
 	}
 	uint8_t grh[SRN_GRH_LEN];
@@ -662,7 +662,7 @@ static void ud_request(struct srn_qp *qp, const struct srn_pkt *p, const struct 
 	if (!ret)
 		ret = place_recv(qp, p->payload, SRN_GRH_LEN, p->paylen);
 	if (ret) {
-		srn_count(nic->cnt, SRN_CNT_LOC_LEN_ERR, ret == -EMSGSIZE);
+		srn_count(nic->diag.cnt, SRN_CNT_LOC_LEN_ERR, ret == -EMSGSIZE);
 		srn_qp_why(qp, ret == -EMSGSIZE ? "datagram of %u bytes (+40 GRH) does not fit the "
 			   "receive buffers" : "receive buffer lkey does not resolve (%u bytes)",
 			   p->paylen);
@@ -671,7 +671,7 @@ static void ud_request(struct srn_qp *qp, const struct srn_pkt *p, const struct 
 		qp->err_why[0] = 0;
 		return;
 	}
-	srn_count(nic->cnt, SRN_CNT_RDMA_RECVS, 1);
+	srn_count(nic->diag.cnt, SRN_CNT_RDMA_RECVS, 1);
 	srn_complete_recv_ud(qp, SRN_GRH_LEN + p->paylen, p->info->flags & SRN_OPF_IMM, p->imm_be,
 			     p->se, p->deth_sqpn);
 }

@@ -73,7 +73,7 @@ static bool icrc_ok(struct srn_nic *nic, const uint8_t *data, uint32_t len,
 	m.ipv4_id = 0;
 	uint16_t id;
 	if (srn_icrc_solve_ipv4_id(&m, &iov, 1, wire, &id) == 0) {
-		srn_count(nic->cnt, SRN_CNT_ICRC_ID_SOLVED, 1);
+		srn_count(nic->diag.cnt, SRN_CNT_ICRC_ID_SOLVED, 1);
 		nic->link.rx_id_next = (uint16_t)(id + 1);
 		return true;
 	}
@@ -105,18 +105,18 @@ static bool at_the_door(struct srn_nic *nic, const uint8_t *data, uint32_t len,
 			const struct sockaddr *src, const struct sockaddr_storage *local,
 			struct srn_pkt *p, uint16_t id_hint, bool from_ring)
 {
-	srn_count(nic->cnt, SRN_CNT_RCVD_PKTS, 1);
-	srn_count(nic->cnt, SRN_CNT_RCVD_BYTES, len);
+	srn_count(nic->diag.cnt, SRN_CNT_RCVD_PKTS, 1);
+	srn_count(nic->diag.cnt, SRN_CNT_RCVD_BYTES, len);
 	if (srn_pkt_parse(data, len, p)) {
-		srn_count(nic->cnt, SRN_CNT_MALFORMED, 1);
+		srn_count(nic->diag.cnt, SRN_CNT_MALFORMED, 1);
 		return false;
 	}
 	if (from_ring) {
-		srn_count(nic->cnt, SRN_CNT_SHM_RCVD_PKTS, 1);
+		srn_count(nic->diag.cnt, SRN_CNT_SHM_RCVD_PKTS, 1);
 		return true;
 	}
 	if (!icrc_ok(nic, data, len, src, local, p->icrc, id_hint)) {
-		srn_count(nic->cnt, SRN_CNT_BAD_ICRC, 1);
+		srn_count(nic->diag.cnt, SRN_CNT_BAD_ICRC, 1);
 		return false;
 	}
 	return true;
@@ -130,7 +130,7 @@ void srn_rx_mcast_packet(struct srn_nic *nic, const struct srn_mcast_group *g,
 		return;
 	/* Only UD SENDs to the multicast QPN travel to a group (IBTA 10.5). */
 	if (srn_opcode_transport(p.opcode) != SRN_TRANSPORT_UD || p.dqpn != SRN_QPN_MULTICAST) {
-		srn_count(nic->cnt, SRN_CNT_MALFORMED, 1);
+		srn_count(nic->diag.cnt, SRN_CNT_MALFORMED, 1);
 		return;
 	}
 	for (int i = 0; i < g->nqps; i++) {
@@ -138,7 +138,7 @@ void srn_rx_mcast_packet(struct srn_nic *nic, const struct srn_mcast_group *g,
 		if (qp->state == IBV_QPS_RTR || qp->state == IBV_QPS_RTS || qp->state == IBV_QPS_SQD)
 			srn_resp_packet(qp, &p, src);
 		else
-			srn_count(nic->cnt, SRN_CNT_QP_STATE_DROP, 1);
+			srn_count(nic->diag.cnt, SRN_CNT_QP_STATE_DROP, 1);
 	}
 }
 
@@ -154,15 +154,15 @@ static void rx_packet(struct srn_nic *nic, const uint8_t *data, uint32_t len,
 
 	struct srn_qp *qp = srn_nic_qp_lookup(nic, p.dqpn);
 	if (!qp) {
-		srn_count(nic->cnt, SRN_CNT_UNKNOWN_QP, 1);
+		srn_count(nic->diag.cnt, SRN_CNT_UNKNOWN_QP, 1);
 		return;
 	}
 	if (srn_opcode_transport(p.opcode) != transport_of_qp(qp)) {
-		srn_count(nic->cnt, SRN_CNT_MALFORMED, 1);
+		srn_count(nic->diag.cnt, SRN_CNT_MALFORMED, 1);
 		return;
 	}
 	if (qp->type != IBV_QPT_UD && !from_peer(qp, src)) {
-		srn_count(nic->cnt, SRN_CNT_ADDR_MISMATCH, 1);
+		srn_count(nic->diag.cnt, SRN_CNT_ADDR_MISMATCH, 1);
 		return;
 	}
 	/* Requests are taken from RTR on; responses need a requester (RTS,
@@ -173,7 +173,7 @@ static void rx_packet(struct srn_nic *nic, const uint8_t *data, uint32_t len,
 				s == IBV_QPS_SQE)
 			     : (s == IBV_QPS_RTS || s == IBV_QPS_SQD || s == IBV_QPS_SQE);
 	if (!accept) {
-		srn_count(nic->cnt, SRN_CNT_QP_STATE_DROP, 1);
+		srn_count(nic->diag.cnt, SRN_CNT_QP_STATE_DROP, 1);
 		return;
 	}
 	srn_diag_qp_count(qp->diag, SRN_QPC_RCVD_PKTS, 1);

@@ -78,7 +78,7 @@ void srn_ack_flush(struct srn_nic *nic)
 			continue;
 		}
 		qp->resp.ack_pending = false;
-		srn_count(nic->cnt, SRN_CNT_ACKS_SENT, 1);
+		srn_count(nic->diag.cnt, SRN_CNT_ACKS_SENT, 1);
 	}
 	nic->lists.ack = keep;
 	/* Any kept (socket full) are retried by the next flush, as before

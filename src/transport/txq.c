@@ -55,14 +55,14 @@ static int shm_add(struct srn_nic *nic, struct srn_shm_peer *sp, const struct sr
 	uint32_t len = (uint32_t)hl + paylen + tail;
 	int r = srn_shm_put(&nic->link.shm, sp, v, n, len);
 	if (r == -EAGAIN) {
-		srn_count(nic->cnt, SRN_CNT_SHM_RING_FULL, 1);
+		srn_count(nic->diag.cnt, SRN_CNT_SHM_RING_FULL, 1);
 		return r;
 	}
 	if (r)
 		return r;
-	srn_count(nic->cnt, SRN_CNT_SENT_PKTS, 1);
-	srn_count(nic->cnt, SRN_CNT_SENT_BYTES, len);
-	srn_count(nic->cnt, SRN_CNT_SHM_SENT_PKTS, 1);
+	srn_count(nic->diag.cnt, SRN_CNT_SENT_PKTS, 1);
+	srn_count(nic->diag.cnt, SRN_CNT_SENT_BYTES, len);
+	srn_count(nic->diag.cnt, SRN_CNT_SHM_SENT_PKTS, 1);
 	if (nic->link.udp.pcap)
 		shm_trace(nic, sp, meta, v, n, srn_pad_of(paylen));
 	return 0;
@@ -133,10 +133,10 @@ static bool same_dst(const struct srn_txq_pkt *a, const struct srn_txq_pkt *b)
 static void doorbell(void *ctx, const struct sockaddr *dst, socklen_t len)
 {
 	struct srn_nic *nic = ctx;
-	srn_count(nic->cnt, SRN_CNT_SHM_DOORBELLS, 1);
+	srn_count(nic->diag.cnt, SRN_CNT_SHM_DOORBELLS, 1);
 	int r = srn_udp_doorbell(&nic->link.udp, dst, len);
 	if (r && r != -EAGAIN)      /* a full socket wakes its reader anyway */
-		srn_count(nic->cnt, SRN_CNT_TX_ERR, 1);
+		srn_count(nic->diag.cnt, SRN_CNT_TX_ERR, 1);
 }
 
 /* Messages for the queued packets from `i` on: each a GSO run (the
@@ -175,8 +175,8 @@ static void count_sent(struct srn_nic *nic, int first, int n)
 	uint64_t bytes = 0;
 	for (int s = first; s < first + n; s++)
 		bytes += nic->link.txq->pkt[s].len;
-	srn_count(nic->cnt, SRN_CNT_SENT_PKTS, (uint64_t)n);
-	srn_count(nic->cnt, SRN_CNT_SENT_BYTES, bytes);
+	srn_count(nic->diag.cnt, SRN_CNT_SENT_PKTS, (uint64_t)n);
+	srn_count(nic->diag.cnt, SRN_CNT_SENT_BYTES, bytes);
 }
 
 /* The kernel would not take a GSO run: no GSO on this path (an IPsec
@@ -212,21 +212,21 @@ void srn_txq_flush(struct srn_nic *nic)
 				/* Socket buffer full: these are lost, as on a wire
 				 * (RC resends them). */
 				for (; k < nm; k++) {
-					srn_count(nic->cnt, SRN_CNT_TX_EAGAIN, (uint64_t)npkts[k]);
+					srn_count(nic->diag.cnt, SRN_CNT_TX_EAGAIN, (uint64_t)npkts[k]);
 					i += npkts[k];
 				}
 			} else if (gso_refused(&m[k], r)) {
 				/* Plain sends from now on, these packets too: the
 				 * outer loop plans again from packet i. */
 				nic->link.gso_ok = false;
-				srn_diag_dev_log(nic->diag, SRN_LOG_WARN,
+				srn_diag_dev_log(nic->diag.seg, SRN_LOG_WARN,
 						 "the path refused a UDP GSO send (%s): one datagram "
 						 "per packet from now on", strerror(-r));
 				break;
 			} else {
 				/* This message failed: drop it, as the wire would,
 				 * and go on with the others. */
-				srn_count(nic->cnt, SRN_CNT_TX_ERR, (uint64_t)npkts[k]);
+				srn_count(nic->diag.cnt, SRN_CNT_TX_ERR, (uint64_t)npkts[k]);
 				i += npkts[k++];
 			}
 		}

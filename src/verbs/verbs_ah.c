@@ -40,7 +40,7 @@ SRN_EXPORT struct ibv_ah *ibv_create_ah(struct ibv_pd *ibpd, struct ibv_ah_attr 
 	ah->ibah.pd = ibpd;
 	pd->refs++;
 	srn_nic_lock(pd->nic);
-	ah->diag = srn_diag_obj_add(pd->nic->diag, SRN_DIAG_AH, ah);
+	ah->diag = srn_diag_obj_add(pd->nic->diag.seg, SRN_DIAG_AH, ah);
 	srn_diag_snap(ah->diag);
 	srn_nic_unlock(pd->nic);
 	return &ah->ibah;

@@ -71,7 +71,7 @@ struct ibv_cq *srn_cq_create(struct ibv_context *context, int cqe, void *cq_cont
 	pthread_mutex_init(&cq->ibcq.mutex, NULL);
 	pthread_cond_init(&cq->ibcq.cond, NULL);
 	srn_nic_lock(cq->nic);
-	cq->diag = srn_diag_obj_add(cq->nic->diag, SRN_DIAG_CQ, cq);
+	cq->diag = srn_diag_obj_add(cq->nic->diag.seg, SRN_DIAG_CQ, cq);
 	srn_diag_snap(cq->diag);
 	srn_nic_unlock(cq->nic);
 	return &cq->ibcq;
@@ -148,7 +148,7 @@ int srn_verbs_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 	if (got < n) {
 		/* Empty (or short): do the NIC's work in this thread, then
 		 * look again. */
-		srn_count(nic->cnt, SRN_CNT_APP_PROGRESS, 1);
+		srn_count(nic->diag.cnt, SRN_CNT_APP_PROGRESS, 1);
 		srn_progress_poll(nic, true);
 		got += srn_cq_pop(cq, n - got, wc + got);
 	} else {

@@ -20,7 +20,7 @@ SRN_EXPORT struct ibv_pd *ibv_alloc_pd(struct ibv_context *context)
 	static _Atomic uint32_t handles;
 	pd->ibpd.handle = ++handles;
 	srn_nic_lock(pd->nic);
-	pd->diag = srn_diag_obj_add(pd->nic->diag, SRN_DIAG_PD, pd);
+	pd->diag = srn_diag_obj_add(pd->nic->diag.seg, SRN_DIAG_PD, pd);
 	srn_diag_snap(pd->diag);
 	srn_nic_unlock(pd->nic);
 	return &pd->ibpd;
@@ -80,7 +80,7 @@ static struct ibv_mr *reg(struct ibv_pd *ibpd, void *addr, size_t length, uint64
 	mr->ibmr.lkey = mr->key;
 	mr->ibmr.rkey = mr->key;
 	srn_nic_lock(pd->nic);
-	mr->diag = srn_diag_obj_add(pd->nic->diag, SRN_DIAG_MR, mr);
+	mr->diag = srn_diag_obj_add(pd->nic->diag.seg, SRN_DIAG_MR, mr);
 	srn_diag_snap(mr->diag);
 	srn_diag_snap(pd->diag);
 	srn_nic_unlock(pd->nic);

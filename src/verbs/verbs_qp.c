@@ -154,7 +154,7 @@ int srn_qp_create_at(struct ibv_context *c, struct ibv_pd *ibpd, struct ibv_qp_i
 	pthread_cond_init(&q->cond, NULL);
 	init->cap = qp->cap;
 	srn_nic_lock(nic);
-	qp->diag = srn_diag_obj_add(nic->diag, SRN_DIAG_QP, qp);
+	qp->diag = srn_diag_obj_add(nic->diag.seg, SRN_DIAG_QP, qp);
 	srn_diag_snap(qp->diag);
 	srn_nic_unlock(nic);
 	*out = qp;

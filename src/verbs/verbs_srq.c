@@ -39,7 +39,7 @@ SRN_EXPORT struct ibv_srq *ibv_create_srq(struct ibv_pd *ibpd, struct ibv_srq_in
 	a->max_wr = srq->rq.max_wr;
 	a->max_sge = srq->rq.max_sge;
 	srn_nic_lock(srq->nic);
-	srq->diag = srn_diag_obj_add(srq->nic->diag, SRN_DIAG_SRQ, srq);
+	srq->diag = srn_diag_obj_add(srq->nic->diag.seg, SRN_DIAG_SRQ, srq);
 	srn_diag_snap(srq->diag);
 	srn_nic_unlock(srq->nic);
 	return &srq->ibsrq;
