@@ -2,8 +2,10 @@
  * nic.h - the state of one open device in one process (its engine, which
  * creates it and runs it, is engine/nic.h and engine/progress.c).
  *
- * Owns the UDP link, the QP number space, the memory-key table and the
- * progress thread.  One mutex (nic->lock) serialises the transport: packet
+ * Owns the link (nic->link), the progress thread (nic->engine), the QP
+ * number space and the memory-key table (nic->tables), the transport's
+ * lists of QPs with work (nic->lists) and the diagnostic segment
+ * (nic->diag): grouped by who writes them.  One mutex (nic->lock) serialises the transport: packet
  * processing, posting, completion generation and key lookups.  That makes
  * ibv_dereg_mr trivially safe (it takes the lock, so no access to the
  * region is in flight when it returns) and keeps the first version simple;
@@ -135,22 +137,21 @@ struct srn_nic_diag {
 };
 
 struct srn_nic {
+	/* Identity and configuration, set at create. */
 	struct srn_device *dev;
 	struct srn_dev_cfg cfg;        /* with the address actually bound */
 	uint8_t gid[16];               /* GID index 0 */
 	int ib_mtu;                    /* port max/active MTU (enum ibv_mtu) */
+	pid_t pid;                     /* the process that created it (fork: not the child's) */
 
 	pthread_mutex_t lock;
 	_Atomic int lock_waiters;      /* threads blocked in srn_nic_lock */
-	struct srn_nic_link link;
-	struct srn_nic_engine engine;
 
-	struct srn_nic_tables tables;
-
-	struct srn_nic_lists lists;
-	pid_t pid;                     /* the process that created it (fork: not the child's) */
-
-	struct srn_nic_diag diag;
+	struct srn_nic_link link;      /* socket, rings, transmit queue */
+	struct srn_nic_engine engine;  /* progress thread, epoll, kick, clocks */
+	struct srn_nic_tables tables;  /* QP numbers, memory keys, SRQs, groups */
+	struct srn_nic_lists lists;    /* QPs with an ACK, a deferred send, a timer */
+	struct srn_nic_diag diag;      /* counters and the diagnostic segment */
 };
 
 /* QP number table.  Must hold nic->lock. */
