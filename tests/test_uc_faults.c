@@ -20,7 +20,14 @@
 #define NMSG 600
 #define MAXLEN (5 * 1024 + 100)
 #define NRECV 256
-#define WIN (256 * 1024)
+/* Every RDMA Write (one message in three) lands in a slot of its own, never
+ * reused: UC has no flow control, so a receiver that is not scheduled for a
+ * while can fall any number of messages behind, and a reused slot would be
+ * overwritten by a later Write before the receiver checks the earlier one
+ * (with 32 slots it once read message 110's header at message 14's
+ * completion, 96 messages later: a torn message the test made itself). */
+#define NWRITE (NMSG / 3 + 1)
+#define WIN ((size_t)NWRITE * MAXLEN)
 
 struct hdr {
 	uint32_t seq, len, crc, pad;
@@ -110,7 +117,7 @@ int main(void)
 						  .send_flags = IBV_SEND_SIGNALED, .imm_data = htobe32(seq) }, *bad;
 			/* Writes land in a per-message slot of the peer's window
 			 * and announce themselves with the immediate. */
-			wr.wr.rdma.remote_addr = peer.addr + (seq % 32) * MAXLEN;
+			wr.wr.rdma.remote_addr = peer.addr + (seq / 3) * MAXLEN;
 			wr.wr.rdma.rkey = peer.rkey;
 			CHECK(ibv_post_send(qp, &wr, &bad) == 0);
 			struct ibv_wc wc = srn_tc_poll_one(cq, 10);
@@ -148,7 +155,8 @@ int main(void)
 		const uint8_t *m;
 		if (wc.opcode == IBV_WC_RECV_RDMA_WITH_IMM) {
 			uint32_t seq = be32toh(wc.imm_data);
-			m = buf + (seq % 32) * MAXLEN;
+			CHECK(seq < NMSG);
+			m = buf + (seq / 3) * MAXLEN;
 		} else {
 			CHECK(wc.opcode == IBV_WC_RECV);
 			m = buf + WIN + wc.wr_id * MAXLEN;
