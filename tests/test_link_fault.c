@@ -40,8 +40,7 @@ static int failures;
 #define N 2000
 #define CHUNK 100                 /* < SRN_FAULT_MAX_HELD: 100 % delay holds a whole chunk */
 #define DELAY_US 30000            /* long enough that "before the deadline" is unambiguous */
-#define QUIET_NS 3000000ull       /* a socket silent this long has delivered everything */
-#define PHASE_LIMIT_NS 3000000000ull
+#define PHASE_LIMIT_NS 10000000000ull  /* a phase that has not seen its datagrams by then fails */
 
 static struct srn_rx_batch rxb;
 
@@ -123,7 +122,10 @@ static void pattern_plain(void)
     }
 }
 
-static int send_pkt(struct srn_udp *tx, const struct srn_udp *rx, uint32_t seq)
+/* Send datagram seq. With an injector, its clock is the caller's `now`
+ * (0: the real one): run_traffic gives one reading for a whole chunk, so a
+ * sender stalled past a deadline cannot release held packets early. */
+static int send_pkt_at(struct srn_udp *tx, const struct srn_udp *rx, uint32_t seq, uint64_t now)
 {
     struct pkt p, orig;
     make_pkt(&p, seq, pat_opcode[seq], pat_qpn[seq]);
@@ -134,13 +136,21 @@ static int send_pkt(struct srn_udp *tx, const struct srn_udp *rx, uint32_t seq)
     };
     int rc;
     for (int tries = 0; tries < 1000; tries++) {
-        rc = srn_udp_sendv(tx, (const struct sockaddr *)&rx->local, rx->local_len, iov, 4);
+        if (tx->fault && now)
+            rc = srn_fault_tx(tx, (const struct sockaddr *)&rx->local, rx->local_len, iov, 4, now);
+        else
+            rc = srn_udp_sendv(tx, (const struct sockaddr *)&rx->local, rx->local_len, iov, 4);
         if (rc != -EAGAIN)
             break;
         usleep(100);
     }
     CHECK(!memcmp(&p, &orig, sizeof(p)), "seq %u: the sender's buffers were modified", seq);
     return rc;
+}
+
+static int send_pkt(struct srn_udp *tx, const struct srn_udp *rx, uint32_t seq)
+{
+    return send_pkt_at(tx, rx, seq, 0);
 }
 
 /* ---- observation ------------------------------------------------------- */
@@ -186,50 +196,112 @@ static void record(struct obs *o, const uint8_t *d, uint32_t len, int phase)
     r->bitdiff = bits;
 }
 
-/* Phase 1: take what the socket delivers without flushing, and stop before
- * the first RX deadline. Phase 2: flush TX as deadlines pass and receive
- * until neither side holds anything and the socket is quiet. */
-static void drain(struct srn_udp *tx, struct srn_udp *rx, struct obs *o, int phase)
+static const struct srn_fault_stats no_stats;
+
+static const struct srn_fault_stats *stats_or_zero(const struct srn_udp *u)
 {
-    uint64_t start = now_ns(), quiet = start;
+    const struct srn_fault_stats *st = srn_udp_fault_stats(u);
+    return st ? st : &no_stats;
+}
+
+/* A packet held for reordering (at most one per direction): the injector
+ * holds something and none of it was delayed. Callers mix delay and
+ * reorder in one direction nowhere. */
+static uint64_t pending(const struct srn_udp *u, uint64_t delayed)
+{
+    return srn_udp_fault_next_ns(u) && delayed == 0;
+}
+
+/* The datagrams of one chunk, counted from the injectors' statistics so
+ * that each phase waits for what it must see, not for a quiet spell (on a
+ * loaded machine the loopback softirq or this thread stalls longer than
+ * any quiet spell, and a straggler then counted as late or missing). */
+struct chunk {
+    struct srn_fault_stats t0, r0;  /* the injectors' counters at its start */
+    uint64_t sent, delivered;
+};
+
+/* Datagrams tx's sends have put on the wire so far in this chunk. held:
+ * phase 1, where none of the chunk's held packets has left yet (the TX
+ * clock stood still and nothing flushes), so the delayed ones and a
+ * reorder-held one are still held; phase 2 asks only once nothing is held.
+ * Duplicates of held packets are counted when they leave. */
+static uint64_t on_wire(const struct chunk *c, const struct srn_udp *tx, bool held)
+{
+    const struct srn_fault_stats *t = stats_or_zero(tx);
+    uint64_t delayed = t->tx_delayed - c->t0.tx_delayed;
+    uint64_t w = c->sent - (t->tx_dropped - c->t0.tx_dropped) +
+                 (t->tx_duplicated - c->t0.tx_duplicated);
+    return held ? w - delayed - pending(tx, delayed) : w;
+}
+
+/* Datagrams rx's injector has taken from the socket in this chunk: each
+ * was delivered (once, or twice if duplicated), dropped, or (held: phase 1,
+ * whose RX clock stays short of every deadline) is still held. */
+static uint64_t taken(const struct chunk *c, const struct srn_udp *rx, bool held)
+{
+    const struct srn_fault_stats *r = stats_or_zero(rx);
+    uint64_t delayed = r->rx_delayed - c->r0.rx_delayed;
+    uint64_t t = c->delivered + (r->rx_dropped - c->r0.rx_dropped) -
+                 (r->rx_duplicated - c->r0.rx_duplicated);
+    return held ? t + delayed + pending(rx, delayed) : t;
+}
+
+/* Phase 1: take what the socket delivers without flushing TX, with the RX
+ * injector's clock held short of its first deadline (so a stall of this
+ * thread cannot release a delayed packet here), until the RX injector has
+ * taken every datagram on the wire. Phase 2: flush TX as deadlines pass
+ * and receive until neither side holds anything and every datagram has
+ * been taken. */
+static void drain(struct srn_udp *tx, struct srn_udp *rx, struct obs *o, struct chunk *c,
+                  int phase)
+{
+    uint64_t start = now_ns();
     while (now_ns() - start < PHASE_LIMIT_NS) {
         uint64_t t = now_ns();
         uint64_t rx_next = srn_udp_fault_next_ns(rx);
-        if (phase == 1 && rx_next && t >= rx_next)
-            return;
-        if (phase == 2) {
+        if (phase == 1) {
+            if (taken(c, rx, true) == on_wire(c, tx, true))
+                return;
+            if (rx_next && t >= rx_next)
+                t = rx_next - 1;
+        } else {
+            bool held = srn_udp_fault_next_ns(tx) || rx_next;
+            if (!held && taken(c, rx, false) == on_wire(c, tx, false))
+                return;
             uint64_t tx_next = srn_udp_fault_next_ns(tx);
             if (tx_next && t >= tx_next)
                 srn_udp_fault_flush(tx, t);
         }
-        int n = srn_udp_recv_batch(rx, &rxb, NULL);
+        int n = rx->fault ? srn_fault_rx(rx, &rxb, NULL, t) : srn_udp_recv_batch(rx, &rxb, NULL);
         CHECK(n >= 0, "recv_batch: %s", strerror(-n));
         if (n < 0)
             return;
         for (int i = 0; i < n; i++)
             record(o, rxb.pkt[i].data, rxb.pkt[i].len, phase);
-        if (n > 0) {
-            quiet = now_ns();
-            continue;
-        }
-        bool idle = phase == 1 || (!srn_udp_fault_next_ns(tx) && !srn_udp_fault_next_ns(rx));
-        if (idle && now_ns() - quiet >= QUIET_NS)
-            return;
-        usleep(50);
+        c->delivered += (uint64_t)n;
+        if (n == 0)
+            usleep(50);
     }
-    CHECK(0, "phase %d did not settle within 3 s", phase);
+    CHECK(0, "phase %d: %llu datagrams taken (%llu delivered) of %llu on the wire (%llu sent) "
+          "after 10 s", phase, (unsigned long long)taken(c, rx, phase == 1),
+          (unsigned long long)c->delivered, (unsigned long long)on_wire(c, tx, phase == 1),
+          (unsigned long long)c->sent);
 }
 
 static void run_traffic(struct srn_udp *tx, struct srn_udp *rx, int n, struct obs *o)
 {
     o->n = 0;
-    for (int c = 0; c < n; c += CHUNK) {
-        for (int i = c; i < c + CHUNK && i < n; i++) {
-            int rc = send_pkt(tx, rx, (uint32_t)i);
+    for (int i0 = 0; i0 < n; i0 += CHUNK) {
+        struct chunk c = { *stats_or_zero(tx), *stats_or_zero(rx), 0, 0 };
+        uint64_t t = now_ns();
+        for (int i = i0; i < i0 + CHUNK && i < n; i++) {
+            int rc = send_pkt_at(tx, rx, (uint32_t)i, t);
             CHECK(rc == 0, "send %d: %s", i, strerror(-rc));
+            c.sent++;
         }
-        drain(tx, rx, o, 1);
-        drain(tx, rx, o, 2);
+        drain(tx, rx, o, &c, 1);
+        drain(tx, rx, o, &c, 2);
     }
 }
 
