@@ -42,7 +42,7 @@
  * directions; --psn sets the first PSN of every QP in both directions;
  * --kinds restricts the mix (SEND, WRITE, WRITE_IMM, READ_P, READ_W, FAA,
  * CAS) to narrow down a failure.  SRN_STRESS_QP_TIMEOUT overrides the
- * local ACK timeout exponent (default 14: 67 ms).
+ * local ACK timeout exponent (default 17: 537 ms, see run_side).
  *
  * Sizes: 2% 0 B, 60% 1-64 B, 30% 65 B-4 KiB, 7.5% 4-64 KiB, 0.5% 64 KiB-
  * 1 MiB while a per-stream budget of min(ops * 1 KiB, 8 MiB) lasts, so the
@@ -908,9 +908,18 @@ static int run_side(int is_child, int fd)
 	me.at_addr = (uintptr_t)atom;
 	srn_tc_xchg(fd, &me, &peer, sizeof(me), 30000);
 	struct srn_tc_qp_opts o = srn_tc_default_opts();
-	/* 67 ms: with several MiB queued in the peer's socket, an ACK can
-	 * legitimately take longer than 16.8 ms (timeout 12) on loopback. */
-	o.timeout = (uint8_t)srn_tc_env_ul("SRN_STRESS_QP_TIMEOUT", 14);
+	/* 537 ms (timeout 17): retry_cnt 7 then fails a QP whose peer has
+	 * not answered for 8 * 537 ms = 4.3 s.  The peer is a process: on a
+	 * busy 2-CPU machine it can go unscheduled for a second or two, and
+	 * with timeout 14 (67 ms, 0.54 s in all) such a stall alone spent
+	 * every retry (RETRY_EXC_ERR with no packet lost, reproduced at nice
+	 * 19 next to busy loops).  Loss alone almost never does: a retry
+	 * fails when its first packet or the answer is lost again, 9.6 % with
+	 * the default faults, so 7 more in a row after a loss is 0.096^7 =
+	 * 7.5e-8 per loss, about 1e-4 per run.  The price is 537 ms per loss
+	 * that nothing later reveals; the op counts in rc_stress.cmake are
+	 * sized for it. */
+	o.timeout = (uint8_t)srn_tc_env_ul("SRN_STRESS_QP_TIMEOUT", 17);
 	for (int i = 0; i < NQP; i++) {
 		srn_tc_connect(q[i].qp, &peer.gid, peer.qpn[i], cfg.psn, cfg.psn, &o);
 		post_receives(i);
