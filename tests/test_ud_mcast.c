@@ -18,6 +18,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <sched.h>
 #include <unistd.h>
 #include <infiniband/verbs.h>
@@ -28,6 +29,16 @@
 #define NLATE 50
 #define MSGLEN 512
 #define QKEY 0x11111111u
+/* Flow control of the test's own: a receiver reports every CREDIT_EVERY
+ * messages it has taken (a byte with its index on the credit pipe), and the
+ * sender runs at most WINDOW messages ahead of the slowest.  UD has none,
+ * and the socket of a receiver that is not scheduled overflows: a fixed
+ * pause every 16 sends still lost 18 and 34 of 200 on a loaded machine.
+ * WINDOW datagrams (about 2 KiB of socket buffer each) fit in the default
+ * 208 KiB with room to spare. */
+#define CREDIT_EVERY 16
+#define WINDOW 48
+#define CREDIT_WAIT_S 10.0
 
 struct ep {
 	struct ibv_context *ctx;
@@ -106,8 +117,9 @@ static void post_recvs(struct ep *e, int n)
 	}
 }
 
-/* Count received messages until `want` arrive or `secs` pass; check each. */
-static int receive(struct ep *e, int want, double secs, uint8_t *seen)
+/* Count received messages until `want` arrive or `secs` pass; check each.
+ * With credit_fd >= 0, write idx there after every CREDIT_EVERY. */
+static int receive(struct ep *e, int want, double secs, uint8_t *seen, int credit_fd, int idx)
 {
 	int got = 0;
 	double t0 = now_s();
@@ -132,6 +144,10 @@ static int receive(struct ep *e, int want, double secs, uint8_t *seen)
 			CHECK(!seen[seq]);
 			seen[seq] = 1;
 			got++;
+			if (credit_fd >= 0 && got % CREDIT_EVERY == 0) {
+				uint8_t b = (uint8_t)idx;
+				CHECK(write(credit_fd, &b, 1) == 1);
+			}
 			/* put the buffer back */
 			struct ibv_sge s = { (uintptr_t)e->buf + wc[i].wr_id * (MSGLEN + 40), MSGLEN + 40, e->mr->lkey };
 			struct ibv_recv_wr wr = { .wr_id = wc[i].wr_id, .sg_list = &s, .num_sge = 1 }, *bad;
@@ -141,7 +157,8 @@ static int receive(struct ep *e, int want, double secs, uint8_t *seen)
 	return got;
 }
 
-static void receiver(int idx, union ibv_gid grp, int ready_fd, int go_fd, int result_fd)
+static void receiver(int idx, union ibv_gid grp, int ready_fd, int go_fd, int result_fd,
+		     int credit_fd)
 {
 	char addr_env[32];
 	snprintf(addr_env, sizeof(addr_env), "SRN_MCAST_ADDR_RECV%d", idx);
@@ -154,16 +171,45 @@ static void receiver(int idx, union ibv_gid grp, int ready_fd, int go_fd, int re
 	char c = 'r';
 	CHECK(write(ready_fd, &c, 1) == 1);
 	uint8_t seen[NMSG + NLATE] = { 0 };
-	int got = receive(&e, NMSG, 15.0, seen);
+	int got = receive(&e, NMSG, 15.0, seen, credit_fd, idx);
 	CHECK(ibv_detach_mcast(e.qp, &grp, 0) == 0);
 	CHECK(ibv_detach_mcast(e.qp, &grp, 0) == EINVAL);   /* not attached any more */
 	CHECK(write(ready_fd, &c, 1) == 1);
 	CHECK(read(go_fd, &c, 1) == 1);                     /* sender sent the late ones */
-	int late = receive(&e, NLATE, 0.3, seen);
+	int late = receive(&e, NLATE, 0.3, seen, -1, idx);
 	int res[2] = { got, late };
 	CHECK(write(result_fd, res, sizeof(res)) == sizeof(res));
 	ep_close(&e);
 	exit(0);
+}
+
+/* Wait until every receiver has reported at least `need` messages, or
+ * CREDIT_WAIT_S pass: a receiver that lost a datagram never reports it,
+ * and then the sender goes on and the count at the end fails the test. */
+static void wait_credit(int fd, int *taken, int need)
+{
+	double t0 = now_s();
+	for (;;) {
+		int low = taken[0];
+		for (int i = 1; i < NRECV; i++)
+			low = taken[i] < low ? taken[i] : low;
+		if (low >= need)
+			return;
+		double left = CREDIT_WAIT_S - (now_s() - t0);
+		if (left <= 0) {
+			fprintf(stderr, "sender: a receiver reported only %d of %d messages in %.0f s; "
+				"going on\n", low, need, CREDIT_WAIT_S);
+			return;
+		}
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		int r = poll(&p, 1, (int)(left * 1000) + 1);
+		CHECK(r >= 0);
+		uint8_t b;
+		if (r == 1) {
+			CHECK(read(fd, &b, 1) == 1 && b < NRECV);
+			taken[b] += CREDIT_EVERY;
+		}
+	}
 }
 
 int main(void)
@@ -172,14 +218,14 @@ int main(void)
 	/* A group per run (239.77.x.y) so parallel runs do not mix. */
 	union ibv_gid grp = { .raw = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 239, 77,
 				       (uint8_t)(rand() & 0xff), (uint8_t)(1 + rand() % 254) } };
-	int ready[2], go[2], result[2];
-	CHECK(pipe(ready) == 0 && pipe(go) == 0 && pipe(result) == 0);
+	int ready[2], go[2], result[2], credit[2];
+	CHECK(pipe(ready) == 0 && pipe(go) == 0 && pipe(result) == 0 && pipe(credit) == 0);
 	pid_t kids[NRECV];
 	for (int i = 0; i < NRECV; i++) {
 		kids[i] = fork();
 		CHECK(kids[i] >= 0);
 		if (kids[i] == 0)
-			receiver(i, grp, ready[1], go[0], result[1]);
+			receiver(i, grp, ready[1], go[0], result[1], credit[1]);
 	}
 	place("SRN_MCAST_NS_SEND", "SRN_MCAST_ADDR_SEND");
 	struct ep s;
@@ -201,7 +247,10 @@ int main(void)
 	struct ibv_ah_attr aa = { .is_global = 1, .port_num = 1, .grh = { .dgid = grp, .hop_limit = 1 } };
 	struct ibv_ah *ah = ibv_create_ah(s.pd, &aa);
 	CHECK(ah);
+	int taken[NRECV] = { 0 };       /* messages each receiver reported */
 	for (uint32_t seq = 0; seq < NMSG + NLATE; seq++) {
+		if (seq < NMSG)
+			wait_credit(credit[0], taken, (int)seq - WINDOW);
 		if (seq == NMSG) {
 			for (int i = 0; i < NRECV; i++)   /* every receiver detached */
 				CHECK(read(ready[0], &c, 1) == 1);
@@ -223,8 +272,6 @@ int main(void)
 		while ((n = ibv_poll_cq(s.cq, 1, &wc)) == 0)
 			CHECK(now_s() - t0 < 5);
 		CHECK(n == 1 && wc.status == IBV_WC_SUCCESS);
-		if (seq % 16 == 15)
-			usleep(2000);   /* UD has no flow control: pace the burst */
 	}
 	for (int i = 0; i < NRECV; i++) {
 		c = 'g';
