@@ -43,11 +43,15 @@ echo "client: sent $c_sent rcvd $c_rcvd duplicated $c_dup bad_icrc $c_bad seq_na
 fail=0
 check() { if eval "$2"; then echo "ok: $1"; else echo "FAIL: $1 ($2)"; fail=1; fi; }
 check "faults happened" "[ $s_drop -gt 0 ] && [ $s_corr -gt 0 ] && [ $c_dup -gt 0 ]"
-# A peer may exit with a packet or two of the other's still unread (an ACK
-# answering a retransmission that crossed the final ACK): up to 2 in flight.
-inflight() { [ "$1" -le "$2" ] && [ "$1" -ge $(($2 - 2)) ]; }
+# A peer may exit with packets of the other's still unread: an ACK answering
+# a retransmission that crossed the final ACK, or, on a loaded machine, a
+# timer resend of the last 3-packet message (-s 3000 at MTU 1024) that left
+# after the peer had its answer. Allow up to two such messages (6 packets);
+# a corrupted packet among the unread ones is not counted as bad ICRC.
+inflight() { [ "$1" -le "$2" ] && [ "$1" -ge $(($2 - 6)) ]; }
+c_unread=$((s_sent - s_drop - c_rcvd))
 check "client received = server sent - dropped (- in flight at exit)" "inflight $c_rcvd $((s_sent - s_drop))"
-check "client bad ICRC = server corrupted" "[ $c_bad -eq $s_corr ]"
+check "client bad ICRC = server corrupted (- unread at exit)" "[ $c_bad -le $s_corr ] && [ $c_bad -ge $((s_corr - c_unread)) ]"
 check "server received = client sent + duplicated (- in flight at exit)" "inflight $s_rcvd $((c_sent + c_dup))"
 check "losses recovered by retransmission" "[ $s_retx -gt 0 ]"
 check "sequence NAKs sent were received" "[ $s_pse -ge $c_nak ] && [ $s_pse -le $((c_nak + c_dup)) ]"
