@@ -14,7 +14,8 @@
 # data check fails if a tail is lost) and RC Write latency (both ends
 # send): the run passes its data checks, each sending process is refused
 # once (then plain sends) and says so once (SOFTRNIC_LOG=warn), and RC
-# needed no retransmission.
+# needed no retransmission for a lost run (a few ACK timeouts of a starved
+# peer are allowed; a lost run costs one per Write).
 set -u
 : "${SRN_BUILD:?SRN_BUILD must point at the build directory}"
 SOFTRNIC="$SRN_BUILD/bin/softrnic"
@@ -80,10 +81,13 @@ if [ "$rc" -ne 0 ]; then
 	fail "RC Write lat through a GSO-refusing path: rc $rc: $(grep -v '^softrnic ' "$tmp/rc.err" | head -5)"
 elif ! once_each "$tmp/rc.err" 2; then
 	fail "RC Write lat: GSO refusals per refused process '$r', want two processes, 1 or 2 each"
-elif [ "$retrans" -ne 0 ]; then
-	fail "RC Write lat: $retrans retransmissions/ACK timeouts (a refused run was lost)"
+elif [ "$retrans" -gt 30 ]; then
+	# An unseen refusal loses the tail of every one of the 300 Writes
+	# (300+ ACK timeouts). A handful is a peer starved past the 67 ms
+	# ACK timeout on a loaded machine, not a lost run.
+	fail "RC Write lat: $retrans retransmissions/ACK timeouts (refused runs were lost)"
 else
-	ok "RC Write lat, 300 x 3 KiB each way through a GSO-refusing path: refused once per side, no retransmission"
+	ok "RC Write lat, 300 x 3 KiB each way through a GSO-refusing path: refused once per side, $retrans retransmissions"
 fi
 
 # Without the preload the same runs use GSO (the path above was real).
