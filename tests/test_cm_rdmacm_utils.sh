@@ -19,7 +19,7 @@ envs=()
 [ -n "${SRN_ASAN_PRELOAD:-}" ] && envs=(LD_PRELOAD="$SRN_ASAN_PRELOAD" ASAN_OPTIONS=detect_leaks=0:abort_on_error=1)
 fail=0
 addr=127.$((RANDOM % 200 + 20)).$((RANDOM % 250 + 1)).$((RANDOM % 250 + 1))
-port() { echo $((20000 + RANDOM % 20000)); }
+port() { echo $((20000 + RANDOM % 12000)); }
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
 
 # pair NAME "server args" "client args" CLIENT_OK_REGEX

@@ -13,7 +13,7 @@ source "$SRN_SRC/tests/lib/pingpong.sh"
 command -v ibv_rc_pingpong >/dev/null || { echo "SKIP: ibverbs-utils not installed"; exit 77; }
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
-port=$((20000 + RANDOM % 20000))
+port=$((20000 + RANDOM % 12000))
 export SOFTRNIC_STATS=1 SOFTRNIC_DIAG=0
 # Only the server's SEND packets (FIRST/MIDDLE/LAST of a 3000-byte message)
 # are damaged, never its ACKs: with lossy ACKs the last ACK of the run can

@@ -277,7 +277,7 @@ perf --loopback -c ud -o send -T bw -n 500 --csv
 	ok "ud bw default size: the MTU" || fail "ud bw default size: rc $rc, '$out', stderr '$err'"
 
 # -- server and client as two commands -------------------------------------
-port=$((20000 + RANDOM % 20000))
+port=$((20000 + RANDOM % 12000))
 timeout -k 5 50 "$SOFTRNIC" perf -p "$port" --timeout 20 >"$tmp/srv.out" 2>&1 &
 spid=$!
 perf -p "$port" --timeout 20 --op send -n 100 127.0.0.1

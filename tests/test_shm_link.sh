@@ -35,7 +35,7 @@ counter() {
 pp() {
     local name=$1 senv=$2 cenv=$3
     shift 3
-    local port=$((20000 + (RANDOM % 20000)))
+    local port=$((20000 + (RANDOM % 12000)))
     # shellcheck disable=SC2046,SC2086
     env SOFTRNIC_STATS=1 $senv $(srn_pp_env) timeout -k 5 60 \
         "$SOFTRNIC" run -- ibv_rc_pingpong -p "$port" -g 0 "$@" >"$tmp/$name.srv" 2>&1 &
@@ -108,7 +108,7 @@ done
 #    one ring of 128 KiB (SOFTRNIC_SHM_RING_KB; each QP may have 2 MiB in
 #    flight, its 512-packet send window).
 if SOFTRNIC_SHM_RING_KB=128 SOFTRNIC_STATS=1 timeout -k 5 120 "$SOFTRNIC" perf --loopback --timeout 60 -T bw \
-    -s 1048576 -n 300 -q 4 -p $((20000 + (RANDOM % 20000))) >"$tmp/bw.all" 2>&1; then
+    -s 1048576 -n 300 -q 4 -p $((20000 + (RANDOM % 12000))) >"$tmp/bw.all" 2>&1; then
     full=$(counter "$tmp/bw.all" shm_ring_full)
     rexmit=$(counter "$tmp/bw.all" retransmits)
     tmo=$(counter "$tmp/bw.all" local_ack_timeout_err)

@@ -32,7 +32,7 @@ bad() { echo "FAIL: $*"; fail=1; nbad=$((nbad + 1)); }
 net=$(printf %x "$(stat -L -c %i /proc/self/ns/net)")
 sub=$((RANDOM % 250 + 1))
 A=127.78.$sub.1 B=127.78.$sub.2
-port=$((20000 + RANDOM % 20000))
+port=$((20000 + RANDOM % 12000))
 name_a=/dev/shm/softrnic-link-$net-$A-$port
 export SRN_PP_TIMEOUT=20
 
@@ -44,7 +44,7 @@ counter() {
 pp() {
     local name=$1 senv=$2 cenv=$3
     shift 3
-    local tcp=$((20000 + RANDOM % 20000))
+    local tcp=$((20000 + RANDOM % 12000))
     # shellcheck disable=SC2046,SC2086
     env SOFTRNIC_STATS=1 SOFTRNIC_LOG=warn SOFTRNIC_DEVICES="name=softrnic0,addr=$A,port=$port" \
         $senv $(srn_pp_env) timeout -k 5 "$SRN_PP_TIMEOUT" \
@@ -173,7 +173,7 @@ for what in all mapped; do
     CA=127.78.$sub.$host CB=127.78.$sub.$((host + 1))
     host=$((host + 2))
     shrunk=0 refused=0
-    tcp=$((20000 + RANDOM % 20000))
+    tcp=$((20000 + RANDOM % 12000))
     # shellcheck disable=SC2046
     env SOFTRNIC_STATS=1 SOFTRNIC_DEVICES="name=softrnic0,addr=$CA,port=$port" $(srn_pp_env) \
         timeout -k 5 120 "$SOFTRNIC" run -- ibv_rc_pingpong -p "$tcp" -g 0 -n 20000 -s 64 \

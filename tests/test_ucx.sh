@@ -40,7 +40,7 @@ ASAN_ENV=
 # ep_cfg text UCX must log (which lane carried the test).
 perf() {
     local as=$1 tls=$2 expect=$3; shift 3
-    local port=$((20000 + RANDOM % 20000)) spid rc src
+    local port=$((20000 + RANDOM % 12000)) spid rc src
     UCX_TLS=$tls timeout 60 ${SRV_AS:-$as} $ASAN_ENV "$SR" run -- ucx_perftest -p $port \
         >"$TMP/srv" 2>&1 &
     spid=$!

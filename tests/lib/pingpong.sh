@@ -38,17 +38,27 @@ srn_pp_wait_listen() {
 srn_pingpong() {
     local prog=$1 spre=$2 cpre=$3 saddr=$4
     shift 4
-    local port=$((20000 + (RANDOM % 20000)))
-    local slog clog spid src crc
+    local port slog clog spid src crc try
     slog=$(mktemp) clog=$(mktemp)
-    # shellcheck disable=SC2046
-    $spre env $(srn_pp_env) timeout -k 5 "$SRN_PP_TIMEOUT" \
-        "$SOFTRNIC" run -- "$prog" -p "$port" "$@" >"$slog" 2>&1 &
-    spid=$!
-    if ! srn_pp_wait_listen "$spre" "$port"; then
+    # Below the kernel's ephemeral range (32768-60999), so a test's port is
+    # not some connection's local port; a port another test holds makes the
+    # server say "Couldn't listen": take another one (bounded).
+    for ((try = 0; try < 5; try++)); do
+        port=$((20000 + (RANDOM % 12000)))
+        # shellcheck disable=SC2046
+        $spre env $(srn_pp_env) timeout -k 5 "$SRN_PP_TIMEOUT" \
+            "$SOFTRNIC" run -- "$prog" -p "$port" "$@" >"$slog" 2>&1 &
+        spid=$!
+        srn_pp_wait_listen "$spre" "$port" && break
+        kill "$spid" 2>/dev/null
+        wait "$spid" 2>/dev/null
+        grep -q "Couldn't listen" "$slog" && continue
         echo "FAIL: $prog server never listened on $port" >&2
         cat "$slog" >&2
-        kill "$spid" 2>/dev/null
+        return 1
+    done
+    if [ "$try" -eq 5 ]; then
+        echo "FAIL: $prog server: no free port in 5 tries" >&2
         return 1
     fi
     # shellcheck disable=SC2046
