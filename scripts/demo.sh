@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build -j2 >/dev/null
 SOFTRNIC=build/bin/softrnic
-PORT=$((20000 + RANDOM % 20000))
+PORT=$((20000 + RANDOM % 12000))
 
 echo "== softrnic devinfo"
 $SOFTRNIC devinfo | head -20
