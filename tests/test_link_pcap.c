@@ -2,7 +2,7 @@
  * sockets on 127.0.0.1 and ::1:
  * - %p / %% expansion of the file name;
  * - the synthesised IPv4 and IPv6+UDP headers, byte for byte against the
- *   generated vectors G01 and G18 of roce-wire.md §4.3;
+ *   generated vectors G01 and G18 of tests/data/roce-frames.tsv;
  * - a two-way exchange of real RoCE packets, IPv4 and IPv6, two sockets
  *   sharing one file: every datagram appears once as sent and once as
  *   received, every frame decodes, its ICRC checks and its IPv4 header

@@ -1,6 +1,6 @@
 /*
  * test_qp_rules.c - the QP modify rules (core/qp_rules.c) against an
- * independent transcription of docs/roce-wire.md §6 (plus the kernel's
+ * independent transcription of docs/wire.md §8 (plus the kernel's
  * XRC columns), and the attribute value bounds at each edge.
  *
  * The expected table below is text, parsed at run time, on purpose: it is

@@ -1,5 +1,6 @@
 /*
- * test_wire_icrc.c - ICRC against known-good frames (docs/roce-wire.md §4.3).
+ * test_wire_icrc.c - ICRC against known-good frames
+ * (tests/data/roce-frames.tsv, docs/wire.md §5.3).
  *
  * Checks:
  *  - the 8 x 0xff seed constant and the "shift by n zero bytes" operator
@@ -48,7 +49,9 @@ static int fails;
 		}							\
 	} while (0)
 
-/* §4.3 masking-invariance pair: same ICRC cc 44 3f 21. */
+/* Masking-invariance pair (docs/wire.md §5.3): the two frames differ only
+ * in masked fields (TOS, TTL, IP and UDP checksums, BTH byte 4), so they
+ * share the ICRC cc 44 3f 21. */
 static const char *const mask_a =
 	"02000000000202000000000108004500003012344000401114870a0000010a000002"
 	"c00112b7001c00000400ffff000000118000010076347634cc443f21";

@@ -3,7 +3,7 @@
  *
  * Checks:
  *  - the opcode table: which opcodes exist, flag consistency, and the
- *    header offsets listed in docs/roce-wire.md §3.3 (typed in here
+ *    header offsets that follow from docs/wire.md §3 (typed in here
  *    independently of the offset macros in opcode.c);
  *  - the segmentation helpers;
  *  - build -> parse round trip of every field of every opcode with random
@@ -14,7 +14,7 @@
  *    E1, E2, E4, E5);
  *  - rejection of malformed input: every truncation, TVer != 0, unknown
  *    opcodes, pad > payload, stray bytes after header-only packets;
- *  - the UDP source port and RNR timer facts of §1.1 and §5.5.
+ *  - the UDP source port and RNR timer facts of docs/wire.md §1 and §7.1.
  *
  * Usage: test_wire_pkt [roce-frames.tsv]
  */
@@ -91,7 +91,7 @@ static void test_table(void)
 		uint8_t op, hdr_len, reth, aeth, immdt, ieth, deth, atmeth,
 			atmack, feth, payload;
 	} doc[] = {
-		/* op  len reth aeth imm ieth deth atm ack feth P   (§3.3) */
+		/* op  len reth aeth imm ieth deth atm ack feth P   (wire.md §3) */
 		{ 0x00, 12,  0,  0,  0,  0,  0,  0,  0,  0, 1 },
 		{ 0x03, 16,  0,  0, 12,  0,  0,  0,  0,  0, 1 },
 		{ 0x06, 28, 12,  0,  0,  0,  0,  0,  0,  0, 1 },
@@ -611,7 +611,7 @@ static void test_rejects(int nvec)
 
 static void test_udp_sport(void)
 {
-	/* docs/roce-wire.md §1.1, computed examples. */
+	/* docs/wire.md §1, worked values. */
 	CHECK(srn_udp_sport(0, 0x11, 0x12) == 0xc132, "11/12");
 	CHECK(srn_udp_sport(0, 0x12, 0x11) == 0xc132, "symmetric");
 	CHECK(srn_udp_sport(0, 0xd3, 0x118) == 0xe6cb, "d3/118");

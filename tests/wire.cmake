@@ -1,5 +1,6 @@
 # Tests of the wire/ layer (headers, opcode table, ICRC).  Pure functions:
-# no sockets, no threads.  The frame vectors are docs/roce-wire.md §4.3.
+# no sockets, no threads.  The frame vectors are tests/data/roce-frames.tsv
+# (docs/wire.md §5.3).
 set(SRN_WIRE_TSV ${SRN_TESTDATA}/roce-frames.tsv)
 
 srn_unit_test(test_wire_icrc test_wire_icrc.c test_wire_util.c)

@@ -6,7 +6,7 @@
  * which it allows.  The facts are those of the IBTA verbs chapter as the
  * Linux core enforces them (qp_state_table / ib_modify_qp_is_ok in
  * drivers/infiniband/core/verbs.c), and of rdma-core's ibv_modify_qp(3);
- * docs/roce-wire.md §6 lists them.  Value bounds follow what rxe
+ * docs/wire.md §8 lists them.  Value bounds follow what rxe
  * (rxe_qp_chk_attr) and the core refuse with EINVAL.
  *
  * Invariants:

@@ -29,7 +29,7 @@
 #include "wire/roce_hdr.h"
 
 #define SRN_FAULT_SCRATCH 65536   /* largest UDP datagram: 65535 */
-#define BTH_DESTQP_OFF 5          /* roce-wire.md §2: bytes 5-7, 24 bits */
+#define BTH_DESTQP_OFF 5          /* docs/wire.md §2: bytes 5-7, 24 bits */
 
 struct held {
     struct held *next;

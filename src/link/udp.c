@@ -6,7 +6,7 @@
  * never block and never log (the caller counts errors). Nothing here parses
  * a datagram.
  *
- * Why each socket option (see docs in roce-wire.md §4.6):
+ * Why each socket option (see docs/wire.md §6):
  * - IP_PMTUDISC_DO: RoCEv2 packets carry DF. It also makes Linux write IP ID
  *   0 on an unconnected socket instead of a hashed counter; the ICRC covers
  *   the ID, so a predictable 0 is what lets the receiver verify it without

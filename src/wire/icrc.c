@@ -1,6 +1,6 @@
 /*
  * icrc.c - RoCE ICRC: compute it, solve for an unseen IPv4 ID, and check
- * whole frames (docs/roce-wire.md §4).
+ * whole frames (docs/wire.md §5).
  *
  * The pseudo-packet is  8 x 0xff | IP header | UDP header | BTH | rest,
  * with the variant fields set to all ones.  The 8-byte prefix is folded into
@@ -50,7 +50,7 @@ static uint16_t get16(const uint8_t *p)
 	return (uint16_t)(p[0] << 8 | p[1]);
 }
 
-/* The variant fields, set to all ones (§4.1 step 2). */
+/* The variant fields, set to all ones (docs/wire.md §5.1). */
 static void mask_ipv4(uint8_t *h)
 {
 	h[1] = 0xff;		/* TOS (DSCP + ECN) */

@@ -1,5 +1,5 @@
 /*
- * icrc.h - the RoCE Invariant CRC (docs/roce-wire.md §4).
+ * icrc.h - the RoCE Invariant CRC (docs/wire.md §5).
  *
  * ICRC = standard CRC-32 (zlib/Ethernet) over 8 bytes of 0xff, the IP
  * header, the UDP header, the BTH and everything up to (not including) the
@@ -107,7 +107,8 @@ int srn_frame_decode(const uint8_t *frame, size_t len, struct srn_frame *f);
 
 /*
  * Test helper: compute the ICRC of a whole frame from its own header bytes
- * (masked per §4.1), and return the one on the wire.  0 or -EBADMSG.
+ * (masked per docs/wire.md §5.1), and return the one on the wire.
+ * 0 or -EBADMSG.
  */
 int srn_icrc_of_frame(const uint8_t *frame, size_t len, uint32_t *computed,
 		      uint32_t *on_wire);

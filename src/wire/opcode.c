@@ -2,7 +2,7 @@
  * opcode.c - the opcode table: per-opcode header set, offsets and kind.
  *
  * Values: IBTA opcode list as in Linux include/rdma/ib_pack.h; header sets
- * and their order: docs/roce-wire.md §3.3 (read from rxe_opcode.c, not
+ * and their order: docs/wire.md §3.2 (read from rxe_opcode.c, not
  * copied).  RC, UC, UD, XRC and the RoCEv2 CNP have entries; RD (0x40..),
  * reserved and vendor opcodes return NULL so the parser drops them.  XRC
  * is RC with an XRCETH on every request (IBTA 9.3.6; responses have none).

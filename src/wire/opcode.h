@@ -25,7 +25,7 @@
 
 #include "wire/roce_hdr.h"
 
-/* Transport groups: bits 7..5 of the opcode (docs/roce-wire.md §2). */
+/* Transport groups: bits 7..5 of the opcode (docs/wire.md §3.2). */
 enum {
 	SRN_TRANSPORT_RC = 0x00,
 	SRN_TRANSPORT_UC = 0x20,
@@ -82,7 +82,7 @@ enum srn_opcode {
 	SRN_OP_UD_SEND_ONLY_WITH_IMMEDIATE		= 0x65,
 
 	/* RoCEv2 CNP (Annex A17).  Linux IB_OPCODE_CNP is 0x80, the native
-	 * IB (Annex A10) one; RoCE hardware sends 0x81 (§3.4). */
+	 * IB (Annex A10) one; RoCE hardware sends 0x81 (docs/wire.md §3.3). */
 	SRN_OP_CNP					= 0x81,
 
 	/* Shorter spellings of the same values. */

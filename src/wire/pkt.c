@@ -203,7 +203,7 @@ int srn_pkt_build_hdr(uint8_t *out, const struct srn_pkt *p)
 	return info->hdr_len;
 }
 
-/* docs/roce-wire.md §5.5 (Linux enum ib_rnr_timeout; Wireshark agrees). */
+/* docs/wire.md §7.1 (Linux enum ib_rnr_timeout; Wireshark agrees). */
 static const uint32_t rnr_usec[32] = {
 	655360, 10, 20, 30, 40, 60, 80, 120,
 	160, 240, 320, 480, 640, 960, 1280, 1920,

@@ -4,7 +4,7 @@
  * Every on-wire header of the InfiniBand transport as carried in a RoCEv2
  * UDP payload (port 4791): BTH, then the extended headers, then payload,
  * pad and the 4-byte ICRC.  Facts and their sources are collected in
- * docs/roce-wire.md sections 2 and 3.
+ * docs/wire.md sections 2 to 4.
  *
  * Invariants:
  *  - every struct here is packed, has alignment 1 and holds big-endian
@@ -75,7 +75,8 @@ struct srn_bth {
 #define SRN_BTH_RESV6_MASK	0x3f000000u
 #define SRN_BTH_ACKREQ		0x80000000u
 #define SRN_BTH_RESV7_MASK	0x7f000000u
-/* BTH byte 4 (FECN, BECN, Resv6) is replaced by 0xff in the ICRC (§4.1). */
+/* BTH byte 4 (FECN, BECN, Resv6) is replaced by 0xff in the ICRC
+ * (docs/wire.md §5.1). */
 #define SRN_BTH_ICRC_MASKED_BYTE 4
 
 _Static_assert(sizeof(struct srn_bth) == SRN_BTH_LEN, "BTH size");
@@ -163,7 +164,7 @@ struct srn_cnp_rsvd {
 } __attribute__((packed));
 _Static_assert(sizeof(struct srn_cnp_rsvd) == SRN_CNP_RSVD_LEN, "CNP size");
 
-/* ---- AETH syndrome (docs/roce-wire.md §3.2) ------------------------------
+/* ---- AETH syndrome (docs/wire.md §4) ------------------------------------
  * bit 7 reserved, bits 6..5 type, bits 4..0 value. */
 #define SRN_AETH_TYPE_MASK	0x60u
 #define SRN_AETH_VALUE_MASK	0x1fu
@@ -207,7 +208,7 @@ static inline uint32_t srn_psn_diff(uint32_t a, uint32_t b)
 	return (a - b) & SRN_PSN_MASK;
 }
 
-/* ---- UDP source port (docs/roce-wire.md §1.1) ----------------------------
+/* ---- UDP source port (docs/wire.md §1) -----------------------------------
  * The Linux rdma_calc_flow_label / rdma_flow_label_to_udp_sport helpers,
  * as used by rxe (modify_qp with a GRH) and mlx5.  Symmetric in the two
  * QPNs, so both ends pick the same port. */
@@ -236,7 +237,8 @@ static inline uint16_t srn_udp_sport(uint32_t flow_label, uint32_t lqpn,
 	return srn_udp_sport_of_flow_label(flow_label);
 }
 
-/* RNR NAK timer code (5 bits) -> minimum wait in microseconds (§5.5).
+/* RNR NAK timer code (5 bits) -> minimum wait in microseconds
+ * (docs/wire.md §7.1).
  * Code 25 is 61440 as in the IBTA; rxe's 61410 is a typo. */
 uint32_t srn_rnr_timer_usec(uint8_t code);
 
