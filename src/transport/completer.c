@@ -166,7 +166,7 @@ static void on_ack(struct srn_qp *qp, const struct srn_pkt *p)
 		if (qp->comp.rnr_left == 0) {
 			srn_qp_why(qp, "RNR NAK for PSN 0x%06x with rnr_retry %u spent: the peer had no "
 				   "receive posted (its RNR timer %u us)", p->psn, qp->attr.rnr_retry,
-				   srn_rnr_timer_usec(syn & 0x1f));
+				   srn_rnr_timer_usec(syn & SRN_AETH_VALUE_MASK));
 			srn_count(nic->diag.cnt, SRN_CNT_RNR_RETRY_EXCEEDED, 1);
 			fail_at(qp, p->psn, IBV_WC_RNR_RETRY_EXC_ERR);
 			return;
@@ -174,8 +174,8 @@ static void on_ack(struct srn_qp *qp, const struct srn_pkt *p)
 		if (qp->comp.rnr_left != 7)   /* 7 = retry forever (IBTA, verbs) */
 			qp->comp.rnr_left--;
 		srn_diag_log(qp->diag, SRN_LOG_INFO, "RNR NAK for PSN 0x%06x: waiting %u us",
-			     p->psn, srn_rnr_timer_usec(syn & 0x1f));
-		srn_timer_rnr(qp, p->psn, syn & 0x1f);
+			     p->psn, srn_rnr_timer_usec(syn & SRN_AETH_VALUE_MASK));
+		srn_timer_rnr(qp, p->psn, syn & SRN_AETH_VALUE_MASK);
 		return;
 	default:
 		break;

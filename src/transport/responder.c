@@ -544,7 +544,7 @@ static void rc_request(struct srn_qp *qp, const struct srn_pkt *p)
 	case EXEC_RNR:
 		srn_qp_count(qp, SRN_CNT_SEND_RNR_ERR, SRN_QPC_SEND_RNR_ERR, 1);
 		qp->resp.nak_sent = true;   /* stay silent about what follows */
-		srn_ack_schedule(qp, SRN_AETH_RNR_NAK | (qp->attr.min_rnr_timer & 0x1f), p->psn);
+		srn_ack_schedule(qp, SRN_AETH_RNR_NAK | (qp->attr.min_rnr_timer & SRN_AETH_VALUE_MASK), p->psn);
 		return;
 	case EXEC_NAK_INVALID:
 		nak(qp, p, SRN_AETH_NAK_INVALID, "invalid request");
