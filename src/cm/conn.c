@@ -17,6 +17,8 @@
 #include <string.h>
 #include <sys/random.h>
 
+#include "wire/roce_hdr.h"
+
 /* RoCE paths have no SA: the packet lifetime rdma_cm uses for them
  * (CMA_IBOE_PACKET_LIFETIME), its CM response timeout and retries. */
 #define CMA_PACKET_LIFETIME 16
@@ -239,7 +241,8 @@ int srn_cm_connect(struct srn_cm_id *id, const struct rdma_conn_param *p)
 	r->retry_count = id->retry_count;
 	r->pkey = 0xffff;
 	r->mtu = (uint8_t)id->mtu;
-	r->rnr_retry = p->rnr_retry_count > 7 ? 7 : p->rnr_retry_count;
+	r->rnr_retry = p->rnr_retry_count > SRN_RNR_RETRY_MAX ?
+		SRN_RNR_RETRY_MAX : p->rnr_retry_count;
 	r->max_cm_retries = CMA_MAX_CM_RETRIES;
 	r->srq = (id->id.srq || (!id->id.qp && p->srq)) ? 1 : 0;
 	r->local_lid = r->remote_lid = 0xffff;   /* permissive: RoCE is routed by GID */
@@ -290,7 +293,8 @@ int srn_cm_accept(struct srn_cm_id *id, const struct rdma_conn_param *p)
 	r->init_depth = id->init_depth;
 	r->target_ack_delay = 15;
 	r->flow_ctrl = p->flow_control ? 1 : 0;
-	r->rnr_retry = p->rnr_retry_count > 7 ? 7 : p->rnr_retry_count;
+	r->rnr_retry = p->rnr_retry_count > SRN_RNR_RETRY_MAX ?
+		SRN_RNR_RETRY_MAX : p->rnr_retry_count;
 	r->srq = (id->id.srq || (!id->id.qp && p->srq)) ? 1 : 0;
 	r->ca_guid = id->dev->guid;
 	if (p->private_data_len)

@@ -25,6 +25,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "wire/roce_hdr.h"
+
 /* Column of the table for each supported QP type. */
 enum { T_RC, T_UC, T_UD, T_XRC_SEND, T_XRC_RECV, T_NUM };
 
@@ -432,9 +434,9 @@ static const char *value_fault(enum ibv_qp_type type, const struct ibv_qp_attr *
 	if ((mask & IBV_QP_TIMEOUT) && a->timeout > 31)
 		return "timeout is a 5-bit value";
 	/* 3-bit counters. */
-	if ((mask & IBV_QP_RETRY_CNT) && a->retry_cnt > 7)
+	if ((mask & IBV_QP_RETRY_CNT) && a->retry_cnt > SRN_RETRY_CNT_MAX)
 		return "retry_cnt is a 3-bit value";
-	if ((mask & IBV_QP_RNR_RETRY) && a->rnr_retry > 7)
+	if ((mask & IBV_QP_RNR_RETRY) && a->rnr_retry > SRN_RNR_RETRY_MAX)
 		return "rnr_retry is a 3-bit value";
 	/* 5-bit code of the RNR NAK timer table. */
 	if ((mask & IBV_QP_MIN_RNR_TIMER) && a->min_rnr_timer > 31)

@@ -12,6 +12,7 @@
 
 #include "cm/cm.h"
 #include "rdmacm/export.h"
+#include "wire/roce_hdr.h"
 
 static int ret_errno(int neg)
 {
@@ -291,7 +292,8 @@ static void default_param(struct srn_cm_id *p, const struct rdma_conn_param *in,
 		*out = *in;
 	else
 		*out = (struct rdma_conn_param){ .responder_resources = RDMA_MAX_RESP_RES,
-			.initiator_depth = RDMA_MAX_INIT_DEPTH, .retry_count = 7, .rnr_retry_count = 7 };
+			.initiator_depth = RDMA_MAX_INIT_DEPTH, .retry_count = SRN_RETRY_CNT_MAX,
+			.rnr_retry_count = SRN_RNR_RETRY_INFINITE };
 	if (out->responder_resources == RDMA_MAX_RESP_RES)
 		out->responder_resources = p->dev->max_rd_atomic;
 	if (out->initiator_depth == RDMA_MAX_INIT_DEPTH)
@@ -327,7 +329,8 @@ SRN_RDMACM_EXPORT int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param 
 			cp = *conn_param;
 		else
 			cp = (struct rdma_conn_param){ .responder_resources = p->resp_res,
-				.initiator_depth = p->init_depth, .rnr_retry_count = 7 };
+				.initiator_depth = p->init_depth,
+				.rnr_retry_count = SRN_RNR_RETRY_INFINITE };
 		ret = srn_cm_accept(p, &cp);
 	}
 	unlock();
@@ -487,7 +490,7 @@ SRN_RDMACM_EXPORT int rdma_set_option(struct rdma_cm_id *id, int level, int optn
 		break;
 	case RDMA_OPTION_ID_ACK_TIMEOUT:
 		if (optlen != sizeof(uint8_t)) { ret = -EINVAL; break; }
-		p->ack_timeout = *(uint8_t *)optval & 0x1f;
+		p->ack_timeout = *(uint8_t *)optval & SRN_ACK_TIMEOUT_MASK;
 		p->ack_timeout_set = true;
 		break;
 	default:

@@ -171,7 +171,7 @@ static void on_ack(struct srn_qp *qp, const struct srn_pkt *p)
 			fail_at(qp, p->psn, IBV_WC_RNR_RETRY_EXC_ERR);
 			return;
 		}
-		if (qp->comp.rnr_left != 7)   /* 7 = retry forever (IBTA, verbs) */
+		if (qp->comp.rnr_left != SRN_RNR_RETRY_INFINITE)
 			qp->comp.rnr_left--;
 		srn_diag_log(qp->diag, SRN_LOG_INFO, "RNR NAK for PSN 0x%06x: waiting %u us",
 			     p->psn, srn_rnr_timer_usec(syn & SRN_AETH_VALUE_MASK));

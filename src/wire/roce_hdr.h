@@ -180,6 +180,14 @@ _Static_assert(sizeof(struct srn_cnp_rsvd) == SRN_CNP_RSVD_LEN, "CNP size");
 #define SRN_AETH_NAK_REM_OP	0x63u
 #define SRN_AETH_NAK_INV_RD	0x64u	/* RD only */
 
+/* ---- QP retry and timer attributes (docs/wire.md §7) ---------------------
+ * Not header fields, but they size the values that end up in them (the RNR
+ * timer code in an RNR NAK) or that the CM carries in its MADs. */
+#define SRN_RETRY_CNT_MAX	7	/* retry_cnt is a 3-bit count */
+#define SRN_RNR_RETRY_MAX	7	/* rnr_retry is a 3-bit count ... */
+#define SRN_RNR_RETRY_INFINITE	7	/* ... whose top value means "forever" */
+#define SRN_ACK_TIMEOUT_MASK	0x1fu	/* local ACK timeout: 5-bit exponent */
+
 static inline uint8_t srn_aeth_type(uint8_t syndrome)
 {
 	return syndrome & SRN_AETH_TYPE_MASK;
