@@ -207,7 +207,7 @@ int srn_qp_apply(struct srn_qp *qp, const struct ibv_qp_attr *attr, int mask)
 	if (mask & IBV_QP_PATH_MIG_STATE)
 		qp->attr.path_mig_state = attr->path_mig_state;
 	if (mask & IBV_QP_DEST_QPN)
-		qp->attr.dest_qp_num = attr->dest_qp_num & SRN_PSN_MASK;
+		qp->attr.dest_qp_num = attr->dest_qp_num & SRN_QPN_MASK;
 	if (mask & IBV_QP_EN_SQD_ASYNC_NOTIFY)
 		qp->attr.en_sqd_async_notify = attr->en_sqd_async_notify;
 

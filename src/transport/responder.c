@@ -565,7 +565,7 @@ static void rc_request(struct srn_qp *qp, const struct srn_pkt *p)
 	qp->resp.epsn = srn_psn_add(qp->resp.epsn,
 				    (f & SRN_OPF_READ_REQ) ? read_npkts(qp, p->reth_len) : 1);
 	if (last)   /* MSN counts messages; READ counts on acceptance (C9-148) */
-		qp->resp.msn = (qp->resp.msn + 1) & SRN_PSN_MASK;
+		qp->resp.msn = (qp->resp.msn + 1) & SRN_MSN_MASK;
 	if (f & SRN_OPF_READ_REQ) {
 		srn_resp_push(qp);
 		return;             /* the responses are the acknowledgement */

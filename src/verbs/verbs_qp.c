@@ -325,7 +325,7 @@ int srn_sq_fill(struct srn_qp *qp, uint32_t pos, const struct ibv_send_wr *wr)
 		w->xrc_srqn = wr->qp_type.xrc.remote_srqn;
 	if (qp->type == IBV_QPT_UD) {
 		w->ah = srn_ah(wr->wr.ud.ah);
-		w->remote_qpn = wr->wr.ud.remote_qpn & SRN_PSN_MASK;
+		w->remote_qpn = wr->wr.ud.remote_qpn & SRN_QPN_MASK;
 		w->remote_qkey = wr->wr.ud.remote_qkey;
 	} else if (atomic) {
 		w->remote_addr = wr->wr.atomic.remote_addr;
