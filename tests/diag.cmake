@@ -16,3 +16,6 @@ target_include_directories(diag_leak_prog PRIVATE ${IBVERBS_INCLUDE})
 srn_script_test(diag_tools test_diag_tools.sh)
 srn_script_test(diag_stat test_stat.sh)
 srn_script_test(diag_res test_res.sh)
+
+# scripts/test.sh runs these under ThreadSanitizer (-L tsan).
+set_property(TEST test_diag_shm APPEND PROPERTY LABELS tsan)

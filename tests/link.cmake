@@ -13,4 +13,5 @@ target_link_libraries(test_link_netns PRIVATE srn_static)
 add_test(NAME test_link_netns
          COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_netns_lib.sh --link $<TARGET_FILE:test_link_netns>)
 set_tests_properties(test_link_netns PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300
-  ENVIRONMENT "SRN_BUILD=${CMAKE_BINARY_DIR};SRN_SRC=${CMAKE_SOURCE_DIR}")
+  ENVIRONMENT "SRN_BUILD=${CMAKE_BINARY_DIR};SRN_SRC=${CMAKE_SOURCE_DIR}"
+  LABELS e2e)

@@ -11,6 +11,7 @@ target_link_libraries(test_qp_state_walk PRIVATE softrnic)
 target_include_directories(test_qp_state_walk PRIVATE ${CMAKE_SOURCE_DIR}/src)
 target_compile_definitions(test_qp_state_walk PRIVATE _GNU_SOURCE)
 add_test(NAME test_qp_state_walk COMMAND test_qp_state_walk)
-set_tests_properties(test_qp_state_walk PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120)
+set_tests_properties(test_qp_state_walk PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120
+  LABELS unit)
 # engine/progress.c settings from the environment.
 srn_unit_test(test_core_spin_env test_core_spin_env.c)

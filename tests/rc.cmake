@@ -3,10 +3,11 @@ add_executable(test_rc_verbs test_rc_verbs.c rc_test_conn.c)
 target_link_libraries(test_rc_verbs PRIVATE softrnic)
 target_include_directories(test_rc_verbs PRIVATE ${IBVERBS_INCLUDE})
 add_test(NAME test_rc_verbs COMMAND test_rc_verbs)
-set_tests_properties(test_rc_verbs PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120)
+set_tests_properties(test_rc_verbs PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120
+  LABELS "unit;tsan")
 srn_script_test(explain_errors test_explain_errors.sh)
 srn_script_test(fault_counters test_fault_counters.sh)
-srn_script_test(pcap_mixed test_pcap_mixed.sh)
+srn_script_test(pcap_mixed test_pcap_mixed.sh LABELS stress)
 srn_script_test(stat_live test_stat_live.sh)
 
 # A GSO run stays within UIO_MAXIOV pieces (64 Sends of 17 SGEs in a chain,
@@ -17,7 +18,8 @@ add_executable(test_gso_iov_limit test_gso_iov_limit.c rc_test_conn.c)
 target_link_libraries(test_gso_iov_limit PRIVATE softrnic)
 target_include_directories(test_gso_iov_limit PRIVATE ${IBVERBS_INCLUDE})
 add_test(NAME test_gso_iov_limit COMMAND test_gso_iov_limit)
-set_tests_properties(test_gso_iov_limit PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120)
+set_tests_properties(test_gso_iov_limit PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120
+  LABELS e2e)
 add_library(gso_refuse_preload MODULE gso_refuse_preload.c)
 target_link_libraries(gso_refuse_preload PRIVATE ${CMAKE_DL_LIBS})
 srn_script_test(gso_refused test_gso_refused.sh)

@@ -6,5 +6,6 @@ target_link_libraries(test_trust_mem PRIVATE softrnic)
 target_include_directories(test_trust_mem PRIVATE ${IBVERBS_INCLUDE})
 foreach(t keys fault unmap rereg guess race detach)
   add_test(NAME trust_mem_${t} COMMAND test_trust_mem ${t})
-  set_tests_properties(trust_mem_${t} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120)
+  set_tests_properties(trust_mem_${t} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120
+    LABELS e2e)
 endforeach()

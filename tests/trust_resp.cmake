@@ -9,7 +9,7 @@ function(srn_trust_resp_test name)
   target_include_directories(${name} PRIVATE ${IBVERBS_INCLUDE})
   add_test(NAME ${name} COMMAND ${name})
   set_tests_properties(${name} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120
-    ENVIRONMENT "SOFTRNIC_LOG=warn")
+    ENVIRONMENT "SOFTRNIC_LOG=warn" LABELS unit)
 endfunction()
 
 # Item 5: an XRC SRQ an XRC receive QP uses cannot be destroyed (EBUSY),
@@ -25,15 +25,15 @@ target_include_directories(test_trust_resp_read_slices PRIVATE ${IBVERBS_INCLUDE
 add_test(NAME trust_resp_read_slices_udp COMMAND test_trust_resp_read_slices)
 add_test(NAME trust_resp_read_slices_ring COMMAND test_trust_resp_read_slices)
 set_tests_properties(trust_resp_read_slices_udp PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300
-  ENVIRONMENT "SOFTRNIC_SHM=0;SOFTRNIC_LOG=warn")
+  ENVIRONMENT "SOFTRNIC_SHM=0;SOFTRNIC_LOG=warn" LABELS stress)
 set_tests_properties(trust_resp_read_slices_ring PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300
-  ENVIRONMENT "SOFTRNIC_LOG=warn")
+  ENVIRONMENT "SOFTRNIC_LOG=warn" LABELS stress)
 # The same READ against a target whose application never calls in: the
 # progress thread answers; the longest ibv_query_qp is held to 2 s (the
 # previous build: 2.2-2.9 s for 256 MiB on a loaded 2-CPU machine).
 add_test(NAME trust_resp_read_slices_passive COMMAND test_trust_resp_read_slices passive)
 set_tests_properties(trust_resp_read_slices_passive PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300
-  ENVIRONMENT "SOFTRNIC_SHM=0;SOFTRNIC_LOG=warn")
+  ENVIRONMENT "SOFTRNIC_SHM=0;SOFTRNIC_LOG=warn" LABELS stress)
 
 # Item 7: handcrafted READ/WRITE requests whose DMA length exceeds
 # max_msg_sz (0xffffff01 made the old packet count wrap to 0) get one NAK
@@ -43,4 +43,4 @@ target_link_libraries(test_trust_resp_read_len PRIVATE srn_static)
 target_include_directories(test_trust_resp_read_len PRIVATE ${IBVERBS_INCLUDE})
 add_test(NAME test_trust_resp_read_len COMMAND test_trust_resp_read_len)
 set_tests_properties(test_trust_resp_read_len PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120
-  ENVIRONMENT "SOFTRNIC_SHM=0;SOFTRNIC_LOG=warn")
+  ENVIRONMENT "SOFTRNIC_SHM=0;SOFTRNIC_LOG=warn" LABELS unit)

@@ -2,7 +2,10 @@
 # srn_trust_verbs_test(name [ARGS args...] SOURCES extra.c...): the program
 # tests/<prog>.c run as CTest test <name>.
 function(srn_trust_verbs_test name prog)
-  cmake_parse_arguments(T "" "" "ARGS;SOURCES" ${ARGN})
+  cmake_parse_arguments(T "" "" "ARGS;SOURCES;LABELS" ${ARGN})
+  if(NOT T_LABELS)
+    set(T_LABELS e2e)
+  endif()
   if(NOT TARGET ${prog})
     add_executable(${prog} ${CMAKE_CURRENT_LIST_DIR}/${prog}.c
       ${CMAKE_CURRENT_LIST_DIR}/rc_test_conn.c ${T_SOURCES})
@@ -10,7 +13,8 @@ function(srn_trust_verbs_test name prog)
     target_include_directories(${prog} PRIVATE ${IBVERBS_INCLUDE})
   endif()
   add_test(NAME ${name} COMMAND ${prog} ${T_ARGS})
-  set_tests_properties(${name} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120)
+  set_tests_properties(${name} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120
+    LABELS "${T_LABELS}")
 endfunction()
 
 # Item 11: other verbs inside an ibv_wr_* batch, same thread and another
@@ -25,5 +29,9 @@ srn_trust_verbs_test(test_trust_verbs_mw test_trust_verbs_mw
 
 # Item 14: create_flags 0 accepted.  Item 15: cmd_fd a real descriptor,
 # closed with the context, that ibv_import_device refuses (EOPNOTSUPP).
-srn_trust_verbs_test(test_trust_verbs_create_flags test_trust_verbs_dev ARGS create_flags)
-srn_trust_verbs_test(test_trust_verbs_cmd_fd test_trust_verbs_dev ARGS fds)
+srn_trust_verbs_test(test_trust_verbs_create_flags test_trust_verbs_dev ARGS create_flags
+  LABELS unit)
+srn_trust_verbs_test(test_trust_verbs_cmd_fd test_trust_verbs_dev ARGS fds LABELS unit)
+
+# scripts/test.sh runs these under ThreadSanitizer (-L tsan).
+set_property(TEST test_trust_verbs_wr_batch APPEND PROPERTY LABELS tsan)

@@ -5,5 +5,6 @@
 foreach(mode info rc ud netns user)
   add_test(NAME ucx_${mode} COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/test_ucx.sh ${mode})
   set_tests_properties(ucx_${mode} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600
-    ENVIRONMENT "SRN_BUILD=${CMAKE_BINARY_DIR};SRN_SRC=${CMAKE_SOURCE_DIR}")
+    ENVIRONMENT "SRN_BUILD=${CMAKE_BINARY_DIR};SRN_SRC=${CMAKE_SOURCE_DIR}"
+    LABELS e2e)
 endforeach()

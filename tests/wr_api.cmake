@@ -5,4 +5,5 @@ add_executable(test_wr_api_packets ${CMAKE_CURRENT_LIST_DIR}/test_wr_api_packets
 target_link_libraries(test_wr_api_packets PRIVATE softrnic)
 target_include_directories(test_wr_api_packets PRIVATE ${IBVERBS_INCLUDE})
 add_test(NAME test_wr_api_packets COMMAND test_wr_api_packets)
-set_tests_properties(test_wr_api_packets PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 60)
+set_tests_properties(test_wr_api_packets PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 60
+  LABELS "unit;tsan")
