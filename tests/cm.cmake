@@ -15,3 +15,8 @@ function(srn_cm_test name src)
 endfunction()
 srn_cm_test(test_cm_destroyed_channel test_cm_destroyed_channel.c)
 srn_cm_test(test_cm_destroy_id_held_event test_cm_destroy_id_held_event.c)
+
+# The fast tier (each under ~2 s; ctest -L fast).
+set_property(TEST test_cm_mad fuzz_cm_mad cm_symbols
+  test_cm_destroyed_channel test_cm_destroy_id_held_event
+  APPEND PROPERTY LABELS fast)

@@ -19,3 +19,7 @@ srn_script_test(diag_res test_res.sh)
 
 # scripts/test.sh runs these under ThreadSanitizer (-L tsan).
 set_property(TEST test_diag_shm APPEND PROPERTY LABELS tsan)
+
+# The fast tier (each under ~2 s; ctest -L fast).
+set_property(TEST test_diag_shm diag_stat diag_res
+  APPEND PROPERTY LABELS fast)

@@ -15,3 +15,7 @@ add_test(NAME test_link_netns
 set_tests_properties(test_link_netns PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300
   ENVIRONMENT "SRN_BUILD=${CMAKE_BINARY_DIR};SRN_SRC=${CMAKE_SOURCE_DIR}"
   LABELS e2e)
+
+# The fast tier (each under ~2 s; ctest -L fast).
+set_property(TEST test_link_config test_link_udp test_link_wire
+  test_netns_lib test_link_netns APPEND PROPERTY LABELS fast)

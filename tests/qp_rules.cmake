@@ -15,3 +15,7 @@ set_tests_properties(test_qp_state_walk PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 1
   LABELS unit)
 # engine/progress.c settings from the environment.
 srn_unit_test(test_core_spin_env test_core_spin_env.c)
+
+# The fast tier (each under ~2 s; ctest -L fast).
+set_property(TEST test_qp_rules test_qp_state_walk test_core_spin_env
+  APPEND PROPERTY LABELS fast)

@@ -23,3 +23,7 @@ set_tests_properties(test_gso_iov_limit PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 1
 add_library(gso_refuse_preload MODULE gso_refuse_preload.c)
 target_link_libraries(gso_refuse_preload PRIVATE ${CMAKE_DL_LIBS})
 srn_script_test(gso_refused test_gso_refused.sh)
+
+# The fast tier (each under ~2 s; ctest -L fast).
+set_property(TEST test_rc_verbs explain_errors test_gso_iov_limit
+  gso_refused APPEND PROPERTY LABELS fast)

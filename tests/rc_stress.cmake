@@ -77,3 +77,7 @@ srn_script_test(shm_link test_shm_link.sh)
 # scripts/test.sh runs these under ThreadSanitizer (-L tsan).
 set_property(TEST rc_stress_100k_lossfree rc_stress_100k_udp rc_held_ack
   APPEND PROPERTY LABELS tsan)
+
+# The fast tier (each under ~2 s; ctest -L fast).
+set_property(TEST rc_passive_sleep rc_passive_spin rc_dereg rc_held_ack
+  APPEND PROPERTY LABELS fast)

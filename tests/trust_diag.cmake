@@ -20,3 +20,7 @@ target_include_directories(fuzz_diag_seg PRIVATE ${CMAKE_SOURCE_DIR}/tools)
 if(TARGET fuzz_diag_seg_libfuzzer)
   target_include_directories(fuzz_diag_seg_libfuzzer PRIVATE ${CMAKE_SOURCE_DIR}/tools)
 endif()
+
+# The fast tier (each under ~2 s; ctest -L fast).
+set_property(TEST trust_diag_other_user trust_diag_planted trust_diag_sweep
+  fuzz_diag_seg APPEND PROPERTY LABELS fast)

@@ -9,3 +9,8 @@ foreach(t keys fault unmap rereg guess race detach)
   set_tests_properties(trust_mem_${t} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120
     LABELS e2e)
 endforeach()
+
+# The fast tier (each under ~2 s; ctest -L fast).
+set_property(TEST trust_mem_keys trust_mem_fault trust_mem_unmap
+  trust_mem_rereg trust_mem_guess trust_mem_race trust_mem_detach
+  APPEND PROPERTY LABELS fast)

@@ -15,3 +15,7 @@ srn_fuzz_target(fuzz_config RUNS 100000 SOURCES ${CMAKE_CURRENT_LIST_DIR}/fuzz_c
         ${SRN_FUZZ_DATA}/config/entries.txt)
 srn_fuzz_target(fuzz_faults RUNS 200000 SOURCES ${CMAKE_CURRENT_LIST_DIR}/fuzz_faults.c
   SEEDS ${SRN_FUZZ_DATA}/faults/rates.txt ${SRN_FUZZ_DATA}/faults/filters.txt)
+
+# The fast tier (each under ~2 s; ctest -L fast).
+set_property(TEST test_trust_misc_config fuzz_config fuzz_faults
+  APPEND PROPERTY LABELS fast)

@@ -44,3 +44,6 @@ target_include_directories(test_trust_resp_read_len PRIVATE ${IBVERBS_INCLUDE})
 add_test(NAME test_trust_resp_read_len COMMAND test_trust_resp_read_len)
 set_tests_properties(test_trust_resp_read_len PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120
   ENVIRONMENT "SOFTRNIC_SHM=0;SOFTRNIC_LOG=warn" LABELS unit)
+
+# The fast tier (each under ~2 s; ctest -L fast).
+set_property(TEST test_trust_resp_xrc_srq APPEND PROPERTY LABELS fast)

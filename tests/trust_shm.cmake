@@ -7,3 +7,6 @@ srn_script_test(test_trust_shm_inbox test_trust_shm_inbox.sh)
 srn_unit_test(test_trust_shm_ring ${CMAKE_CURRENT_LIST_DIR}/test_trust_shm_ring.c)
 # The ring reader under the fuzz driver: arbitrary rings, exactly sized.
 srn_fuzz_target(fuzz_shm_ring RUNS 200000 SOURCES fuzz_shm_ring.c)
+
+# The fast tier (each under ~2 s; ctest -L fast).
+set_property(TEST test_trust_shm_ring fuzz_shm_ring APPEND PROPERTY LABELS fast)

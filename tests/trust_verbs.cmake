@@ -35,3 +35,8 @@ srn_trust_verbs_test(test_trust_verbs_cmd_fd test_trust_verbs_dev ARGS fds LABEL
 
 # scripts/test.sh runs these under ThreadSanitizer (-L tsan).
 set_property(TEST test_trust_verbs_wr_batch APPEND PROPERTY LABELS tsan)
+
+# The fast tier (each under ~2 s; ctest -L fast).
+set_property(TEST test_trust_verbs_wr_batch test_trust_verbs_mw
+  test_trust_verbs_create_flags test_trust_verbs_cmd_fd
+  APPEND PROPERTY LABELS fast)

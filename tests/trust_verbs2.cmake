@@ -19,3 +19,8 @@ endforeach()
 # scripts/test.sh runs these under ThreadSanitizer (-L tsan).
 set_property(TEST test_trust_verbs2_reset test_trust_verbs2_abort
   test_trust_verbs2_thread test_trust_verbs2_destroy APPEND PROPERTY LABELS tsan)
+
+# The fast tier (each under ~2 s; ctest -L fast).
+set_property(TEST test_trust_verbs2_xrc_recv test_trust_verbs2_reset
+  test_trust_verbs2_abort test_trust_verbs2_thread test_trust_verbs2_destroy
+  APPEND PROPERTY LABELS fast)

@@ -8,3 +8,6 @@ foreach(mode info rc ud netns user)
     ENVIRONMENT "SRN_BUILD=${CMAKE_BINARY_DIR};SRN_SRC=${CMAKE_SOURCE_DIR}"
     LABELS e2e)
 endforeach()
+
+# The fast tier (each under ~2 s; ctest -L fast).
+set_property(TEST ucx_info ucx_user APPEND PROPERTY LABELS fast)

@@ -14,3 +14,7 @@ add_test(NAME test_uc_faults COMMAND test_uc_faults)
 set_tests_properties(test_uc_faults PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120
   LABELS e2e)
 srn_script_test(ud_mcast_netns test_ud_mcast_netns.sh)
+
+# The fast tier (each under ~2 s; ctest -L fast).
+set_property(TEST test_ud_mcast test_uc_faults ud_mcast_netns
+  APPEND PROPERTY LABELS fast)

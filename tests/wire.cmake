@@ -19,3 +19,7 @@ endforeach()
 # The packet parser under the fuzz driver (CTest, every build) and, with
 # Clang, under libFuzzer (fuzz_pkt_parse_libfuzzer, by hand).
 srn_fuzz_target(fuzz_pkt_parse RUNS 200000 SOURCES fuzz_pkt_parse.c)
+
+# The fast tier (each under ~2 s; ctest -L fast).
+set_property(TEST test_wire_icrc test_wire_pkt test_wire_robust
+  fuzz_pkt_parse APPEND PROPERTY LABELS fast)

@@ -7,3 +7,6 @@ target_include_directories(test_wr_api_packets PRIVATE ${IBVERBS_INCLUDE})
 add_test(NAME test_wr_api_packets COMMAND test_wr_api_packets)
 set_tests_properties(test_wr_api_packets PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 60
   LABELS "unit;tsan")
+
+# The fast tier (each under ~2 s; ctest -L fast).
+set_property(TEST test_wr_api_packets APPEND PROPERTY LABELS fast)
