@@ -431,7 +431,7 @@ static const char *value_fault(enum ibv_qp_type type, const struct ibv_qp_attr *
 	    ((unsigned)a->path_mtu < IBV_MTU_256 || (unsigned)a->path_mtu > (unsigned)lim->port_max_mtu))
 		return "path_mtu is not between 256 and the port's MTU";
 	/* 5-bit field: 4.096 us << timeout (IBTA 9.7.6.1.3). */
-	if ((mask & IBV_QP_TIMEOUT) && a->timeout > 31)
+	if ((mask & IBV_QP_TIMEOUT) && a->timeout > SRN_ACK_TIMEOUT_MASK)
 		return "timeout is a 5-bit value";
 	/* 3-bit counters. */
 	if ((mask & IBV_QP_RETRY_CNT) && a->retry_cnt > SRN_RETRY_CNT_MAX)
@@ -439,7 +439,7 @@ static const char *value_fault(enum ibv_qp_type type, const struct ibv_qp_attr *
 	if ((mask & IBV_QP_RNR_RETRY) && a->rnr_retry > SRN_RNR_RETRY_MAX)
 		return "rnr_retry is a 3-bit value";
 	/* 5-bit code of the RNR NAK timer table. */
-	if ((mask & IBV_QP_MIN_RNR_TIMER) && a->min_rnr_timer > 31)
+	if ((mask & IBV_QP_MIN_RNR_TIMER) && a->min_rnr_timer > SRN_AETH_VALUE_MASK)
 		return "min_rnr_timer is a 5-bit code";
 	if ((mask & IBV_QP_MAX_QP_RD_ATOMIC) && a->max_rd_atomic > lim->max_rd_atomic)
 		return "max_rd_atomic exceeds the device's max_qp_init_rd_atom";

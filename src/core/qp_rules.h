@@ -11,7 +11,8 @@
  *
  * Decisions where the sources leave room (see qp_rules.c for why):
  *  - rq_psn/sq_psn above 24 bits are accepted; the caller stores
- *    psn & SRN_QP_PSN_MASK, as the kernel core does (it masks and warns).
+ *    psn & SRN_PSN_MASK (24 bits), as the kernel core does (it masks and
+ *    warns).
  *  - dest_qp_num above 24 bits is rejected: it cannot be put in a BTH.
  *  - IBV_QP_ALT_PATH is rejected whatever the table says: the kernel core
  *    bans alternate paths (APM) on RoCE ports.
@@ -32,7 +33,6 @@
 #include <stdint.h>
 
 #define SRN_QP_NUM_STATES (IBV_QPS_ERR + 1)
-#define SRN_QP_PSN_MASK 0xffffffu /* BTH PSN is 24 bits */
 #define SRN_QP_QPN_MASK 0xffffffu /* BTH DestQP is 24 bits */
 /* Every attr_mask bit the verbs header has ever defined: 0..25. */
 #define SRN_QP_ATTR_ALL_BITS ((int)((IBV_QP_RATE_LIMIT << 1) - 1))
