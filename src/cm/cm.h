@@ -179,6 +179,9 @@ int srn_cm_establish(struct srn_cm_id *id);
 int srn_cm_disconnect(struct srn_cm_id *id);
 /* The id goes away: tell the peer what the state asks (REJ, DREQ/DREP). */
 void srn_cm_abort(struct srn_cm_id *id);
+/* The one path record of an id (route.path_rec): our GID to the peer's,
+ * P_Key 0xffff, the kernel's packet lifetime, at this MTU. */
+void srn_cm_fill_path(struct srn_cm_id *id, enum ibv_mtu mtu);
 int srn_cm_init_qp_attr(struct srn_cm_id *id, struct ibv_qp_attr *a, int *mask);
 int srn_cm_qp_to(struct srn_cm_id *id, enum ibv_qp_state s);
 void srn_cm_timer_stop(struct srn_cm_id *id);

@@ -95,7 +95,7 @@ static uint32_t new_comm_id(void)
 	return srn_cm.next_comm_id;
 }
 
-static void fill_path(struct srn_cm_id *id)
+void srn_cm_fill_path(struct srn_cm_id *id, enum ibv_mtu mtu)
 {
 	struct ibv_sa_path_rec *p = &id->path;
 	memset(p, 0, sizeof(*p));
@@ -106,7 +106,7 @@ static void fill_path(struct srn_cm_id *id)
 	p->reversible = 1;
 	p->pkey = htobe16(0xffff);
 	p->mtu_selector = 2;
-	p->mtu = id->mtu;
+	p->mtu = mtu;
 	p->rate_selector = 2;
 	p->rate = 3;
 	p->packet_life_time_selector = 2;
@@ -525,7 +525,7 @@ static void on_req(struct srn_cm_dev *dev, const struct srn_cm_msg *m, const uin
 	id->tos = r->traffic_class;
 	id->state = SRN_CMS_REQ_RCVD;
 	id->listener = l;
-	fill_path(id);
+	srn_cm_fill_path(id, id->mtu);
 	l->pending++;
 	struct srn_cm_event *e = srn_cm_event_queue(id, RDMA_CM_EVENT_CONNECT_REQUEST, 0,
 						    r->pdata + SRN_CMA_HDR_LEN,

@@ -235,22 +235,7 @@ SRN_RDMACM_EXPORT int rdma_resolve_route(struct rdma_cm_id *id, int timeout_ms)
 		unlock();
 		return ret_errno(-EINVAL);
 	}
-	struct ibv_sa_path_rec *pr = &p->path;
-	memset(pr, 0, sizeof(*pr));
-	memcpy(pr->sgid.raw, p->dev->gid, 16);
-	memcpy(pr->dgid.raw, p->peer_gid, 16);
-	pr->hop_limit = 64;
-	pr->traffic_class = p->tos;
-	pr->reversible = 1;
-	pr->pkey = htobe16(0xffff);
-	pr->mtu_selector = 2;
-	pr->mtu = p->dev->mtu;
-	pr->rate_selector = 2;
-	pr->rate = 3;
-	pr->packet_life_time_selector = 2;
-	pr->packet_life_time = 16;
-	p->id.route.path_rec = pr;
-	p->id.route.num_paths = 1;
+	srn_cm_fill_path(p, p->dev->mtu);
 	p->state = SRN_CMS_ROUTE_RESOLVED;
 	srn_cm_event_queue(p, RDMA_CM_EVENT_ROUTE_RESOLVED, 0, NULL, 0);
 	unlock();
