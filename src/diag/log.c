@@ -67,7 +67,7 @@ enum srn_log_level srn_log_threshold(void)
 	return (enum srn_log_level)v;
 }
 
-static uint64_t mono_ns(void)
+uint64_t srn_diag_mono_ns(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -158,7 +158,7 @@ static void log_line(struct srn_diag_obj *o, struct srn_diag *d, enum srn_log_le
 	char msg[SRN_DIAG_LOG_MSG];
 	memset(msg, 0, sizeof(msg));
 	vsnprintf(msg, sizeof(msg), fmt, ap);
-	uint64_t now = mono_ns();
+	uint64_t now = srn_diag_mono_ns();
 	uint32_t kind = o ? (uint32_t)o->kind : SRN_DIAG_FREE;
 	uint32_t qpn = kind == SRN_DIAG_QP ? SRN_DIAG_GET(o->s->qp.qpn) : 0;
 	uint32_t gen = o ? SRN_DIAG_GET(o->s->gen) : 0;

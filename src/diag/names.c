@@ -6,16 +6,8 @@
 #include "diag/names.h"
 
 #include <stdio.h>
-#include <time.h>
 
 #include "wire/roce_hdr.h"
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 const char *srn_diag_qp_state_name(enum ibv_qp_state s)
 {
@@ -97,7 +89,7 @@ void srn_diag_last_peer_str(struct srn_diag_obj *o, char *buf, size_t len)
 		return;
 	}
 	char s[48];
-	uint64_t ago = mono_ns() - SRN_DIAG_GET(o->s->qp.last_peer_ns);
+	uint64_t ago = srn_diag_mono_ns() - SRN_DIAG_GET(o->s->qp.last_peer_ns);
 	snprintf(buf, len, "%s PSN 0x%06x %.1f ms ago", srn_diag_syndrome_str((uint8_t)syn, s, sizeof(s)),
 		 SRN_DIAG_GET(o->s->qp.last_peer_psn), (double)ago / 1e6);
 }
