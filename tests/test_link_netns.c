@@ -26,15 +26,15 @@
 static int failures;
 
 #define CHECK(cond, ...)                                                       \
-    do {                                                                       \
-        if (!(cond)) {                                                         \
-            fprintf(stderr, "%s:%d: CHECK(%s) failed: ", __FILE__, __LINE__,   \
-                    #cond);                                                    \
-            fprintf(stderr, __VA_ARGS__);                                      \
-            fputc('\n', stderr);                                               \
-            failures++;                                                        \
-        }                                                                      \
-    } while (0)
+	do {                                                                       \
+		if (!(cond)) {                                                         \
+			fprintf(stderr, "%s:%d: CHECK(%s) failed: ", __FILE__, __LINE__,   \
+					#cond);                                                    \
+			fprintf(stderr, __VA_ARGS__);                                      \
+			fputc('\n', stderr);                                               \
+			failures++;                                                        \
+		}                                                                      \
+	} while (0)
 
 static struct srn_dev_cfg cfg[SRN_MAX_DEVICES];
 static struct srn_udp sock[SRN_MAX_DEVICES];
@@ -44,148 +44,148 @@ static uint8_t big[65536];
 
 static double now_s(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
 /* Open every configured device; expect_mtu 0 skips the MTU check. */
 static int open_all(uint32_t expect_mtu)
 {
-    char err[256];
-    int n = srn_config_load(cfg, SRN_MAX_DEVICES, err, sizeof(err));
-    if (n < 0) {
-        fprintf(stderr, "config: %s\n", err);
-        return -1;
-    }
-    for (int i = 0; i < n; i++) {
-        CHECK(!expect_mtu || cfg[i].link_mtu == expect_mtu, "%s: detected link_mtu %u, want %u", cfg[i].name,
-              cfg[i].link_mtu, expect_mtu);
-        int rc = srn_udp_open(&sock[i], &cfg[i], err, sizeof(err));
-        if (rc) {
-            fprintf(stderr, "%s\n", err);
-            return -1;
-        }
-        nopen++;
-    }
-    return n;
+	char err[256];
+	int n = srn_config_load(cfg, SRN_MAX_DEVICES, err, sizeof(err));
+	if (n < 0) {
+		fprintf(stderr, "config: %s\n", err);
+		return -1;
+	}
+	for (int i = 0; i < n; i++) {
+		CHECK(!expect_mtu || cfg[i].link_mtu == expect_mtu, "%s: detected link_mtu %u, want %u", cfg[i].name,
+			  cfg[i].link_mtu, expect_mtu);
+		int rc = srn_udp_open(&sock[i], &cfg[i], err, sizeof(err));
+		if (rc) {
+			fprintf(stderr, "%s\n", err);
+			return -1;
+		}
+		nopen++;
+	}
+	return n;
 }
 
 static int serve(uint32_t mtu)
 {
-    int n = open_all(mtu);
-    if (n < 0)
-        return 1;
-    bool done[SRN_MAX_DEVICES] = { false };
-    int ndone = 0;
-    double end = now_s() + 20.0;
-    while (ndone < n && now_s() < end) {
-        struct pollfd p[SRN_MAX_DEVICES];
-        for (int i = 0; i < n; i++)
-            p[i] = (struct pollfd){ .fd = sock[i].fd, .events = POLLIN };
-        poll(p, (nfds_t)n, 100);
-        for (int i = 0; i < n; i++) {
-            int got = srn_udp_recv_batch(&sock[i], &rx, NULL);
-            for (int k = 0; k < got; k++) {
-                if (rx.pkt[k].len == 4 && !memcmp(rx.pkt[k].data, "quit", 4)) {
-                    if (!done[i])
-                        ndone++;
-                    done[i] = true;
-                    continue;
-                }
-                char reply[32];
-                int rl = snprintf(reply, sizeof(reply), "pong:%u", rx.pkt[k].len);
-                struct iovec v = { reply, (size_t)rl };
-                srn_udp_sendv(&sock[i], (struct sockaddr *)&rx.pkt[k].src, rx.pkt[k].srclen, &v, 1);
-            }
-        }
-    }
-    CHECK(ndone == n, "serve: %d of %d devices said quit", ndone, n);
-    return failures ? 1 : 0;
+	int n = open_all(mtu);
+	if (n < 0)
+		return 1;
+	bool done[SRN_MAX_DEVICES] = { false };
+	int ndone = 0;
+	double end = now_s() + 20.0;
+	while (ndone < n && now_s() < end) {
+		struct pollfd p[SRN_MAX_DEVICES];
+		for (int i = 0; i < n; i++)
+			p[i] = (struct pollfd){ .fd = sock[i].fd, .events = POLLIN };
+		poll(p, (nfds_t)n, 100);
+		for (int i = 0; i < n; i++) {
+			int got = srn_udp_recv_batch(&sock[i], &rx, NULL);
+			for (int k = 0; k < got; k++) {
+				if (rx.pkt[k].len == 4 && !memcmp(rx.pkt[k].data, "quit", 4)) {
+					if (!done[i])
+						ndone++;
+					done[i] = true;
+					continue;
+				}
+				char reply[32];
+				int rl = snprintf(reply, sizeof(reply), "pong:%u", rx.pkt[k].len);
+				struct iovec v = { reply, (size_t)rl };
+				srn_udp_sendv(&sock[i], (struct sockaddr *)&rx.pkt[k].src, rx.pkt[k].srclen, &v, 1);
+			}
+		}
+	}
+	CHECK(ndone == n, "serve: %d of %d devices said quit", ndone, n);
+	return failures ? 1 : 0;
 }
 
 /* Send len bytes to dst and wait for "pong:len"; retries every 100 ms, at
  * most tries times (the peer may still be starting). */
 static bool ping(struct srn_udp *u, const struct sockaddr_storage *dst, socklen_t dl, size_t len, int tries)
 {
-    char want[32];
-    snprintf(want, sizeof(want), "pong:%zu", len);
-    struct iovec v = { big, len };
-    for (int t = 0; t < tries; t++) {
-        int rc = srn_udp_sendv(u, (const struct sockaddr *)dst, dl, &v, 1);
-        if (rc) {
-            fprintf(stderr, "ping %zu: sendv %s\n", len, strerror(-rc));
-            return false;
-        }
-        struct pollfd p = { .fd = u->fd, .events = POLLIN };
-        poll(&p, 1, 100);
-        int got = srn_udp_recv_batch(u, &rx, NULL);
-        for (int k = 0; k < got; k++)
-            if (rx.pkt[k].len == strlen(want) && !memcmp(rx.pkt[k].data, want, strlen(want)))
-                return true;
-    }
-    return false;
+	char want[32];
+	snprintf(want, sizeof(want), "pong:%zu", len);
+	struct iovec v = { big, len };
+	for (int t = 0; t < tries; t++) {
+		int rc = srn_udp_sendv(u, (const struct sockaddr *)dst, dl, &v, 1);
+		if (rc) {
+			fprintf(stderr, "ping %zu: sendv %s\n", len, strerror(-rc));
+			return false;
+		}
+		struct pollfd p = { .fd = u->fd, .events = POLLIN };
+		poll(&p, 1, 100);
+		int got = srn_udp_recv_batch(u, &rx, NULL);
+		for (int k = 0; k < got; k++)
+			if (rx.pkt[k].len == strlen(want) && !memcmp(rx.pkt[k].data, want, strlen(want)))
+				return true;
+	}
+	return false;
 }
 
 static int peer_addr(const char *s, uint16_t port, struct sockaddr_storage *out, socklen_t *len)
 {
-    memset(out, 0, sizeof(*out));
-    struct sockaddr_in *sin = (struct sockaddr_in *)out;
-    struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)out;
-    if (inet_pton(AF_INET, s, &sin->sin_addr) == 1) {
-        sin->sin_family = AF_INET;
-        sin->sin_port = htons(port);
-        *len = sizeof(*sin);
-        return 0;
-    }
-    if (inet_pton(AF_INET6, s, &sin6->sin6_addr) == 1) {
-        sin6->sin6_family = AF_INET6;
-        sin6->sin6_port = htons(port);
-        *len = sizeof(*sin6);
-        return 0;
-    }
-    return -1;
+	memset(out, 0, sizeof(*out));
+	struct sockaddr_in *sin = (struct sockaddr_in *)out;
+	struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)out;
+	if (inet_pton(AF_INET, s, &sin->sin_addr) == 1) {
+		sin->sin_family = AF_INET;
+		sin->sin_port = htons(port);
+		*len = sizeof(*sin);
+		return 0;
+	}
+	if (inet_pton(AF_INET6, s, &sin6->sin6_addr) == 1) {
+		sin6->sin6_family = AF_INET6;
+		sin6->sin6_port = htons(port);
+		*len = sizeof(*sin6);
+		return 0;
+	}
+	return -1;
 }
 
 static int client(uint32_t mtu, int npeers, char **peers)
 {
-    int n = open_all(mtu);
-    if (n < 0)
-        return 1;
-    CHECK(n == npeers, "%d devices for %d peers", n, npeers);
-    for (int i = 0; i < n && i < npeers; i++) {
-        struct sockaddr_storage dst;
-        socklen_t dl;
-        if (peer_addr(peers[i], SRN_ROCE_PORT, &dst, &dl)) {
-            fprintf(stderr, "bad peer %s\n", peers[i]);
-            return 1;
-        }
-        char s[SRN_SOCKADDR_STRLEN];
-        srn_sockaddr_str((struct sockaddr *)&dst, s, sizeof(s));
-        /* Largest datagram that fits the link MTU unfragmented (DF). */
-        size_t hdr = cfg[i].family == AF_INET ? 20 + 8 : 40 + 8;
-        size_t max = cfg[i].link_mtu - hdr;
-        int ib = srn_link_ib_mtu(cfg[i].link_mtu);
-        CHECK(srn_link_ib_mtu_bytes(ib) + SRN_LINK_HDR_ROOM <= cfg[i].link_mtu, "ib mtu %d too big", ib);
+	int n = open_all(mtu);
+	if (n < 0)
+		return 1;
+	CHECK(n == npeers, "%d devices for %d peers", n, npeers);
+	for (int i = 0; i < n && i < npeers; i++) {
+		struct sockaddr_storage dst;
+		socklen_t dl;
+		if (peer_addr(peers[i], SRN_ROCE_PORT, &dst, &dl)) {
+			fprintf(stderr, "bad peer %s\n", peers[i]);
+			return 1;
+		}
+		char s[SRN_SOCKADDR_STRLEN];
+		srn_sockaddr_str((struct sockaddr *)&dst, s, sizeof(s));
+		/* Largest datagram that fits the link MTU unfragmented (DF). */
+		size_t hdr = cfg[i].family == AF_INET ? 20 + 8 : 40 + 8;
+		size_t max = cfg[i].link_mtu - hdr;
+		int ib = srn_link_ib_mtu(cfg[i].link_mtu);
+		CHECK(srn_link_ib_mtu_bytes(ib) + SRN_LINK_HDR_ROOM <= cfg[i].link_mtu, "ib mtu %d too big", ib);
 
-        CHECK(ping(&sock[i], &dst, dl, 100, 50), "%s: no answer from %s", cfg[i].name, s);
-        CHECK(ping(&sock[i], &dst, dl, max, 10), "%s: %zu-byte datagram (link MTU %u) did not cross",
-              cfg[i].name, max, cfg[i].link_mtu);
-        size_t ibmax = srn_link_ib_mtu_bytes(ib) + SRN_LINK_HDR_ROOM - hdr;
-        CHECK(ping(&sock[i], &dst, dl, ibmax, 10), "%s: IB-MTU-sized datagram (%zu) did not cross",
-              cfg[i].name, ibmax);
-        struct iovec v = { big, max + 1 };
-        int rc = srn_udp_sendv(&sock[i], (struct sockaddr *)&dst, dl, &v, 1);
-        CHECK(rc == -EMSGSIZE, "%s: %zu bytes over a %u MTU gave %d, want -EMSGSIZE (no fragmenting)",
-              cfg[i].name, max + 1, cfg[i].link_mtu, rc);
-        printf("%s %s -> %s: link MTU %u, IB MTU %u, %zu-byte datagram crossed, %zu refused\n",
-               cfg[i].name, cfg[i].family == AF_INET ? "ipv4" : "ipv6", s, cfg[i].link_mtu,
-               srn_link_ib_mtu_bytes(ib), max, max + 1);
-        struct iovec q = { (void *)"quit", 4 };
-        for (int k = 0; k < 3; k++)
-            srn_udp_sendv(&sock[i], (struct sockaddr *)&dst, dl, &q, 1);
-    }
-    return failures ? 1 : 0;
+		CHECK(ping(&sock[i], &dst, dl, 100, 50), "%s: no answer from %s", cfg[i].name, s);
+		CHECK(ping(&sock[i], &dst, dl, max, 10), "%s: %zu-byte datagram (link MTU %u) did not cross",
+			  cfg[i].name, max, cfg[i].link_mtu);
+		size_t ibmax = srn_link_ib_mtu_bytes(ib) + SRN_LINK_HDR_ROOM - hdr;
+		CHECK(ping(&sock[i], &dst, dl, ibmax, 10), "%s: IB-MTU-sized datagram (%zu) did not cross",
+			  cfg[i].name, ibmax);
+		struct iovec v = { big, max + 1 };
+		int rc = srn_udp_sendv(&sock[i], (struct sockaddr *)&dst, dl, &v, 1);
+		CHECK(rc == -EMSGSIZE, "%s: %zu bytes over a %u MTU gave %d, want -EMSGSIZE (no fragmenting)",
+			  cfg[i].name, max + 1, cfg[i].link_mtu, rc);
+		printf("%s %s -> %s: link MTU %u, IB MTU %u, %zu-byte datagram crossed, %zu refused\n",
+			   cfg[i].name, cfg[i].family == AF_INET ? "ipv4" : "ipv6", s, cfg[i].link_mtu,
+			   srn_link_ib_mtu_bytes(ib), max, max + 1);
+		struct iovec q = { (void *)"quit", 4 };
+		for (int k = 0; k < 3; k++)
+			srn_udp_sendv(&sock[i], (struct sockaddr *)&dst, dl, &q, 1);
+	}
+	return failures ? 1 : 0;
 }
 
 /* With a slow qdisc on the interface, sent packets stay charged to the
@@ -193,53 +193,53 @@ static int client(uint32_t mtu, int npeers, char **peers)
  * -EAGAIN (not block, not drop silently), and succeed again once drained. */
 static int eagain(const char *peer)
 {
-    if (open_all(0) < 1)
-        return 1;
-    struct sockaddr_storage dst;
-    socklen_t dl;
-    if (peer_addr(peer, SRN_ROCE_PORT, &dst, &dl))
-        return 1;
-    int small = 4096;
-    setsockopt(sock[0].fd, SOL_SOCKET, SO_SNDBUF, &small, sizeof(small));
-    struct iovec v = { big, 1000 };
-    int rc = 0, sent = 0;
-    for (int i = 0; i < 10000; i++) {
-        rc = srn_udp_sendv(&sock[0], (struct sockaddr *)&dst, dl, &v, 1);
-        if (rc)
-            break;
-        sent++;
-    }
-    CHECK(rc == -EAGAIN, "after %d sends: %d, want -EAGAIN", sent, rc);
-    double t0 = now_s();
-    struct pollfd p = { .fd = sock[0].fd, .events = POLLOUT };
-    CHECK(poll(&p, 1, 5000) == 1, "socket never became writable again");
-    rc = -EAGAIN;
-    for (int i = 0; i < 50 && rc == -EAGAIN; i++) {
-        rc = srn_udp_sendv(&sock[0], (struct sockaddr *)&dst, dl, &v, 1);
-        if (rc == -EAGAIN)
-            usleep(100000);
-    }
-    CHECK(rc == 0, "send after drain: %d", rc);
-    printf("eagain: -EAGAIN after %d datagrams, writable again after %.0f ms\n", sent,
-           (now_s() - t0) * 1e3);
-    return failures ? 1 : 0;
+	if (open_all(0) < 1)
+		return 1;
+	struct sockaddr_storage dst;
+	socklen_t dl;
+	if (peer_addr(peer, SRN_ROCE_PORT, &dst, &dl))
+		return 1;
+	int small = 4096;
+	setsockopt(sock[0].fd, SOL_SOCKET, SO_SNDBUF, &small, sizeof(small));
+	struct iovec v = { big, 1000 };
+	int rc = 0, sent = 0;
+	for (int i = 0; i < 10000; i++) {
+		rc = srn_udp_sendv(&sock[0], (struct sockaddr *)&dst, dl, &v, 1);
+		if (rc)
+			break;
+		sent++;
+	}
+	CHECK(rc == -EAGAIN, "after %d sends: %d, want -EAGAIN", sent, rc);
+	double t0 = now_s();
+	struct pollfd p = { .fd = sock[0].fd, .events = POLLOUT };
+	CHECK(poll(&p, 1, 5000) == 1, "socket never became writable again");
+	rc = -EAGAIN;
+	for (int i = 0; i < 50 && rc == -EAGAIN; i++) {
+		rc = srn_udp_sendv(&sock[0], (struct sockaddr *)&dst, dl, &v, 1);
+		if (rc == -EAGAIN)
+			usleep(100000);
+	}
+	CHECK(rc == 0, "send after drain: %d", rc);
+	printf("eagain: -EAGAIN after %d datagrams, writable again after %.0f ms\n", sent,
+		   (now_s() - t0) * 1e3);
+	return failures ? 1 : 0;
 }
 
 int main(int argc, char **argv)
 {
-    if (srn_rx_batch_init(&rx))
-        return 1;
-    int rc = 1;
-    if (argc == 3 && !strcmp(argv[1], "serve"))
-        rc = serve((uint32_t)atoi(argv[2]));
-    else if (argc >= 4 && !strcmp(argv[1], "client"))
-        rc = client((uint32_t)atoi(argv[2]), argc - 3, argv + 3);
-    else if (argc == 3 && !strcmp(argv[1], "eagain"))
-        rc = eagain(argv[2]);
-    else
-        fprintf(stderr, "usage: %s serve MTU | client MTU PEER... | eagain PEER\n", argv[0]);
-    for (int i = 0; i < nopen; i++)
-        srn_udp_close(&sock[i]);
-    srn_rx_batch_free(&rx);
-    return rc;
+	if (srn_rx_batch_init(&rx))
+		return 1;
+	int rc = 1;
+	if (argc == 3 && !strcmp(argv[1], "serve"))
+		rc = serve((uint32_t)atoi(argv[2]));
+	else if (argc >= 4 && !strcmp(argv[1], "client"))
+		rc = client((uint32_t)atoi(argv[2]), argc - 3, argv + 3);
+	else if (argc == 3 && !strcmp(argv[1], "eagain"))
+		rc = eagain(argv[2]);
+	else
+		fprintf(stderr, "usage: %s serve MTU | client MTU PEER... | eagain PEER\n", argv[0]);
+	for (int i = 0; i < nopen; i++)
+		srn_udp_close(&sock[i]);
+	srn_rx_batch_free(&rx);
+	return rc;
 }

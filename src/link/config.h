@@ -40,12 +40,12 @@
 #define SRN_LINK_MTU_MAX 65536
 
 struct srn_dev_cfg {
-    char name[64];                 /* e.g. "softrnic0" */
-    int family;                    /* AF_INET / AF_INET6 */
-    struct sockaddr_storage addr;  /* local address (port field unused) */
-    uint16_t port;                 /* UDP port, host order; also the port peers are sent to */
-    uint32_t link_mtu;             /* IP MTU of the interface carrying addr */
-    bool auto_loopback;            /* pick the first free 127.0.0.N at open */
+	char name[64];                 /* e.g. "softrnic0" */
+	int family;                    /* AF_INET / AF_INET6 */
+	struct sockaddr_storage addr;  /* local address (port field unused) */
+	uint16_t port;                 /* UDP port, host order; also the port peers are sent to */
+	uint32_t link_mtu;             /* IP MTU of the interface carrying addr */
+	bool auto_loopback;            /* pick the first free 127.0.0.N at open */
 };
 
 /* Load the device list (see the top of this file). Returns the number of
@@ -56,8 +56,8 @@ struct srn_dev_cfg {
 int srn_config_load(struct srn_dev_cfg *out, int max, char *err, size_t errlen);
 
 enum srn_cfg_syntax {
-    SRN_CFG_ENTRIES,    /* SOFTRNIC_DEVICES: entries separated by ';' */
-    SRN_CFG_LINES,      /* a SOFTRNIC_CONFIG file: one entry per line, '#' comments */
+	SRN_CFG_ENTRIES,    /* SOFTRNIC_DEVICES: entries separated by ';' */
+	SRN_CFG_LINES,      /* a SOFTRNIC_CONFIG file: one entry per line, '#' comments */
 };
 
 /* Parse len bytes of text (need not be NUL-terminated; a NUL byte in it is
@@ -65,13 +65,13 @@ enum srn_cfg_syntax {
  * the number of devices (>= 1) or -EINVAL/-ENOMEM with one line in err.
  * No MTU detection: srn_config_load does that. */
 int srn_config_parse(const char *text, size_t len, enum srn_cfg_syntax syntax, const char *source,
-                     struct srn_dev_cfg *out, int max, char *err, size_t errlen);
+					 struct srn_dev_cfg *out, int max, char *err, size_t errlen);
 
 /* Parse one entry ("name=...,addr=...") into cfg as device number index.
  * where prefixes error messages (e.g. "SOFTRNIC_DEVICES: entry 2"). The
  * string is not modified. Returns 0 or -EINVAL. */
 int srn_config_parse_entry(const char *entry, int index, struct srn_dev_cfg *cfg,
-                           const char *where, char *err, size_t errlen);
+						   const char *where, char *err, size_t errlen);
 
 /* Name of the interface that owns address sa (same matching as below):
  * 0, or -ENODEV when no interface in this network namespace has it. */

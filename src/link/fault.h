@@ -54,17 +54,17 @@ enum srn_fault_dir { SRN_FAULT_TX, SRN_FAULT_RX, SRN_FAULT_NDIRS };
 
 /* Also the order in which the rolls are drawn. */
 enum srn_fault_kind {
-    SRN_FAULT_DROP,
-    SRN_FAULT_CORRUPT,
-    SRN_FAULT_DELAY,
-    SRN_FAULT_REORDER,
-    SRN_FAULT_DUP,
-    SRN_FAULT_NKINDS
+	SRN_FAULT_DROP,
+	SRN_FAULT_CORRUPT,
+	SRN_FAULT_DELAY,
+	SRN_FAULT_REORDER,
+	SRN_FAULT_DUP,
+	SRN_FAULT_NKINDS
 };
 
 struct srn_fault_stats {
-    uint64_t tx_dropped, tx_duplicated, tx_reordered, tx_delayed, tx_corrupted;
-    uint64_t rx_dropped, rx_duplicated, rx_reordered, rx_delayed, rx_corrupted;
+	uint64_t tx_dropped, tx_duplicated, tx_reordered, tx_delayed, tx_corrupted;
+	uint64_t rx_dropped, rx_duplicated, rx_reordered, rx_delayed, rx_corrupted;
 };
 
 /* Rolls are 53-bit uniform numbers; a fault fires when roll < threshold,
@@ -72,17 +72,17 @@ struct srn_fault_stats {
 #define SRN_FAULT_ALWAYS (1ull << 53)
 
 struct srn_fault_rule {
-    uint64_t threshold[SRN_FAULT_NKINDS];
-    uint32_t delay_us;
-    bool by_opcode;                     /* restrict to opcodes[] */
-    uint64_t opcodes[4];                /* 256-bit set */
-    int nqps;                           /* 0: any destination QP */
-    uint32_t qps[SRN_FAULT_MAX_QPS];
+	uint64_t threshold[SRN_FAULT_NKINDS];
+	uint32_t delay_us;
+	bool by_opcode;                     /* restrict to opcodes[] */
+	uint64_t opcodes[4];                /* 256-bit set */
+	int nqps;                           /* 0: any destination QP */
+	uint32_t qps[SRN_FAULT_MAX_QPS];
 };
 
 struct srn_fault_cfg {
-    uint64_t seed;
-    struct srn_fault_rule dir[SRN_FAULT_NDIRS];
+	uint64_t seed;
+	struct srn_fault_rule dir[SRN_FAULT_NDIRS];
 };
 
 /* Parse a SOFTRNIC_FAULTS value. Returns 0, or -EINVAL with one line in err
@@ -99,8 +99,8 @@ const struct srn_fault_stats *srn_fault_stats_of(const struct srn_fault *f);
 
 /* One datagram's fate. bit: random bits that pick the corrupted bit. */
 struct srn_fault_decision {
-    bool fire[SRN_FAULT_NKINDS];
-    uint64_t bit;
+	bool fire[SRN_FAULT_NKINDS];
+	uint64_t bit;
 };
 
 /* Draw the decision for a datagram of len bytes whose first hdrlen bytes
@@ -108,11 +108,11 @@ struct srn_fault_decision {
  * datagram does not pass the direction's opcode/QP filter. Exposed for
  * tests; the send and receive paths call it themselves. */
 bool srn_fault_decide(struct srn_fault *f, enum srn_fault_dir dir, const uint8_t *hdr,
-                      size_t hdrlen, struct srn_fault_decision *d);
+					  size_t hdrlen, struct srn_fault_decision *d);
 
 /* The hooks udp.c calls when an injector exists. now_ns: CLOCK_MONOTONIC. */
 int srn_fault_tx(struct srn_udp *u, const struct sockaddr *dst, socklen_t dstlen,
-                 const struct iovec *iov, int iovcnt, uint64_t now_ns);
+				 const struct iovec *iov, int iovcnt, uint64_t now_ns);
 /* Send the held TX packets whose deadline has passed; returns how many.
  * udp.c also calls it from every receive, so held packets leave on time
  * whenever some thread drives progress. */

@@ -51,7 +51,7 @@ int srn_pcap_open_env(struct srn_pcap **out, char *err, size_t errlen);
  * anything else (a symlink, a FIFO, another user's or a group/other-
  * accessible file) is refused with -EEXIST and a line in err saying why. */
 int srn_pcap_open(const char *path, uint64_t max_bytes, struct srn_pcap **out,
-                  char *err, size_t errlen);
+				  char *err, size_t errlen);
 /* Drop one reference; the last one writes what is buffered and closes. */
 void srn_pcap_close(struct srn_pcap *p);
 
@@ -59,7 +59,7 @@ void srn_pcap_close(struct srn_pcap *p);
  * the foreign IPv4 ID recovery). now_ns: CLOCK_MONOTONIC, for the flush
  * deadline. */
 void srn_pcap_record(struct srn_pcap *p, const struct sockaddr *src, const struct sockaddr *dst,
-                     const struct iovec *iov, int iovcnt, bool rx, uint64_t now_ns);
+					 const struct iovec *iov, int iovcnt, bool rx, uint64_t now_ns);
 /* Write buffered records out if the oldest is SRN_PCAP_FLUSH_NS old (or
  * always, with now_ns 0). Returns the bytes written or -errno. */
 int srn_pcap_flush(struct srn_pcap *p, uint64_t now_ns);
@@ -75,6 +75,6 @@ int srn_pcap_expand_path(const char *tmpl, pid_t pid, char *out, size_t outlen);
 /* Ethernet + IP + UDP headers for a datagram of dgram_len bytes; returns
  * their length (42 for IPv4, 62 for IPv6) or 0 for another family. */
 size_t srn_pcap_headers(uint8_t *out, const struct sockaddr *src, const struct sockaddr *dst,
-                        size_t dgram_len, uint16_t ipv4_id);
+						size_t dgram_len, uint16_t ipv4_id);
 
 #endif

@@ -52,128 +52,128 @@
  * CAP_NET_ADMIN; without it the plain option is capped by the sysctl. */
 static int set_bufsize(int fd, int force_opt, int opt, int bytes)
 {
-    if (setsockopt(fd, SOL_SOCKET, force_opt, &bytes, sizeof(bytes)))
-        setsockopt(fd, SOL_SOCKET, opt, &bytes, sizeof(bytes));
-    int got = 0;
-    socklen_t len = sizeof(got);
-    getsockopt(fd, SOL_SOCKET, opt, &got, &len);
-    return got;
+	if (setsockopt(fd, SOL_SOCKET, force_opt, &bytes, sizeof(bytes)))
+		setsockopt(fd, SOL_SOCKET, opt, &bytes, sizeof(bytes));
+	int got = 0;
+	socklen_t len = sizeof(got);
+	getsockopt(fd, SOL_SOCKET, opt, &got, &len);
+	return got;
 }
 
 static int set_int(int fd, int level, int opt, int val)
 {
-    return setsockopt(fd, level, opt, &val, sizeof(val)) ? -errno : 0;
+	return setsockopt(fd, level, opt, &val, sizeof(val)) ? -errno : 0;
 }
 
 static int set_options(struct srn_udp *u, const char *name, char *err, size_t errlen)
 {
-    int rc;
-    const char *what;
-    if (u->family == AF_INET) {
-        what = "IP_MTU_DISCOVER";
-        rc = set_int(u->fd, IPPROTO_IP, IP_MTU_DISCOVER, IP_PMTUDISC_DO);
-    } else {
-        what = "IPV6_V6ONLY";
-        rc = set_int(u->fd, IPPROTO_IPV6, IPV6_V6ONLY, 1);
-        if (!rc) {
-            what = "IPV6_MTU_DISCOVER";
-            rc = set_int(u->fd, IPPROTO_IPV6, IPV6_MTU_DISCOVER, IPV6_PMTUDISC_DO);
-        }
-        if (!rc) {
-            what = "UDP_NO_CHECK6_RX";
-            rc = set_int(u->fd, SOL_UDP, UDP_NO_CHECK6_RX, 1);
-        }
-        if (!rc) {
-            what = "UDP_NO_CHECK6_TX";
-            rc = set_int(u->fd, SOL_UDP, UDP_NO_CHECK6_TX, 1);
-        }
-    }
-    if (rc) {
-        snprintf(err, errlen, "%s: cannot set %s on the UDP socket: %s", name, what, strerror(-rc));
-        return rc;
-    }
-    u->rcvbuf = set_bufsize(u->fd, SO_RCVBUFFORCE, SO_RCVBUF, SRN_UDP_SOCKBUF);
-    u->sndbuf = set_bufsize(u->fd, SO_SNDBUFFORCE, SO_SNDBUF, SRN_UDP_SOCKBUF);
-    return 0;
+	int rc;
+	const char *what;
+	if (u->family == AF_INET) {
+		what = "IP_MTU_DISCOVER";
+		rc = set_int(u->fd, IPPROTO_IP, IP_MTU_DISCOVER, IP_PMTUDISC_DO);
+	} else {
+		what = "IPV6_V6ONLY";
+		rc = set_int(u->fd, IPPROTO_IPV6, IPV6_V6ONLY, 1);
+		if (!rc) {
+			what = "IPV6_MTU_DISCOVER";
+			rc = set_int(u->fd, IPPROTO_IPV6, IPV6_MTU_DISCOVER, IPV6_PMTUDISC_DO);
+		}
+		if (!rc) {
+			what = "UDP_NO_CHECK6_RX";
+			rc = set_int(u->fd, SOL_UDP, UDP_NO_CHECK6_RX, 1);
+		}
+		if (!rc) {
+			what = "UDP_NO_CHECK6_TX";
+			rc = set_int(u->fd, SOL_UDP, UDP_NO_CHECK6_TX, 1);
+		}
+	}
+	if (rc) {
+		snprintf(err, errlen, "%s: cannot set %s on the UDP socket: %s", name, what, strerror(-rc));
+		return rc;
+	}
+	u->rcvbuf = set_bufsize(u->fd, SO_RCVBUFFORCE, SO_RCVBUF, SRN_UDP_SOCKBUF);
+	u->sndbuf = set_bufsize(u->fd, SO_SNDBUFFORCE, SO_SNDBUF, SRN_UDP_SOCKBUF);
+	return 0;
 }
 
 static const char *bind_hint(int e, const struct srn_dev_cfg *cfg)
 {
-    switch (e) {
-    case EADDRNOTAVAIL:
-        if (cfg->auto_loopback)
-            return "is the loopback interface up in this network namespace?";
-        if (cfg->family == AF_INET6)
-            return "is the address configured on an interface in this network namespace, "
-                   "and past duplicate address detection?";
-        return "is the address configured on an interface in this network namespace?";
-    case EADDRINUSE:
-        return "another softrnic process or the rdma_rxe kernel module owns this port";
-    case EACCES:
-        return "ports below 1024 need CAP_NET_BIND_SERVICE";
-    default:
-        return NULL;
-    }
+	switch (e) {
+	case EADDRNOTAVAIL:
+		if (cfg->auto_loopback)
+			return "is the loopback interface up in this network namespace?";
+		if (cfg->family == AF_INET6)
+			return "is the address configured on an interface in this network namespace, "
+				   "and past duplicate address detection?";
+		return "is the address configured on an interface in this network namespace?";
+	case EADDRINUSE:
+		return "another softrnic process or the rdma_rxe kernel module owns this port";
+	case EACCES:
+		return "ports below 1024 need CAP_NET_BIND_SERVICE";
+	default:
+		return NULL;
+	}
 }
 
 static void bind_error(const struct srn_dev_cfg *cfg, const char *target, int e,
-                       char *err, size_t errlen)
+					   char *err, size_t errlen)
 {
-    const char *hint = bind_hint(e, cfg);
-    snprintf(err, errlen, "%s: cannot bind %s: %s%s%s%s", cfg->name, target, strerror(e),
-             hint ? " (" : "", hint ? hint : "", hint ? ")" : "");
+	const char *hint = bind_hint(e, cfg);
+	snprintf(err, errlen, "%s: cannot bind %s: %s%s%s%s", cfg->name, target, strerror(e),
+			 hint ? " (" : "", hint ? hint : "", hint ? ")" : "");
 }
 
 static socklen_t fill_local(struct sockaddr_storage *ss, const struct srn_dev_cfg *cfg)
 {
-    memcpy(ss, &cfg->addr, sizeof(*ss));
-    if (cfg->family == AF_INET) {
-        struct sockaddr_in *sin = (struct sockaddr_in *)ss;
-        sin->sin_family = AF_INET;
-        sin->sin_port = htons(cfg->port);
-        return sizeof(*sin);
-    }
-    struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)ss;
-    sin6->sin6_family = AF_INET6;
-    sin6->sin6_port = htons(cfg->port);
-    return sizeof(*sin6);
+	memcpy(ss, &cfg->addr, sizeof(*ss));
+	if (cfg->family == AF_INET) {
+		struct sockaddr_in *sin = (struct sockaddr_in *)ss;
+		sin->sin_family = AF_INET;
+		sin->sin_port = htons(cfg->port);
+		return sizeof(*sin);
+	}
+	struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)ss;
+	sin6->sin6_family = AF_INET6;
+	sin6->sin6_port = htons(cfg->port);
+	return sizeof(*sin6);
 }
 
 /* Two processes on one host each need their own address to own the same
  * port: walk 127.0.0.1..254 and keep the first one nobody holds. */
 static int bind_auto(struct srn_udp *u, struct srn_dev_cfg *cfg, char *err, size_t errlen)
 {
-    struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(cfg->port) };
-    int e = 0;
-    for (uint32_t n = 1; n <= SRN_AUTO_LOOPBACK_LAST; n++) {
-        sin.sin_addr.s_addr = htonl((IN_LOOPBACKNET << 24) | n);
-        if (bind(u->fd, (struct sockaddr *)&sin, sizeof(sin)) == 0)
-            return 0;
-        e = errno;
-        if (e != EADDRINUSE)
-            break;
-    }
-    char target[96];
-    snprintf(target, sizeof(target), "any of 127.0.0.1-127.0.0.%d on port %u",
-             SRN_AUTO_LOOPBACK_LAST, cfg->port);
-    bind_error(cfg, target, e, err, errlen);
-    return -e;
+	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(cfg->port) };
+	int e = 0;
+	for (uint32_t n = 1; n <= SRN_AUTO_LOOPBACK_LAST; n++) {
+		sin.sin_addr.s_addr = htonl((IN_LOOPBACKNET << 24) | n);
+		if (bind(u->fd, (struct sockaddr *)&sin, sizeof(sin)) == 0)
+			return 0;
+		e = errno;
+		if (e != EADDRINUSE)
+			break;
+	}
+	char target[96];
+	snprintf(target, sizeof(target), "any of 127.0.0.1-127.0.0.%d on port %u",
+			 SRN_AUTO_LOOPBACK_LAST, cfg->port);
+	bind_error(cfg, target, e, err, errlen);
+	return -e;
 }
 
 static uint64_t mono_ns(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 static void hooks_close(struct srn_udp *u)
 {
-    srn_fault_destroy(u->fault);
-    srn_pcap_close(u->pcap);
-    u->fault = NULL;
-    u->pcap = NULL;
-    u->hooked = false;
+	srn_fault_destroy(u->fault);
+	srn_pcap_close(u->pcap);
+	u->fault = NULL;
+	u->pcap = NULL;
+	u->hooked = false;
 }
 
 /* SOFTRNIC_FAULTS and SOFTRNIC_PCAP, read at every open so a test can set
@@ -181,439 +181,439 @@ static void hooks_close(struct srn_udp *u)
  * without the faults or the trace the user asked for. */
 static int hooks_open(struct srn_udp *u, const char *name, char *err, size_t errlen)
 {
-    char msg[256];
-    int rc = 0;
-    const char *spec = getenv(SRN_FAULT_ENV);
-    if (spec && *spec) {
-        struct srn_fault_cfg fc;
-        rc = srn_fault_parse(spec, &fc, msg, sizeof(msg));
-        if (!rc) {
-            rc = srn_fault_create(&fc, &u->fault);
-            if (rc)
-                snprintf(msg, sizeof(msg), "%s: %s", SRN_FAULT_ENV, strerror(-rc));
-        }
-    }
-    if (!rc)
-        rc = srn_pcap_open_env(&u->pcap, msg, sizeof(msg));
-    if (rc) {
-        snprintf(err, errlen, "%s: %s", name, msg);
-        hooks_close(u);
-        return rc;
-    }
-    u->hooked = u->fault || u->pcap;
-    return 0;
+	char msg[256];
+	int rc = 0;
+	const char *spec = getenv(SRN_FAULT_ENV);
+	if (spec && *spec) {
+		struct srn_fault_cfg fc;
+		rc = srn_fault_parse(spec, &fc, msg, sizeof(msg));
+		if (!rc) {
+			rc = srn_fault_create(&fc, &u->fault);
+			if (rc)
+				snprintf(msg, sizeof(msg), "%s: %s", SRN_FAULT_ENV, strerror(-rc));
+		}
+	}
+	if (!rc)
+		rc = srn_pcap_open_env(&u->pcap, msg, sizeof(msg));
+	if (rc) {
+		snprintf(err, errlen, "%s: %s", name, msg);
+		hooks_close(u);
+		return rc;
+	}
+	u->hooked = u->fault || u->pcap;
+	return 0;
 }
 
 int srn_udp_open(struct srn_udp *u, struct srn_dev_cfg *cfg, char *err, size_t errlen)
 {
-    char dummy[1];
-    if (!err || !errlen) {
-        err = dummy;
-        errlen = sizeof(dummy);
-    }
-    err[0] = '\0';
-    memset(u, 0, sizeof(*u));
-    u->fd = -1;
-    if (cfg->family != AF_INET && cfg->family != AF_INET6) {
-        snprintf(err, errlen, "%s: address family %d is not IPv4 or IPv6", cfg->name, cfg->family);
-        return -EAFNOSUPPORT;
-    }
-    if (cfg->auto_loopback && cfg->family != AF_INET) {
-        snprintf(err, errlen, "%s: addr=auto picks an IPv4 loopback address", cfg->name);
-        return -EINVAL;
-    }
-    u->family = cfg->family;
-    u->fd = socket(cfg->family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, IPPROTO_UDP);
-    if (u->fd < 0) {
-        int e = errno;
-        snprintf(err, errlen, "%s: cannot create a UDP socket: %s", cfg->name, strerror(e));
-        return -e;
-    }
-    int rc = set_options(u, cfg->name, err, errlen);
-    if (rc)
-        goto fail;
+	char dummy[1];
+	if (!err || !errlen) {
+		err = dummy;
+		errlen = sizeof(dummy);
+	}
+	err[0] = '\0';
+	memset(u, 0, sizeof(*u));
+	u->fd = -1;
+	if (cfg->family != AF_INET && cfg->family != AF_INET6) {
+		snprintf(err, errlen, "%s: address family %d is not IPv4 or IPv6", cfg->name, cfg->family);
+		return -EAFNOSUPPORT;
+	}
+	if (cfg->auto_loopback && cfg->family != AF_INET) {
+		snprintf(err, errlen, "%s: addr=auto picks an IPv4 loopback address", cfg->name);
+		return -EINVAL;
+	}
+	u->family = cfg->family;
+	u->fd = socket(cfg->family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, IPPROTO_UDP);
+	if (u->fd < 0) {
+		int e = errno;
+		snprintf(err, errlen, "%s: cannot create a UDP socket: %s", cfg->name, strerror(e));
+		return -e;
+	}
+	int rc = set_options(u, cfg->name, err, errlen);
+	if (rc)
+		goto fail;
 
-    if (cfg->auto_loopback) {
-        rc = bind_auto(u, cfg, err, errlen);
-    } else {
-        struct sockaddr_storage ss;
-        socklen_t sl = fill_local(&ss, cfg);
-        if (bind(u->fd, (struct sockaddr *)&ss, sl)) {
-            rc = -errno;
-            char target[SRN_SOCKADDR_STRLEN];
-            bind_error(cfg, srn_sockaddr_str((struct sockaddr *)&ss, target, sizeof(target)),
-                       -rc, err, errlen);
-        }
-    }
-    if (rc)
-        goto fail;
+	if (cfg->auto_loopback) {
+		rc = bind_auto(u, cfg, err, errlen);
+	} else {
+		struct sockaddr_storage ss;
+		socklen_t sl = fill_local(&ss, cfg);
+		if (bind(u->fd, (struct sockaddr *)&ss, sl)) {
+			rc = -errno;
+			char target[SRN_SOCKADDR_STRLEN];
+			bind_error(cfg, srn_sockaddr_str((struct sockaddr *)&ss, target, sizeof(target)),
+					   -rc, err, errlen);
+		}
+	}
+	if (rc)
+		goto fail;
 
-    u->local_len = sizeof(u->local);
-    if (getsockname(u->fd, (struct sockaddr *)&u->local, &u->local_len)) {
-        rc = -errno;
-        snprintf(err, errlen, "%s: getsockname: %s", cfg->name, strerror(-rc));
-        goto fail;
-    }
-    if (u->family == AF_INET)
-        u->port = ntohs(((struct sockaddr_in *)&u->local)->sin_port);
-    else
-        u->port = ntohs(((struct sockaddr_in6 *)&u->local)->sin6_port);
+	u->local_len = sizeof(u->local);
+	if (getsockname(u->fd, (struct sockaddr *)&u->local, &u->local_len)) {
+		rc = -errno;
+		snprintf(err, errlen, "%s: getsockname: %s", cfg->name, strerror(-rc));
+		goto fail;
+	}
+	if (u->family == AF_INET)
+		u->port = ntohs(((struct sockaddr_in *)&u->local)->sin_port);
+	else
+		u->port = ntohs(((struct sockaddr_in6 *)&u->local)->sin6_port);
 
-    /* Write back what the kernel chose: the auto address and a 0 port. */
-    memcpy(&cfg->addr, &u->local, sizeof(cfg->addr));
-    if (u->family == AF_INET)
-        ((struct sockaddr_in *)&cfg->addr)->sin_port = 0;
-    else
-        ((struct sockaddr_in6 *)&cfg->addr)->sin6_port = 0;
-    cfg->port = u->port;
-    if (cfg->link_mtu == 0) {
-        uint32_t mtu;
-        if (srn_link_detect_mtu((struct sockaddr *)&u->local, &mtu) == 0)
-            cfg->link_mtu = mtu;
-        else
-            cfg->link_mtu = cfg->auto_loopback ? SRN_LOOPBACK_MTU : SRN_FALLBACK_MTU;
-    }
-    rc = hooks_open(u, cfg->name, err, errlen);
-    if (rc)
-        goto fail;
-    return 0;
+	/* Write back what the kernel chose: the auto address and a 0 port. */
+	memcpy(&cfg->addr, &u->local, sizeof(cfg->addr));
+	if (u->family == AF_INET)
+		((struct sockaddr_in *)&cfg->addr)->sin_port = 0;
+	else
+		((struct sockaddr_in6 *)&cfg->addr)->sin6_port = 0;
+	cfg->port = u->port;
+	if (cfg->link_mtu == 0) {
+		uint32_t mtu;
+		if (srn_link_detect_mtu((struct sockaddr *)&u->local, &mtu) == 0)
+			cfg->link_mtu = mtu;
+		else
+			cfg->link_mtu = cfg->auto_loopback ? SRN_LOOPBACK_MTU : SRN_FALLBACK_MTU;
+	}
+	rc = hooks_open(u, cfg->name, err, errlen);
+	if (rc)
+		goto fail;
+	return 0;
 
 fail:
-    close(u->fd);
-    u->fd = -1;
-    return rc;
+	close(u->fd);
+	u->fd = -1;
+	return rc;
 }
 
 void srn_udp_close(struct srn_udp *u)
 {
-    hooks_close(u);
-    if (u->fd >= 0)
-        close(u->fd);
-    u->fd = -1;
+	hooks_close(u);
+	if (u->fd >= 0)
+		close(u->fd);
+	u->fd = -1;
 }
 
 /* A full socket buffer, a full device queue (ENOBUFS) and a signal are all
  * "try again later" to the transport, which keeps the packet queued. */
 static int send_errno(int e)
 {
-    if (e == EAGAIN || e == EWOULDBLOCK || e == ENOBUFS || e == EINTR)
-        return -EAGAIN;
-    return -e;
+	if (e == EAGAIN || e == EWOULDBLOCK || e == ENOBUFS || e == EINTR)
+		return -EAGAIN;
+	return -e;
 }
 
 static int raw_send(struct srn_udp *u, const struct sockaddr *dst, socklen_t dstlen,
-                    const struct iovec *iov, int iovcnt)
+					const struct iovec *iov, int iovcnt)
 {
-    struct msghdr mh = {
-        .msg_name = (void *)dst,
-        .msg_namelen = dstlen,
-        .msg_iov = (struct iovec *)iov,
-        .msg_iovlen = (size_t)iovcnt,
-    };
-    if (sendmsg(u->fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
-        return send_errno(errno);
-    return 0;
+	struct msghdr mh = {
+		.msg_name = (void *)dst,
+		.msg_namelen = dstlen,
+		.msg_iov = (struct iovec *)iov,
+		.msg_iovlen = (size_t)iovcnt,
+	};
+	if (sendmsg(u->fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
+		return send_errno(errno);
+	return 0;
 }
 
 int srn_udp_xmit(struct srn_udp *u, const struct sockaddr *dst, socklen_t dstlen,
-                 const struct iovec *iov, int iovcnt)
+				 const struct iovec *iov, int iovcnt)
 {
-    int r = raw_send(u, dst, dstlen, iov, iovcnt);
-    if (r == 0 && u->pcap)
-        srn_pcap_record(u->pcap, (const struct sockaddr *)&u->local, dst, iov, iovcnt, false,
-                        mono_ns());
-    return r;
+	int r = raw_send(u, dst, dstlen, iov, iovcnt);
+	if (r == 0 && u->pcap)
+		srn_pcap_record(u->pcap, (const struct sockaddr *)&u->local, dst, iov, iovcnt, false,
+						mono_ns());
+	return r;
 }
 
 static int sendv_hooked(struct srn_udp *u, const struct sockaddr *dst, socklen_t dstlen,
-                        const struct iovec *iov, int iovcnt)
+						const struct iovec *iov, int iovcnt)
 {
-    if (u->fault)
-        return srn_fault_tx(u, dst, dstlen, iov, iovcnt, mono_ns());
-    return srn_udp_xmit(u, dst, dstlen, iov, iovcnt);
+	if (u->fault)
+		return srn_fault_tx(u, dst, dstlen, iov, iovcnt, mono_ns());
+	return srn_udp_xmit(u, dst, dstlen, iov, iovcnt);
 }
 
 int srn_udp_doorbell(struct srn_udp *u, const struct sockaddr *dst, socklen_t dstlen)
 {
-    if (dst->sa_family != u->family)
-        return -EAFNOSUPPORT;
-    return raw_send(u, dst, dstlen, NULL, 0);
+	if (dst->sa_family != u->family)
+		return -EAFNOSUPPORT;
+	return raw_send(u, dst, dstlen, NULL, 0);
 }
 
 int srn_udp_sendv(struct srn_udp *u, const struct sockaddr *dst, socklen_t dstlen,
-                  const struct iovec *iov, int iovcnt)
+				  const struct iovec *iov, int iovcnt)
 {
-    if (dst->sa_family != u->family)
-        return -EAFNOSUPPORT;
-    if (__builtin_expect(u->hooked, 0))
-        return sendv_hooked(u, dst, dstlen, iov, iovcnt);
-    return raw_send(u, dst, dstlen, iov, iovcnt);
+	if (dst->sa_family != u->family)
+		return -EAFNOSUPPORT;
+	if (__builtin_expect(u->hooked, 0))
+		return sendv_hooked(u, dst, dstlen, iov, iovcnt);
+	return raw_send(u, dst, dstlen, iov, iovcnt);
 }
 
 /* One datagram at a time, so each gets its own fault decision and trace
  * record; same result convention as the sendmmsg path. */
 static int send_batch_hooked(struct srn_udp *u, const struct srn_tx_msg *m, int n)
 {
-    int k;
-    for (k = 0; k < n; k++) {
-        if (m[k].dst->sa_family != u->family)
-            break;
-        int r = sendv_hooked(u, m[k].dst, m[k].dstlen, m[k].iov, m[k].iovcnt);
-        if (r == -EAGAIN)
-            break;
-        if (r < 0)
-            return k ? k : r;
-    }
-    if (k == 0 && n > 0 && m[0].dst->sa_family != u->family)
-        return -EAFNOSUPPORT;
-    return k;
+	int k;
+	for (k = 0; k < n; k++) {
+		if (m[k].dst->sa_family != u->family)
+			break;
+		int r = sendv_hooked(u, m[k].dst, m[k].dstlen, m[k].iov, m[k].iovcnt);
+		if (r == -EAGAIN)
+			break;
+		if (r < 0)
+			return k ? k : r;
+	}
+	if (k == 0 && n > 0 && m[0].dst->sa_family != u->family)
+		return -EAFNOSUPPORT;
+	return k;
 }
 
 int srn_udp_send_batch(struct srn_udp *u, const struct srn_tx_msg *m, int n)
 {
-    struct mmsghdr mm[SRN_TX_BATCH];
-    union {
-        char buf[CMSG_SPACE(sizeof(uint16_t))];
-        struct cmsghdr align;
-    } ctrl[SRN_TX_BATCH];
-    if (n > SRN_TX_BATCH)
-        n = SRN_TX_BATCH;
-    if (__builtin_expect(u->hooked, 0)) {
-        /* The hooks judge one packet at a time: the messages before the
-         * first GSO run go; the run itself is refused. */
-        for (int k = 0; k < n; k++)
-            if (m[k].gso_seg) {
-                if (k == 0)
-                    return -EINVAL;
-                n = k;
-                break;
-            }
-        return send_batch_hooked(u, m, n);
-    }
-    int k;
-    for (k = 0; k < n; k++) {
-        if (m[k].dst->sa_family != u->family)
-            break;
-        struct msghdr *h = &mm[k].msg_hdr;
-        memset(&mm[k], 0, sizeof(mm[k]));
-        h->msg_name = (void *)m[k].dst;
-        h->msg_namelen = m[k].dstlen;
-        h->msg_iov = (struct iovec *)m[k].iov;
-        h->msg_iovlen = (size_t)m[k].iovcnt;
-        if (m[k].gso_seg) {
-            memset(&ctrl[k], 0, sizeof(ctrl[k]));
-            h->msg_control = ctrl[k].buf;
-            h->msg_controllen = sizeof(ctrl[k].buf);
-            struct cmsghdr *c = CMSG_FIRSTHDR(h);
-            c->cmsg_level = SOL_UDP;
-            c->cmsg_type = UDP_SEGMENT;
-            c->cmsg_len = CMSG_LEN(sizeof(uint16_t));
-            memcpy(CMSG_DATA(c), &m[k].gso_seg, sizeof(uint16_t));
-        }
-    }
-    if (k == 0)
-        return n > 0 ? -EAFNOSUPPORT : 0;
-    int r = sendmmsg(u->fd, mm, (unsigned)k, MSG_DONTWAIT | MSG_NOSIGNAL);
-    if (r < 0) {
-        int e = send_errno(errno);
-        return e == -EAGAIN ? 0 : e;
-    }
-    return r;
+	struct mmsghdr mm[SRN_TX_BATCH];
+	union {
+		char buf[CMSG_SPACE(sizeof(uint16_t))];
+		struct cmsghdr align;
+	} ctrl[SRN_TX_BATCH];
+	if (n > SRN_TX_BATCH)
+		n = SRN_TX_BATCH;
+	if (__builtin_expect(u->hooked, 0)) {
+		/* The hooks judge one packet at a time: the messages before the
+		 * first GSO run go; the run itself is refused. */
+		for (int k = 0; k < n; k++)
+			if (m[k].gso_seg) {
+				if (k == 0)
+					return -EINVAL;
+				n = k;
+				break;
+			}
+		return send_batch_hooked(u, m, n);
+	}
+	int k;
+	for (k = 0; k < n; k++) {
+		if (m[k].dst->sa_family != u->family)
+			break;
+		struct msghdr *h = &mm[k].msg_hdr;
+		memset(&mm[k], 0, sizeof(mm[k]));
+		h->msg_name = (void *)m[k].dst;
+		h->msg_namelen = m[k].dstlen;
+		h->msg_iov = (struct iovec *)m[k].iov;
+		h->msg_iovlen = (size_t)m[k].iovcnt;
+		if (m[k].gso_seg) {
+			memset(&ctrl[k], 0, sizeof(ctrl[k]));
+			h->msg_control = ctrl[k].buf;
+			h->msg_controllen = sizeof(ctrl[k].buf);
+			struct cmsghdr *c = CMSG_FIRSTHDR(h);
+			c->cmsg_level = SOL_UDP;
+			c->cmsg_type = UDP_SEGMENT;
+			c->cmsg_len = CMSG_LEN(sizeof(uint16_t));
+			memcpy(CMSG_DATA(c), &m[k].gso_seg, sizeof(uint16_t));
+		}
+	}
+	if (k == 0)
+		return n > 0 ? -EAFNOSUPPORT : 0;
+	int r = sendmmsg(u->fd, mm, (unsigned)k, MSG_DONTWAIT | MSG_NOSIGNAL);
+	if (r < 0) {
+		int e = send_errno(errno);
+		return e == -EAGAIN ? 0 : e;
+	}
+	return r;
 }
 
 int srn_rx_batch_init(struct srn_rx_batch *b)
 {
-    memset(b, 0, sizeof(*b));
-    void *p = NULL;
-    if (posix_memalign(&p, 64, (size_t)SRN_RX_BATCH * SRN_RX_BUFSZ))
-        return -ENOMEM;
-    b->bufs = p;
-    return 0;
+	memset(b, 0, sizeof(*b));
+	void *p = NULL;
+	if (posix_memalign(&p, 64, (size_t)SRN_RX_BATCH * SRN_RX_BUFSZ))
+		return -ENOMEM;
+	b->bufs = p;
+	return 0;
 }
 
 void srn_rx_batch_free(struct srn_rx_batch *b)
 {
-    free(b->bufs);
-    b->bufs = NULL;
-    b->count = 0;
+	free(b->bufs);
+	b->bufs = NULL;
+	b->count = 0;
 }
 
 /* Receive into slots first..first+max-1 and describe what arrived in
  * pkt[first..]. */
 static int recv_raw(struct srn_udp *u, struct srn_rx_batch *b, int first, int max,
-                    int *truncated)
+					int *truncated)
 {
-    if (truncated)
-        *truncated = 0;
-    /* Descriptors are rebuilt each call (a few stores per slot, nothing next
-     * to the system call) so a batch stays valid if its owner moves it, and
-     * the kernel's msg_namelen/msg_flags outputs never leak into a later call. */
-    for (int i = first; i < first + max; i++) {
-        b->iov[i].iov_base = b->bufs + (size_t)i * SRN_RX_BUFSZ;
-        b->iov[i].iov_len = SRN_RX_BUFSZ;
-        struct msghdr *h = &b->msgs[i].msg_hdr;
-        memset(h, 0, sizeof(*h));
-        h->msg_name = &b->pkt[i].src;
-        h->msg_namelen = sizeof(b->pkt[i].src);
-        h->msg_iov = &b->iov[i];
-        h->msg_iovlen = 1;
-    }
-    int r = recvmmsg(u->fd, b->msgs + first, (unsigned)max, MSG_DONTWAIT, NULL);
-    if (r < 0) {
-        int e = errno;
-        return (e == EAGAIN || e == EWOULDBLOCK || e == EINTR) ? 0 : -e;
-    }
-    int n = first, trunc = 0;
-    for (int i = first; i < first + r; i++) {
-        const struct msghdr *h = &b->msgs[i].msg_hdr;
-        /* A cut datagram cannot pass the ICRC anyway; drop it here so the
-         * layers above only ever see whole packets. */
-        if (h->msg_flags & MSG_TRUNC) {
-            trunc++;
-            continue;
-        }
-        if (n != i)
-            b->pkt[n].src = b->pkt[i].src;
-        b->pkt[n].data = b->iov[i].iov_base;
-        b->pkt[n].len = b->msgs[i].msg_len;
-        b->pkt[n].srclen = h->msg_namelen;
-        n++;
-    }
-    if (truncated)
-        *truncated = trunc;
-    return n - first;
+	if (truncated)
+		*truncated = 0;
+	/* Descriptors are rebuilt each call (a few stores per slot, nothing next
+	 * to the system call) so a batch stays valid if its owner moves it, and
+	 * the kernel's msg_namelen/msg_flags outputs never leak into a later call. */
+	for (int i = first; i < first + max; i++) {
+		b->iov[i].iov_base = b->bufs + (size_t)i * SRN_RX_BUFSZ;
+		b->iov[i].iov_len = SRN_RX_BUFSZ;
+		struct msghdr *h = &b->msgs[i].msg_hdr;
+		memset(h, 0, sizeof(*h));
+		h->msg_name = &b->pkt[i].src;
+		h->msg_namelen = sizeof(b->pkt[i].src);
+		h->msg_iov = &b->iov[i];
+		h->msg_iovlen = 1;
+	}
+	int r = recvmmsg(u->fd, b->msgs + first, (unsigned)max, MSG_DONTWAIT, NULL);
+	if (r < 0) {
+		int e = errno;
+		return (e == EAGAIN || e == EWOULDBLOCK || e == EINTR) ? 0 : -e;
+	}
+	int n = first, trunc = 0;
+	for (int i = first; i < first + r; i++) {
+		const struct msghdr *h = &b->msgs[i].msg_hdr;
+		/* A cut datagram cannot pass the ICRC anyway; drop it here so the
+		 * layers above only ever see whole packets. */
+		if (h->msg_flags & MSG_TRUNC) {
+			trunc++;
+			continue;
+		}
+		if (n != i)
+			b->pkt[n].src = b->pkt[i].src;
+		b->pkt[n].data = b->iov[i].iov_base;
+		b->pkt[n].len = b->msgs[i].msg_len;
+		b->pkt[n].srclen = h->msg_namelen;
+		n++;
+	}
+	if (truncated)
+		*truncated = trunc;
+	return n - first;
 }
 
 int srn_udp_recv_into(struct srn_udp *u, struct srn_rx_batch *b, int first, int max,
-                      int *truncated)
+					  int *truncated)
 {
-    int r = recv_raw(u, b, first, max, truncated);
-    if (u->pcap && r > 0) {
-        uint64_t now = mono_ns();
-        for (int i = first; i < first + r; i++) {
-            if (b->pkt[i].len == 0)
-                continue;   /* a same-host peer's doorbell (link/shm.h), not RoCE */
-            struct iovec v = { b->pkt[i].data, b->pkt[i].len };
-            srn_pcap_record(u->pcap, (const struct sockaddr *)&b->pkt[i].src,
-                            (const struct sockaddr *)&u->local, &v, 1, true, now);
-        }
-    }
-    return r;
+	int r = recv_raw(u, b, first, max, truncated);
+	if (u->pcap && r > 0) {
+		uint64_t now = mono_ns();
+		for (int i = first; i < first + r; i++) {
+			if (b->pkt[i].len == 0)
+				continue;   /* a same-host peer's doorbell (link/shm.h), not RoCE */
+			struct iovec v = { b->pkt[i].data, b->pkt[i].len };
+			srn_pcap_record(u->pcap, (const struct sockaddr *)&b->pkt[i].src,
+							(const struct sockaddr *)&u->local, &v, 1, true, now);
+		}
+	}
+	return r;
 }
 
 static int recv_hooked(struct srn_udp *u, struct srn_rx_batch *b, int *truncated)
 {
-    uint64_t now = mono_ns();
-    int n;
-    if (u->fault) {
-        /* Every progress pass receives, so held TX packets also leave on
-         * time when nobody calls srn_udp_fault_flush. */
-        uint64_t due = srn_fault_next_ns(u->fault);
-        if (due && due <= now)
-            srn_fault_tx_flush(u, now);
-        n = srn_fault_rx(u, b, truncated, now);
-    } else {
-        n = srn_udp_recv_into(u, b, 0, SRN_RX_BATCH, truncated);
-        b->count = n > 0 ? n : 0;
-    }
-    if (u->pcap)
-        srn_pcap_flush(u->pcap, now);
-    return n;
+	uint64_t now = mono_ns();
+	int n;
+	if (u->fault) {
+		/* Every progress pass receives, so held TX packets also leave on
+		 * time when nobody calls srn_udp_fault_flush. */
+		uint64_t due = srn_fault_next_ns(u->fault);
+		if (due && due <= now)
+			srn_fault_tx_flush(u, now);
+		n = srn_fault_rx(u, b, truncated, now);
+	} else {
+		n = srn_udp_recv_into(u, b, 0, SRN_RX_BATCH, truncated);
+		b->count = n > 0 ? n : 0;
+	}
+	if (u->pcap)
+		srn_pcap_flush(u->pcap, now);
+	return n;
 }
 
 int srn_udp_recv_batch(struct srn_udp *u, struct srn_rx_batch *b, int *truncated)
 {
-    if (__builtin_expect(u->hooked, 0))
-        return recv_hooked(u, b, truncated);
-    int n = recv_raw(u, b, 0, SRN_RX_BATCH, truncated);
-    b->count = n > 0 ? n : 0;
-    return n;
+	if (__builtin_expect(u->hooked, 0))
+		return recv_hooked(u, b, truncated);
+	int n = recv_raw(u, b, 0, SRN_RX_BATCH, truncated);
+	b->count = n > 0 ? n : 0;
+	return n;
 }
 
 int srn_udp_fault_flush(struct srn_udp *u, uint64_t now_ns)
 {
-    int n = 0;
-    if (u->fault)
-        n = srn_fault_tx_flush(u, now_ns);
-    if (u->pcap)
-        srn_pcap_flush(u->pcap, now_ns);
-    return n;
+	int n = 0;
+	if (u->fault)
+		n = srn_fault_tx_flush(u, now_ns);
+	if (u->pcap)
+		srn_pcap_flush(u->pcap, now_ns);
+	return n;
 }
 
 uint64_t srn_udp_fault_next_ns(const struct srn_udp *u)
 {
-    uint64_t a = u->fault ? srn_fault_next_ns(u->fault) : 0;
-    uint64_t t = u->pcap ? srn_pcap_next_ns(u->pcap) : 0;
-    if (!a || (t && t < a))
-        return t;
-    return a;
+	uint64_t a = u->fault ? srn_fault_next_ns(u->fault) : 0;
+	uint64_t t = u->pcap ? srn_pcap_next_ns(u->pcap) : 0;
+	if (!a || (t && t < a))
+		return t;
+	return a;
 }
 
 const struct srn_fault_stats *srn_udp_fault_stats(const struct srn_udp *u)
 {
-    return srn_fault_stats_of(u->fault);
+	return srn_fault_stats_of(u->fault);
 }
 
 void srn_sockaddr_to_gid(const struct sockaddr *sa, uint8_t gid[16])
 {
-    memset(gid, 0, 16);
-    if (sa->sa_family == AF_INET) {
-        gid[10] = 0xff;
-        gid[11] = 0xff;
-        memcpy(gid + 12, &((const struct sockaddr_in *)sa)->sin_addr, 4);
-    } else if (sa->sa_family == AF_INET6) {
-        memcpy(gid, &((const struct sockaddr_in6 *)sa)->sin6_addr, 16);
-    }
+	memset(gid, 0, 16);
+	if (sa->sa_family == AF_INET) {
+		gid[10] = 0xff;
+		gid[11] = 0xff;
+		memcpy(gid + 12, &((const struct sockaddr_in *)sa)->sin_addr, 4);
+	} else if (sa->sa_family == AF_INET6) {
+		memcpy(gid, &((const struct sockaddr_in6 *)sa)->sin6_addr, 16);
+	}
 }
 
 int srn_gid_to_sockaddr(const uint8_t gid[16], uint16_t port, int family_hint,
-                        struct sockaddr_storage *out, socklen_t *len)
+						struct sockaddr_storage *out, socklen_t *len)
 {
-    static const uint8_t zero[16];
-    static const uint8_t v4mapped_prefix[12] = { [10] = 0xff, [11] = 0xff };
-    if (!memcmp(gid, zero, 16))
-        return -EINVAL;
-    int family = memcmp(gid, v4mapped_prefix, 12) ? AF_INET6 : AF_INET;
-    if (family_hint != AF_UNSPEC && family_hint != family)
-        return -EAFNOSUPPORT;
-    memset(out, 0, sizeof(*out));
-    if (family == AF_INET) {
-        struct sockaddr_in *sin = (struct sockaddr_in *)out;
-        sin->sin_family = AF_INET;
-        sin->sin_port = htons(port);
-        memcpy(&sin->sin_addr, gid + 12, 4);
-        *len = sizeof(*sin);
-    } else {
-        struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)out;
-        sin6->sin6_family = AF_INET6;
-        sin6->sin6_port = htons(port);
-        memcpy(&sin6->sin6_addr, gid, 16);
-        *len = sizeof(*sin6);
-    }
-    return 0;
+	static const uint8_t zero[16];
+	static const uint8_t v4mapped_prefix[12] = { [10] = 0xff, [11] = 0xff };
+	if (!memcmp(gid, zero, 16))
+		return -EINVAL;
+	int family = memcmp(gid, v4mapped_prefix, 12) ? AF_INET6 : AF_INET;
+	if (family_hint != AF_UNSPEC && family_hint != family)
+		return -EAFNOSUPPORT;
+	memset(out, 0, sizeof(*out));
+	if (family == AF_INET) {
+		struct sockaddr_in *sin = (struct sockaddr_in *)out;
+		sin->sin_family = AF_INET;
+		sin->sin_port = htons(port);
+		memcpy(&sin->sin_addr, gid + 12, 4);
+		*len = sizeof(*sin);
+	} else {
+		struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)out;
+		sin6->sin6_family = AF_INET6;
+		sin6->sin6_port = htons(port);
+		memcpy(&sin6->sin6_addr, gid, 16);
+		*len = sizeof(*sin6);
+	}
+	return 0;
 }
 
 const char *srn_sockaddr_str(const struct sockaddr *sa, char *buf, size_t len)
 {
-    char a[INET6_ADDRSTRLEN];
-    if (sa->sa_family == AF_INET) {
-        const struct sockaddr_in *sin = (const void *)sa;
-        inet_ntop(AF_INET, &sin->sin_addr, a, sizeof(a));
-        snprintf(buf, len, "%s:%u", a, ntohs(sin->sin_port));
-    } else if (sa->sa_family == AF_INET6) {
-        const struct sockaddr_in6 *sin6 = (const void *)sa;
-        char scope[IF_NAMESIZE + 12] = "";
-        inet_ntop(AF_INET6, &sin6->sin6_addr, a, sizeof(a));
-        if (sin6->sin6_scope_id) {
-            char ifn[IF_NAMESIZE];
-            if (if_indextoname(sin6->sin6_scope_id, ifn))
-                snprintf(scope, sizeof(scope), "%%%s", ifn);
-            else
-                snprintf(scope, sizeof(scope), "%%%u", sin6->sin6_scope_id);
-        }
-        snprintf(buf, len, "[%s%s]:%u", a, scope, ntohs(sin6->sin6_port));
-    } else {
-        snprintf(buf, len, "(address family %d)", sa->sa_family);
-    }
-    return buf;
+	char a[INET6_ADDRSTRLEN];
+	if (sa->sa_family == AF_INET) {
+		const struct sockaddr_in *sin = (const void *)sa;
+		inet_ntop(AF_INET, &sin->sin_addr, a, sizeof(a));
+		snprintf(buf, len, "%s:%u", a, ntohs(sin->sin_port));
+	} else if (sa->sa_family == AF_INET6) {
+		const struct sockaddr_in6 *sin6 = (const void *)sa;
+		char scope[IF_NAMESIZE + 12] = "";
+		inet_ntop(AF_INET6, &sin6->sin6_addr, a, sizeof(a));
+		if (sin6->sin6_scope_id) {
+			char ifn[IF_NAMESIZE];
+			if (if_indextoname(sin6->sin6_scope_id, ifn))
+				snprintf(scope, sizeof(scope), "%%%s", ifn);
+			else
+				snprintf(scope, sizeof(scope), "%%%u", sin6->sin6_scope_id);
+		}
+		snprintf(buf, len, "[%s%s]:%u", a, scope, ntohs(sin6->sin6_port));
+	} else {
+		snprintf(buf, len, "(address family %d)", sa->sa_family);
+	}
+	return buf;
 }

@@ -33,15 +33,15 @@ struct srn_pcap;
 #define SRN_UDP_SOCKBUF (8u << 20)   /* 8 MiB each way: a few hundred 4 KiB packets of burst */
 
 struct srn_udp {
-    int fd;                          /* -1 when closed */
-    int family;
-    struct sockaddr_storage local;   /* bound address incl. port */
-    socklen_t local_len;
-    uint16_t port;                   /* host order */
-    int rcvbuf, sndbuf;              /* what the kernel granted (doubled value, as getsockopt reports) */
-    bool hooked;                     /* fault or pcap set: take the slow path */
-    struct srn_fault *fault;         /* SOFTRNIC_FAULTS, else NULL */
-    struct srn_pcap *pcap;           /* SOFTRNIC_PCAP, else NULL */
+	int fd;                          /* -1 when closed */
+	int family;
+	struct sockaddr_storage local;   /* bound address incl. port */
+	socklen_t local_len;
+	uint16_t port;                   /* host order */
+	int rcvbuf, sndbuf;              /* what the kernel granted (doubled value, as getsockopt reports) */
+	bool hooked;                     /* fault or pcap set: take the slow path */
+	struct srn_fault *fault;         /* SOFTRNIC_FAULTS, else NULL */
+	struct srn_pcap *pcap;           /* SOFTRNIC_PCAP, else NULL */
 };
 
 /* Open and bind the device's socket. auto_loopback: bind the first free
@@ -62,7 +62,7 @@ void srn_udp_close(struct srn_udp *u);
  * later, -EMSGSIZE when it exceeds the path MTU, -EAFNOSUPPORT when dst is
  * not of the socket's family, or another -errno. */
 int srn_udp_sendv(struct srn_udp *u, const struct sockaddr *dst, socklen_t dstlen,
-                  const struct iovec *iov, int iovcnt);
+				  const struct iovec *iov, int iovcnt);
 /* An empty datagram that wakes a same-host peer sleeping in epoll
  * (link/shm.h): not RoCE, so never faulted nor traced.  0 or -errno. */
 int srn_udp_doorbell(struct srn_udp *u, const struct sockaddr *dst, socklen_t dstlen);
@@ -77,11 +77,11 @@ int srn_udp_doorbell(struct srn_udp *u, const struct sockaddr *dst, socklen_t ds
  * buffer (-EOPNOTSUPP/-EINVAL/-EIO from a run: no GSO on this path). */
 #define SRN_TX_BATCH 32
 struct srn_tx_msg {
-    const struct sockaddr *dst;
-    socklen_t dstlen;
-    const struct iovec *iov;
-    int iovcnt;
-    uint16_t gso_seg;           /* 0: one datagram */
+	const struct sockaddr *dst;
+	socklen_t dstlen;
+	const struct iovec *iov;
+	int iovcnt;
+	uint16_t gso_seg;           /* 0: one datagram */
 };
 int srn_udp_send_batch(struct srn_udp *u, const struct srn_tx_msg *m, int n);
 
@@ -89,18 +89,18 @@ int srn_udp_send_batch(struct srn_udp *u, const struct srn_tx_msg *m, int n);
 #define SRN_RX_BATCH 32
 #define SRN_RX_BUFSZ 9216   /* >= 4096 MTU payload + headers; GRO comes later */
 struct srn_rx_batch {
-    int count;
-    struct {
-        uint8_t *data;
-        uint32_t len;
-        struct sockaddr_storage src;
-        socklen_t srclen;
-    } pkt[SRN_RX_BATCH];
-    /* Owned storage: one allocation of SRN_RX_BATCH * SRN_RX_BUFSZ bytes
-     * and the recvmmsg descriptors that point into it. */
-    uint8_t *bufs;
-    struct mmsghdr msgs[SRN_RX_BATCH];
-    struct iovec iov[SRN_RX_BATCH];
+	int count;
+	struct {
+		uint8_t *data;
+		uint32_t len;
+		struct sockaddr_storage src;
+		socklen_t srclen;
+	} pkt[SRN_RX_BATCH];
+	/* Owned storage: one allocation of SRN_RX_BATCH * SRN_RX_BUFSZ bytes
+	 * and the recvmmsg descriptors that point into it. */
+	uint8_t *bufs;
+	struct mmsghdr msgs[SRN_RX_BATCH];
+	struct iovec iov[SRN_RX_BATCH];
 };
 int srn_rx_batch_init(struct srn_rx_batch *b);   /* allocates buffers once; 0 or -ENOMEM */
 void srn_rx_batch_free(struct srn_rx_batch *b);
@@ -131,12 +131,12 @@ const struct srn_fault_stats *srn_udp_fault_stats(const struct srn_udp *u);
 /* ---- Link-internal (fault.c) -------------------------------------------
  * Put one datagram on the wire now, past the fault injector, and trace it. */
 int srn_udp_xmit(struct srn_udp *u, const struct sockaddr *dst, socklen_t dstlen,
-                 const struct iovec *iov, int iovcnt);
+				 const struct iovec *iov, int iovcnt);
 /* Receive up to max datagrams into buffer slots first.. of b, describe them
  * in b->pkt[first..first+n) and trace them. Returns n or -errno; does not
  * touch b->count or pkt[0..first). */
 int srn_udp_recv_into(struct srn_udp *u, struct srn_rx_batch *b, int first, int max,
-                      int *truncated);
+					  int *truncated);
 
 /* RoCEv2 GID of an address: IPv4 -> ::ffff:a.b.c.d, IPv6 as is; any other
  * family gives the all-zero GID. */
@@ -145,7 +145,7 @@ void srn_sockaddr_to_gid(const struct sockaddr *sa, uint8_t gid[16]);
  * AF_INET6. family_hint (the local socket's family, or AF_UNSPEC) must agree:
  * -EAFNOSUPPORT if it does not, -EINVAL for the all-zero GID. */
 int srn_gid_to_sockaddr(const uint8_t gid[16], uint16_t port, int family_hint,
-                        struct sockaddr_storage *out, socklen_t *len);
+						struct sockaddr_storage *out, socklen_t *len);
 
 /* "127.0.0.2:4791", "[fd00::1]:4791", "[fe80::1%eth0]:4791"; returns buf. */
 #define SRN_SOCKADDR_STRLEN 80
