@@ -17,6 +17,7 @@
 #include "core/mcast.h"
 #include "core/qp.h"
 #include "link/gso.h"
+#include "link/pcap.h"
 #include "transport/tx.h"
 #include "transport/txq.h"
 
@@ -188,6 +189,11 @@ void srn_nic_exit_flush(struct srn_nic *nic)
 		srn_txq_flush(nic);
 		pthread_mutex_unlock(&nic->lock);
 	}
+	/* The trace's last records are still buffered: a program that exits
+	 * without closing its device (rping, most rdma_cm programs) would
+	 * otherwise leave a trace with a header and nothing else. */
+	if (nic->link.udp.pcap)
+		srn_pcap_flush(nic->link.udp.pcap, 0);
 	srn_shm_exit(&nic->link.shm);
 	srn_nic_mirror_faults(nic);
 	stats_at_exit(nic);
