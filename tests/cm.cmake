@@ -3,6 +3,7 @@ srn_unit_test(test_cm_mad test_cm_mad.c ${CMAKE_SOURCE_DIR}/src/cm/mad.c)
 srn_fuzz_target(fuzz_cm_mad RUNS 50000 SOURCES fuzz_cm_mad.c ${CMAKE_SOURCE_DIR}/src/cm/mad.c)
 srn_script_test(cm_symbols test_cm_symbols.sh)
 srn_script_test(cm_rdmacm_utils test_cm_rdmacm_utils.sh)
+srn_script_test(cm_psn_wire test_cm_psn_wire.sh)
 
 # srn_cm_test(name src): a C program linked against our librdmacm.so.1, as
 # an rdma_cm application is.

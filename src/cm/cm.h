@@ -95,7 +95,12 @@ struct srn_cm_id {
 	uint32_t local_comm_id, remote_comm_id;
 	uint64_t tid;
 	uint8_t peer_gid[16];
-	uint32_t remote_qpn, local_psn, remote_psn;
+	uint32_t remote_qpn;
+	/* A REQ's or REP's Starting PSN is the PSN its sender expects to
+	 * receive first, so the other side starts sending there (the kernel's
+	 * CM reads it that way: its active side keeps the REQ's value as
+	 * rq_psn).  recv_psn is ours, announced; send_psn is the peer's. */
+	uint32_t recv_psn, send_psn;
 	uint8_t resp_res, init_depth;  /* of this side's QP: max_dest_rd_atomic, max_rd_atomic */
 	uint8_t retry_count, rnr_retry, ack_timeout;
 	enum ibv_mtu mtu;

@@ -145,7 +145,7 @@ int srn_cm_init_qp_attr(struct srn_cm_id *id, struct ibv_qp_attr *a, int *mask)
 		a->ah_attr.grh.traffic_class = id->tos;
 		a->path_mtu = id->mtu;
 		a->dest_qp_num = id->remote_qpn;
-		a->rq_psn = id->remote_psn;
+		a->rq_psn = id->recv_psn;
 		*mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
 		if (id->id.qp_type == IBV_QPT_RC) {
 			a->max_dest_rd_atomic = id->resp_res;
@@ -156,7 +156,7 @@ int srn_cm_init_qp_attr(struct srn_cm_id *id, struct ibv_qp_attr *a, int *mask)
 	case IBV_QPS_RTS:
 		if (!conn || id->id.qp_type == IBV_QPT_UD)
 			return -EINVAL;
-		a->sq_psn = id->local_psn;
+		a->sq_psn = id->send_psn;
 		*mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
 		if (id->id.qp_type == IBV_QPT_RC) {
 			a->timeout = id->ack_timeout;
@@ -222,7 +222,7 @@ int srn_cm_connect(struct srn_cm_id *id, const struct rdma_conn_param *p)
 	struct srn_cm_req *r = &m.req;
 	id->local_comm_id = new_comm_id();
 	id->tid = (uint64_t)id->local_comm_id << 32 | rand24();
-	id->local_psn = rand24();
+	id->recv_psn = rand24();
 	id->retry_count = p->retry_count > 7 ? 7 : p->retry_count;
 	if (!id->ack_timeout_set)
 		id->ack_timeout = CMA_DEFAULT_ACK_TIMEOUT;
@@ -236,7 +236,7 @@ int srn_cm_connect(struct srn_cm_id *id, const struct rdma_conn_param *p)
 	r->remote_cm_timeout = CMA_CM_RESPONSE_TIMEOUT;
 	r->transport = id->id.qp_type == IBV_QPT_UC ? SRN_CM_TRANSPORT_UC : SRN_CM_TRANSPORT_RC;
 	r->flow_ctrl = p->flow_control ? 1 : 0;
-	r->psn = id->local_psn;
+	r->psn = id->recv_psn;
 	r->local_cm_timeout = CMA_CM_RESPONSE_TIMEOUT;
 	r->retry_count = id->retry_count;
 	r->pkey = 0xffff;
@@ -277,7 +277,6 @@ int srn_cm_accept(struct srn_cm_id *id, const struct rdma_conn_param *p)
 		id->resp_res = id->dev->max_rd_atomic;
 	if (id->init_depth > id->dev->max_rd_atomic)
 		id->init_depth = id->dev->max_rd_atomic;
-	id->local_psn = rand24();
 	int ret = srn_cm_qp_to(id, IBV_QPS_RTR);
 	if (!ret)
 		ret = srn_cm_qp_to(id, IBV_QPS_RTS);
@@ -288,7 +287,7 @@ int srn_cm_accept(struct srn_cm_id *id, const struct rdma_conn_param *p)
 	r->local_comm_id = id->local_comm_id;
 	r->remote_comm_id = id->remote_comm_id;
 	r->qpn = id->id.qp ? id->id.qp->qp_num : p->qp_num;
-	r->psn = id->local_psn;
+	r->psn = id->recv_psn;
 	r->resp_res = id->resp_res;
 	r->init_depth = id->init_depth;
 	r->target_ack_delay = 15;
@@ -513,7 +512,10 @@ static void on_req(struct srn_cm_dev *dev, const struct srn_cm_msg *m, const uin
 	id->remote_comm_id = r->local_comm_id;
 	id->tid = m->tid;
 	id->remote_qpn = r->qpn;
-	id->remote_psn = r->psn;
+	id->send_psn = r->psn;
+	/* Drawn now, not at accept: a program may move its QP to RTR with
+	 * rdma_init_qp_attr before it accepts. */
+	id->recv_psn = rand24();
 	id->resp_res = r->init_depth;
 	id->init_depth = r->resp_res;
 	id->retry_count = r->retry_count;
@@ -559,7 +561,7 @@ static void on_rep(const struct srn_cm_msg *m)
 	srn_cm_timer_stop(id);
 	id->remote_comm_id = r->local_comm_id;
 	id->remote_qpn = r->qpn;
-	id->remote_psn = r->psn;
+	id->send_psn = r->psn;
 	id->resp_res = r->init_depth;
 	id->init_depth = r->resp_res;
 	id->rnr_retry = r->rnr_retry;

@@ -79,7 +79,7 @@ struct srn_cm_req {
 	uint8_t remote_cm_timeout;     /* 5 bits: 4.096 us << n */
 	uint8_t transport;             /* 2 bits */
 	uint8_t flow_ctrl;             /* 1 bit */
-	uint32_t psn;                  /* 24 bits */
+	uint32_t psn;                  /* 24 bits: the sender's first receive PSN */
 	uint8_t local_cm_timeout;      /* 5 bits */
 	uint8_t retry_count;           /* 3 bits */
 	uint16_t pkey;
@@ -102,7 +102,7 @@ struct srn_cm_rep {
 	uint32_t local_comm_id, remote_comm_id;
 	uint32_t qkey;
 	uint32_t qpn;                  /* 24 bits */
-	uint32_t psn;                  /* 24 bits */
+	uint32_t psn;                  /* 24 bits: the sender's first receive PSN */
 	uint8_t resp_res, init_depth;
 	uint8_t target_ack_delay;      /* 5 bits */
 	uint8_t failover;              /* 2 bits */
