@@ -47,5 +47,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		struct srn_cma_hdr h;
 		(void)srn_cma_hdr_parse(m.req.pdata, sizeof(m.req.pdata), (uint16_t)m.req.service_id, &h);
 	}
+	if (m.attr == SRN_CM_ATTR_SIDR_REQ) {
+		struct srn_cma_hdr h;
+		(void)srn_cma_hdr_parse(m.sidr_req.pdata, sizeof(m.sidr_req.pdata),
+					(uint16_t)m.sidr_req.service_id, &h);
+	}
 	return 0;
 }

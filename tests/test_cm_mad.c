@@ -64,7 +64,7 @@ int main(void)
 	struct { int off; uint8_t v; int why; } cases[] = {
 		{ 0, 2, SRN_CM_BAD_VERSION }, { 1, 0x81, SRN_CM_BAD_CLASS }, { 2, 1, SRN_CM_BAD_VERSION },
 		{ 3, 0x81, SRN_CM_BAD_METHOD }, { 5, 1, SRN_CM_BAD_STATUS }, { 17, 0x20, SRN_CM_BAD_ATTR },
-		{ 17, 0x17, SRN_CM_BAD_ATTR },                    /* SIDR_REQ: not served */
+		{ 17, 0x19, SRN_CM_BAD_ATTR },                    /* LAP: not served */
 		{ 24 + 43, 2 << 1, SRN_CM_BAD_FIELD },            /* transport RD */
 		{ 24 + 50, 7 << 4, SRN_CM_BAD_FIELD },            /* MTU code 7 */
 		{ 24 + 51, 1, SRN_CM_BAD_FIELD },                 /* extended transport */

@@ -1,7 +1,7 @@
 /*
  * mad.c - pack and validate CM MADs and the RDMA IP CM header.
  *
- * Layouts: IBTA vol 1 Tables 106-113 (offsets below are from the start of
+ * Layouts: IBTA vol 1 Tables 106-115 (offsets below are from the start of
  * the message, i.e. after the 24-byte MAD header).  Every reader checks
  * the whole datagram length once (a CM MAD is exactly 256 bytes), so no
  * field read can run past the buffer; fields with a bounded range are
@@ -21,6 +21,9 @@ _Static_assert(SRN_MAD_HDR_LEN + 10 + SRN_CM_MRA_PDATA == SRN_MAD_LEN, "MRA fill
 _Static_assert(SRN_MAD_HDR_LEN + 8 + SRN_CM_RTU_PDATA == SRN_MAD_LEN, "RTU fills the MAD");
 _Static_assert(SRN_MAD_HDR_LEN + 12 + SRN_CM_DREQ_PDATA == SRN_MAD_LEN, "DREQ fills the MAD");
 _Static_assert(SRN_CM_DREP_PDATA == SRN_CM_RTU_PDATA, "DREP = RTU layout");
+_Static_assert(SRN_MAD_HDR_LEN + 16 + SRN_CM_SIDR_REQ_PDATA == SRN_MAD_LEN, "SIDR_REQ fills the MAD");
+_Static_assert(SRN_MAD_HDR_LEN + 24 + SRN_CM_SIDR_REP_INFO + SRN_CM_SIDR_REP_PDATA == SRN_MAD_LEN,
+	       "SIDR_REP fills the MAD");
 
 static uint16_t g16(const uint8_t *p) { return (uint16_t)(p[0] << 8 | p[1]); }
 static uint32_t g24(const uint8_t *p) { return (uint32_t)p[0] << 16 | (uint32_t)p[1] << 8 | p[2]; }
@@ -44,6 +47,8 @@ size_t srn_cm_pdata_len(uint16_t attr)
 	case SRN_CM_ATTR_RTU: return SRN_CM_RTU_PDATA;
 	case SRN_CM_ATTR_DREQ: return SRN_CM_DREQ_PDATA;
 	case SRN_CM_ATTR_DREP: return SRN_CM_DREP_PDATA;
+	case SRN_CM_ATTR_SIDR_REQ: return SRN_CM_SIDR_REQ_PDATA;
+	case SRN_CM_ATTR_SIDR_REP: return SRN_CM_SIDR_REP_PDATA;
 	}
 	return 0;
 }
@@ -239,6 +244,58 @@ static void build_ids(uint8_t *d, uint16_t attr, const struct srn_cm_ids *r)
 	memcpy(d + off, r->pdata, srn_cm_pdata_len(attr));
 }
 
+/* SIDR_REQ (Table 114): request ID, P_Key, 2 reserved, service ID, data.
+ * Nothing in it has a range to check: any request ID names the sender's
+ * request, the service ID is looked up and may simply be unknown. */
+static int parse_sidr_req(const uint8_t *d, struct srn_cm_sidr_req *r)
+{
+	r->request_id = g32(d + 0);
+	r->pkey = g16(d + 4);
+	r->service_id = g64(d + 8);
+	memcpy(r->pdata, d + 16, SRN_CM_SIDR_REQ_PDATA);
+	return 0;
+}
+
+static void build_sidr_req(uint8_t *d, const struct srn_cm_sidr_req *r)
+{
+	p32(d + 0, r->request_id);
+	p16(d + 4, r->pkey);
+	p64(d + 8, r->service_id);
+	memcpy(d + 16, r->pdata, SRN_CM_SIDR_REQ_PDATA);
+}
+
+/* SIDR_REP (Table 115): request ID, status, info length, 2 reserved,
+ * QPN (24 bits) + 8 reserved, service ID, Q_Key, 72 bytes of additional
+ * information, data. */
+static int parse_sidr_rep(const uint8_t *d, struct srn_cm_sidr_rep *r)
+{
+	r->request_id = g32(d + 0);
+	r->status = d[4];
+	r->info_len = d[5];
+	r->qpn = g24(d + 8);
+	r->service_id = g64(d + 12);
+	r->qkey = g32(d + 20);
+	memcpy(r->info, d + 24, SRN_CM_SIDR_REP_INFO);
+	memcpy(r->pdata, d + 24 + SRN_CM_SIDR_REP_INFO, SRN_CM_SIDR_REP_PDATA);
+	if (r->status > SRN_SIDR_UNSUPPORTED_VERSION)
+		return -SRN_CM_BAD_FIELD;    /* Table 116 ends at 5 */
+	if (r->info_len > SRN_CM_SIDR_REP_INFO)
+		return -SRN_CM_BAD_FIELD;    /* more information than its field holds */
+	return 0;
+}
+
+static void build_sidr_rep(uint8_t *d, const struct srn_cm_sidr_rep *r)
+{
+	p32(d + 0, r->request_id);
+	d[4] = r->status;
+	d[5] = r->info_len;
+	p24(d + 8, r->qpn);
+	p64(d + 12, r->service_id);
+	p32(d + 20, r->qkey);
+	memcpy(d + 24, r->info, SRN_CM_SIDR_REP_INFO);
+	memcpy(d + 24 + SRN_CM_SIDR_REP_INFO, r->pdata, SRN_CM_SIDR_REP_PDATA);
+}
+
 int srn_cm_mad_parse(const uint8_t *mad, size_t len, struct srn_cm_msg *m)
 {
 	if (len != SRN_MAD_LEN)
@@ -265,8 +322,10 @@ int srn_cm_mad_parse(const uint8_t *mad, size_t len, struct srn_cm_msg *m)
 	case SRN_CM_ATTR_RTU:
 	case SRN_CM_ATTR_DREQ:
 	case SRN_CM_ATTR_DREP: return parse_ids(d, m->attr, &m->ids);
+	case SRN_CM_ATTR_SIDR_REQ: return parse_sidr_req(d, &m->sidr_req);
+	case SRN_CM_ATTR_SIDR_REP: return parse_sidr_rep(d, &m->sidr_rep);
 	}
-	return -SRN_CM_BAD_ATTR;              /* SIDR, LAP, APR, ClassPortInfo: not served */
+	return -SRN_CM_BAD_ATTR;              /* LAP, APR, ClassPortInfo: not served */
 }
 
 int srn_cm_mad_build(const struct srn_cm_msg *m, uint8_t mad[SRN_MAD_LEN])
@@ -287,6 +346,8 @@ int srn_cm_mad_build(const struct srn_cm_msg *m, uint8_t mad[SRN_MAD_LEN])
 	case SRN_CM_ATTR_RTU:
 	case SRN_CM_ATTR_DREQ:
 	case SRN_CM_ATTR_DREP: build_ids(d, m->attr, &m->ids); return 0;
+	case SRN_CM_ATTR_SIDR_REQ: build_sidr_req(d, &m->sidr_req); return 0;
+	case SRN_CM_ATTR_SIDR_REP: build_sidr_rep(d, &m->sidr_rep); return 0;
 	}
 	return -EINVAL;
 }

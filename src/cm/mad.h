@@ -50,6 +50,9 @@ enum srn_cm_attr {
 #define SRN_CM_DREQ_PDATA 220
 #define SRN_CM_DREP_PDATA 224
 #define SRN_CM_REJ_ARI 72
+#define SRN_CM_SIDR_REQ_PDATA 216
+#define SRN_CM_SIDR_REP_PDATA 136
+#define SRN_CM_SIDR_REP_INFO 72
 #define SRN_CM_MAX_PDATA SRN_CM_RTU_PDATA
 
 /* REJ reasons used here (IBTA Table 109). */
@@ -61,6 +64,16 @@ enum srn_cm_rej_reason {
 	SRN_CM_REJ_INVALID_TRANSPORT = 14,
 	SRN_CM_REJ_INVALID_MTU = 26,
 	SRN_CM_REJ_CONSUMER_DEFINED = 28,
+};
+
+/* SIDR_REP status (IBTA Table 116); the kernel names them IB_SIDR_*. */
+enum srn_cm_sidr_status {
+	SRN_SIDR_SUCCESS = 0,
+	SRN_SIDR_UNSUPPORTED = 1,      /* no service with that ID (no listener) */
+	SRN_SIDR_REJECT = 2,           /* the service provider said no */
+	SRN_SIDR_NO_QP = 3,
+	SRN_SIDR_REDIRECT = 4,
+	SRN_SIDR_UNSUPPORTED_VERSION = 5,
 };
 
 /* "Message REJected / MRAed" codes. */
@@ -136,6 +149,26 @@ struct srn_cm_ids {
 	uint8_t pdata[SRN_CM_RTU_PDATA];
 };
 
+/* SIDR_REQ (IBTA Table 114): which service, from whom (request ID). */
+struct srn_cm_sidr_req {
+	uint32_t request_id;
+	uint16_t pkey;
+	uint64_t service_id;
+	uint8_t pdata[SRN_CM_SIDR_REQ_PDATA];
+};
+
+/* SIDR_REP (IBTA Table 115): the service's QP and Q_Key, or why not. */
+struct srn_cm_sidr_rep {
+	uint32_t request_id;
+	uint8_t status;                /* enum srn_cm_sidr_status */
+	uint8_t info_len;              /* <= 72 */
+	uint32_t qpn;                  /* 24 bits */
+	uint64_t service_id;
+	uint32_t qkey;
+	uint8_t info[SRN_CM_SIDR_REP_INFO];   /* ClassPortInfo on a redirect */
+	uint8_t pdata[SRN_CM_SIDR_REP_PDATA];
+};
+
 struct srn_cm_msg {
 	uint16_t attr;                 /* enum srn_cm_attr */
 	uint64_t tid;
@@ -145,6 +178,8 @@ struct srn_cm_msg {
 		struct srn_cm_rej rej;
 		struct srn_cm_mra mra;
 		struct srn_cm_ids ids;     /* RTU, DREQ, DREP */
+		struct srn_cm_sidr_req sidr_req;
+		struct srn_cm_sidr_rep sidr_rep;
 	};
 };
 
