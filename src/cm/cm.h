@@ -73,6 +73,7 @@ enum srn_cm_state {
 };
 
 struct srn_cm_chan;
+struct srn_cm_mc;
 
 struct srn_cm_id {
 	struct rdma_cm_id id;          /* handed out */
@@ -108,6 +109,9 @@ struct srn_cm_id {
 	uint8_t max_cm_retries;
 	bool ack_timeout_set, tos_set, reuseaddr, afonly;
 	uint8_t tos;
+	/* UD ids (sidr.c, rdmacm/mcast.c) */
+	uint32_t qkey;                 /* 0 until set: RDMA_UDP_QKEY then */
+	struct srn_cm_mc *mcs;         /* multicast groups joined (rdmacm/mcast.c) */
 	/* retransmission of the last MAD we sent that awaits an answer */
 	uint8_t last_mad[SRN_MAD_LEN];
 	bool last_valid;
@@ -190,11 +194,37 @@ void srn_cm_fill_path(struct srn_cm_id *id, enum ibv_mtu mtu);
 int srn_cm_init_qp_attr(struct srn_cm_id *id, struct ibv_qp_attr *a, int *mask);
 int srn_cm_qp_to(struct srn_cm_id *id, enum ibv_qp_state s);
 void srn_cm_timer_stop(struct srn_cm_id *id);
+/* Send m for id (tid set here); keep: remember it for the retry timer
+ * and for answering a repeated request.  0 or -errno. */
+int srn_cm_send_msg(struct srn_cm_id *id, struct srn_cm_msg *m, bool keep);
+/* Send id's kept MAD again every ms, retries times, then expire it. */
+void srn_cm_timer_arm(struct srn_cm_id *id, uint32_t ms, int retries);
+
+/* sidr.c: UD ids (RDMA_PS_UDP, RDMA_PS_IB with UD QPs) resolve the
+ * peer's QPN and Q_Key with SIDR_REQ/SIDR_REP.  conn.c's entry points
+ * hand UD ids to these.  All must hold srn_cm.lock; -errno. */
+int srn_cm_sidr_connect(struct srn_cm_id *id, const struct rdma_conn_param *p);
+int srn_cm_sidr_accept(struct srn_cm_id *id, const struct rdma_conn_param *p);
+int srn_cm_sidr_reject(struct srn_cm_id *id, const void *pdata, uint8_t len);
+/* rdma_disconnect of a UD id: its QP to ERR, no message (as the kernel). */
+int srn_cm_sidr_disconnect(struct srn_cm_id *id);
+void srn_cm_sidr_abort(struct srn_cm_id *id);
+/* A UD id's request went unanswered through every retry. */
+void srn_cm_sidr_expire(struct srn_cm_id *id);
+void srn_cm_sidr_recv(struct srn_cm_dev *dev, const struct srn_cm_msg *m, const uint8_t gid[16]);
+int srn_cm_ud_init_qp_attr(struct srn_cm_id *id, struct ibv_qp_attr *a, int *mask);
+uint32_t srn_cm_ud_qkey(const struct srn_cm_id *id);
+/* The address handle to reach gid from id's device (ud events). */
+void srn_cm_ud_ah_attr(const struct srn_cm_id *id, const uint8_t gid[16], struct ibv_ah_attr *ah);
 
 /* id.c: ids, channels and events. */
 struct srn_cm_id *srn_cm_id_new(struct srn_cm_chan *chan, void *context, enum rdma_port_space ps,
 				enum ibv_qp_type qpt);
 void srn_cm_id_free(struct srn_cm_id *id);
+/* A passive id for a request listener l took on dev from gid, with the
+ * addresses of its CM header h (the request's destination is our source). */
+struct srn_cm_id *srn_cm_child_new(struct srn_cm_id *l, struct srn_cm_dev *dev, const struct srn_cma_hdr *h,
+				   const uint8_t gid[16], enum ibv_qp_type qpt);
 struct srn_cm_chan *srn_cm_chan_new(void);
 /* The channel's owner is done with it; its memory goes when nothing uses it. */
 void srn_cm_chan_free(struct srn_cm_chan *c);
@@ -209,6 +239,12 @@ struct srn_cm_event *srn_cm_event_queue(struct srn_cm_id *id, enum rdma_cm_event
 int srn_cm_get_event(struct srn_cm_chan *c, struct srn_cm_event **out);
 void srn_cm_ack_event(struct srn_cm_event *e);
 struct srn_cm_id *srn_cm_listener_for(uint64_t service_id, const struct sockaddr *dst);
+/* Which listener takes a request (REQ or SIDR_REQ) for service_id on dev,
+ * whose private data starts with the CM header (parsed into h)?  0 and
+ * *out; -ENOENT: no such service here; -EINVAL: a bad header; -ENOBUFS:
+ * the listener's backlog is full. */
+int srn_cm_listener_take(struct srn_cm_dev *dev, uint64_t service_id, const uint8_t *pdata, size_t len,
+			 struct srn_cma_hdr *h, struct srn_cm_id **out);
 uint16_t srn_cm_id_port(const struct srn_cm_id *id);
 int srn_cm_port_alloc(struct srn_cm_id *id, struct sockaddr *a);
 bool srn_cm_port_in_use(enum rdma_port_space ps, const struct sockaddr *a, const struct srn_cm_id *except);

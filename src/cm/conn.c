@@ -70,6 +70,16 @@ static int send_msg(struct srn_cm_id *id, struct srn_cm_msg *m, bool keep)
 	return ret == -EAGAIN && keep ? 0 : ret;   /* the timer sends it again */
 }
 
+int srn_cm_send_msg(struct srn_cm_id *id, struct srn_cm_msg *m, bool keep)
+{
+	return send_msg(id, m, keep);
+}
+
+void srn_cm_timer_arm(struct srn_cm_id *id, uint32_t ms, int retries)
+{
+	timer_arm(id, ms, retries);
+}
+
 /* A reply for a MAD that matches no id (a REJ to a REQ, a DREP to a DREQ):
  * to the sender's GID, its transaction ID, our comm ID 0. */
 static void send_stateless(struct srn_cm_dev *dev, const uint8_t gid[16], struct srn_cm_msg *m)
@@ -117,6 +127,8 @@ void srn_cm_fill_path(struct srn_cm_id *id, enum ibv_mtu mtu)
 
 int srn_cm_init_qp_attr(struct srn_cm_id *id, struct ibv_qp_attr *a, int *mask)
 {
+	if (id->id.qp_type == IBV_QPT_UD)
+		return srn_cm_ud_init_qp_attr(id, a, mask);
 	bool conn = id->state >= SRN_CMS_REQ_SENT;
 	switch (a->qp_state) {
 	case IBV_QPS_INIT:
@@ -214,8 +226,10 @@ int srn_cm_connect(struct srn_cm_id *id, const struct rdma_conn_param *p)
 {
 	if (id->state != SRN_CMS_ROUTE_RESOLVED)
 		return -EINVAL;
+	if (id->id.qp_type == IBV_QPT_UD)
+		return srn_cm_sidr_connect(id, p);
 	if (id->id.qp_type != IBV_QPT_RC && id->id.qp_type != IBV_QPT_UC)
-		return -EOPNOTSUPP;    /* UD (SIDR) is not built yet */
+		return -EOPNOTSUPP;
 	if (p->private_data_len > SRN_CM_REQ_PDATA - SRN_CMA_HDR_LEN)
 		return -EINVAL;
 	struct srn_cm_msg m = { .attr = SRN_CM_ATTR_REQ };
@@ -267,6 +281,8 @@ int srn_cm_connect(struct srn_cm_id *id, const struct rdma_conn_param *p)
 
 int srn_cm_accept(struct srn_cm_id *id, const struct rdma_conn_param *p)
 {
+	if (id->id.qp_type == IBV_QPT_UD)
+		return srn_cm_sidr_accept(id, p);
 	if (id->state != SRN_CMS_REQ_RCVD)
 		return -EINVAL;
 	if (p->private_data_len > SRN_CM_REP_PDATA)
@@ -323,6 +339,8 @@ static void send_rej(struct srn_cm_id *id, uint8_t msg, uint16_t reason, const v
 
 int srn_cm_reject(struct srn_cm_id *id, const void *pdata, uint8_t len)
 {
+	if (id->id.qp_type == IBV_QPT_UD)
+		return srn_cm_sidr_reject(id, pdata, len);
 	if (len > SRN_CM_REJ_PDATA)
 		return -EINVAL;
 	if (id->state != SRN_CMS_REQ_RCVD && id->state != SRN_CMS_REP_RCVD)
@@ -387,6 +405,8 @@ static int send_dreq(struct srn_cm_id *id)
 
 int srn_cm_disconnect(struct srn_cm_id *id)
 {
+	if (id->id.qp_type == IBV_QPT_UD)
+		return srn_cm_sidr_disconnect(id);
 	srn_cm_qp_to(id, IBV_QPS_ERR);
 	switch (id->state) {
 	case SRN_CMS_ESTABLISHED:
@@ -408,6 +428,10 @@ int srn_cm_disconnect(struct srn_cm_id *id)
 
 void srn_cm_abort(struct srn_cm_id *id)
 {
+	if (id->id.qp_type == IBV_QPT_UD) {
+		srn_cm_sidr_abort(id);
+		return;
+	}
 	switch (id->state) {
 	case SRN_CMS_REQ_SENT:
 		send_rej(id, SRN_CM_MSG_REQ, SRN_CM_REJ_TIMEOUT, NULL, 0);
@@ -473,41 +497,19 @@ static void on_req(struct srn_cm_dev *dev, const struct srn_cm_msg *m, const uin
 		return;
 	}
 	struct srn_cma_hdr h;
-	if ((r->service_id & SRN_CMA_SID_PREFIX_MASK) != SRN_CMA_SID_PREFIX) {
-		rej_unknown(dev, gid, m, SRN_CM_REJ_INVALID_SERVICE_ID);
-		return;
-	}
-	if (srn_cma_hdr_parse(r->pdata, sizeof(r->pdata), (uint16_t)r->service_id, &h)) {
-		rej_unknown(dev, gid, m, SRN_CM_REJ_CONSUMER_DEFINED);
-		return;
-	}
-	struct srn_cm_id *l = srn_cm_listener_for(r->service_id, (struct sockaddr *)&h.dst);
-	if (!l || (l->dev && l->dev != dev)) {
-		rej_unknown(dev, gid, m, SRN_CM_REJ_INVALID_SERVICE_ID);
-		return;
-	}
-	if (l->pending >= l->backlog) {
-		rej_unknown(dev, gid, m, SRN_CM_REJ_CONSUMER_DEFINED);   /* backlog full */
+	struct srn_cm_id *l;
+	int why = srn_cm_listener_take(dev, r->service_id, r->pdata, sizeof(r->pdata), &h, &l);
+	if (why) {
+		rej_unknown(dev, gid, m, why == -ENOENT ? SRN_CM_REJ_INVALID_SERVICE_ID
+							: SRN_CM_REJ_CONSUMER_DEFINED);
 		return;
 	}
 	enum ibv_qp_type qpt = r->transport == SRN_CM_TRANSPORT_UC ? IBV_QPT_UC : IBV_QPT_RC;
-	struct srn_cm_id *id = srn_cm_id_new(l->sync ? NULL : l->chan, l->id.context, l->id.ps, qpt);
+	struct srn_cm_id *id = srn_cm_child_new(l, dev, &h, gid, qpt);
 	if (!id) {
 		rej_unknown(dev, gid, m, SRN_CM_REJ_CONSUMER_DEFINED);
 		return;
 	}
-	if (l->sync)
-		id->req_chan = l->chan;
-	id->dev = dev;
-	id->id.verbs = dev->ctx;
-	id->id.port_num = 1;
-	id->id.pd = l->id.pd;
-	memcpy(&id->id.route.addr.src_storage, &h.dst, sizeof(h.dst));
-	memcpy(&id->id.route.addr.dst_storage, &h.src, sizeof(h.src));
-	memcpy(id->peer_gid, gid, 16);
-	memcpy(id->id.route.addr.addr.ibaddr.sgid.raw, dev->gid, 16);
-	memcpy(id->id.route.addr.addr.ibaddr.dgid.raw, gid, 16);
-	id->id.route.addr.addr.ibaddr.pkey = htobe16(0xffff);
 	id->local_comm_id = new_comm_id();
 	id->remote_comm_id = r->local_comm_id;
 	id->tid = m->tid;
@@ -730,6 +732,8 @@ void srn_cm_recv(struct srn_cm_dev *dev, const uint8_t *mad, size_t len, const u
 	case SRN_CM_ATTR_MRA: on_mra(&m); break;
 	case SRN_CM_ATTR_DREQ: on_dreq(dev, &m, gid); break;
 	case SRN_CM_ATTR_DREP: on_drep(&m); break;
+	case SRN_CM_ATTR_SIDR_REQ:
+	case SRN_CM_ATTR_SIDR_REP: srn_cm_sidr_recv(dev, &m, gid); break;
 	}
 }
 
@@ -746,6 +750,10 @@ static void expire(struct srn_cm_id *id)
 		srn_cm.cnt[SRN_CM_CNT_RETRIES]++;
 		srn_cm_send(id->dev, id->peer_gid, id->last_mad);
 		id->deadline_ns = srn_cm_now_ns() + (uint64_t)id->timeout_ms * 1000000;
+		return;
+	}
+	if (id->id.qp_type == IBV_QPT_UD) {
+		srn_cm_sidr_expire(id);
 		return;
 	}
 	enum srn_cm_state s = id->state;

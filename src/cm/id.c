@@ -128,6 +128,27 @@ struct srn_cm_id *srn_cm_id_new(struct srn_cm_chan *chan, void *context, enum rd
 	return id;
 }
 
+struct srn_cm_id *srn_cm_child_new(struct srn_cm_id *l, struct srn_cm_dev *dev, const struct srn_cma_hdr *h,
+				   const uint8_t gid[16], enum ibv_qp_type qpt)
+{
+	struct srn_cm_id *id = srn_cm_id_new(l->sync ? NULL : l->chan, l->id.context, l->id.ps, qpt);
+	if (!id)
+		return NULL;
+	if (l->sync)
+		id->req_chan = l->chan;
+	id->dev = dev;
+	id->id.verbs = dev->ctx;
+	id->id.port_num = 1;
+	id->id.pd = l->id.pd;
+	memcpy(&id->id.route.addr.src_storage, &h->dst, sizeof(h->dst));
+	memcpy(&id->id.route.addr.dst_storage, &h->src, sizeof(h->src));
+	memcpy(id->peer_gid, gid, 16);
+	memcpy(id->id.route.addr.addr.ibaddr.sgid.raw, dev->gid, 16);
+	memcpy(id->id.route.addr.addr.ibaddr.dgid.raw, gid, 16);
+	id->id.route.addr.addr.ibaddr.pkey = htobe16(0xffff);
+	return id;
+}
+
 /* Drop the id's events nobody fetched from c. */
 static void drop_queued_in(struct srn_cm_id *id, struct srn_cm_chan *c)
 {
@@ -334,4 +355,20 @@ struct srn_cm_id *srn_cm_listener_for(uint64_t service_id, const struct sockaddr
 		}
 	}
 	return any;
+}
+
+int srn_cm_listener_take(struct srn_cm_dev *dev, uint64_t service_id, const uint8_t *pdata, size_t len,
+			 struct srn_cma_hdr *h, struct srn_cm_id **out)
+{
+	if ((service_id & SRN_CMA_SID_PREFIX_MASK) != SRN_CMA_SID_PREFIX)
+		return -ENOENT;        /* not an RDMA IP CM service ID */
+	if (srn_cma_hdr_parse(pdata, len, (uint16_t)service_id, h))
+		return -EINVAL;
+	struct srn_cm_id *l = srn_cm_listener_for(service_id, (struct sockaddr *)&h->dst);
+	if (!l || (l->dev && l->dev != dev))
+		return -ENOENT;
+	if (l->pending >= l->backlog)
+		return -ENOBUFS;       /* backlog full */
+	*out = l;
+	return 0;
 }

@@ -319,7 +319,10 @@ SRN_RDMACM_EXPORT int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param 
 		ret = srn_cm_accept(p, &cp);
 	}
 	unlock();
-	return ret ? ret_errno(ret) : complete(p);
+	/* A UD accept is one SIDR_REP and no event (librdmacm does not wait). */
+	if (ret || p->id.qp_type == IBV_QPT_UD)
+		return ret_errno(ret);
+	return complete(p);
 }
 
 SRN_RDMACM_EXPORT int rdma_reject(struct rdma_cm_id *id, const void *private_data, uint8_t len)
@@ -361,8 +364,8 @@ SRN_RDMACM_EXPORT int rdma_disconnect(struct rdma_cm_id *id)
 {
 	struct srn_cm_id *p = priv(id);
 	lock();
-	bool wait = p->state == SRN_CMS_ESTABLISHED || p->state == SRN_CMS_REP_SENT ||
-		    p->state == SRN_CMS_DREQ_RCVD;
+	bool wait = (p->state == SRN_CMS_ESTABLISHED || p->state == SRN_CMS_REP_SENT ||
+		     p->state == SRN_CMS_DREQ_RCVD) && p->id.qp_type != IBV_QPT_UD;
 	int ret = srn_cm_disconnect(p);
 	unlock();
 	if (ret)
