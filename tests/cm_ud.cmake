@@ -7,6 +7,15 @@ srn_fuzz_target(fuzz_cm_mad_sidr RUNS 50000 SOURCES fuzz_cm_mad.c ${CMAKE_SOURCE
   SEEDS ${CMAKE_CURRENT_LIST_DIR}/data/fuzz/cm_mad/sidr_req.bin
         ${CMAKE_CURRENT_LIST_DIR}/data/fuzz/cm_mad/sidr_rep.bin
         ${CMAKE_CURRENT_LIST_DIR}/data/fuzz/cm_mad/sidr_rep_unsupported.bin)
+srn_script_test(cm_ud_udaddy test_cm_ud.sh)
+srn_script_test(cm_ud_mckey test_cm_mcast.sh)
+
+# Multicast joins through the API, one process: a C program linked against
+# our librdmacm.so.1 and libibverbs.so.1, as an application is.
+add_executable(test_cm_mcast_api test_cm_mcast_api.c)
+target_link_libraries(test_cm_mcast_api PRIVATE rdmacm ibverbs)
+add_test(NAME test_cm_mcast_api COMMAND test_cm_mcast_api)
+set_tests_properties(test_cm_mcast_api PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 90 LABELS e2e)
 
 # The fast tier (each under ~2 s; ctest -L fast).
-set_property(TEST test_cm_sidr_mad fuzz_cm_mad_sidr APPEND PROPERTY LABELS fast)
+set_property(TEST test_cm_sidr_mad fuzz_cm_mad_sidr test_cm_mcast_api APPEND PROPERTY LABELS fast)

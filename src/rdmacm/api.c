@@ -12,6 +12,7 @@
 
 #include "cm/cm.h"
 #include "rdmacm/export.h"
+#include "rdmacm/rdmacm.h"
 #include "wire/roce_hdr.h"
 
 static int ret_errno(int neg)
@@ -50,6 +51,11 @@ static int complete(struct srn_cm_id *p)
 		return ret_errno(e->ev.status < 0 ? e->ev.status : -e->ev.status);
 	}
 	return 0;
+}
+
+int srn_rdmacm_complete(struct srn_cm_id *p)
+{
+	return complete(p);
 }
 
 SRN_RDMACM_EXPORT struct rdma_event_channel *rdma_create_event_channel(void)
@@ -144,6 +150,7 @@ SRN_RDMACM_EXPORT int rdma_destroy_id(struct rdma_cm_id *id)
 			break;
 		pthread_cond_wait(&srn_cm.cond, &srn_cm.lock);
 	}
+	srn_rdmacm_mc_forget(p);
 	srn_cm_id_free(p);
 	unlock();
 	return 0;

@@ -12,6 +12,7 @@
 
 #include "cm/cm.h"
 #include "rdmacm/export.h"
+#include "rdmacm/rdmacm.h"
 
 static int ret_errno(int neg)
 {
@@ -123,6 +124,8 @@ SRN_RDMACM_EXPORT int rdma_create_qp_ex(struct rdma_cm_id *id, struct ibv_qp_ini
 		a.sq_psn = 0;
 		if (!ret)
 			ret = -ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN);
+		if (!ret)
+			srn_rdmacm_mc_qp_created(p);
 	} else {
 		ret = srn_cm_qp_to(p, IBV_QPS_INIT);
 		/* A passive id already knows its peer: RTR/RTS come at accept. */

@@ -4,7 +4,6 @@
  * man page says a failure looks (-1, NULL or (off_t)-1) with errno
  * EOPNOTSUPP, and never pretends to work:
  *   rsockets (rsocket ... riomap): not implemented; librspreload not built;
- *   multicast joins (rdma_join_multicast, _ex, rdma_leave_multicast);
  *   ECE (rdma_set_local_ece, rdma_get_remote_ece).
  */
 #include <errno.h>
@@ -152,22 +151,6 @@ SRN_RDMACM_EXPORT size_t riowrite(int socket, const void *buf, size_t count, off
 SRN_RDMACM_EXPORT off_t riomap(int socket, void *buf, size_t len, int prot, int flags, off_t offset)
 {
 	FAIL((off_t)-1);
-}
-
-SRN_RDMACM_EXPORT int rdma_join_multicast(struct rdma_cm_id *id, struct sockaddr *addr, void *context)
-{
-	FAIL(-1);
-}
-
-SRN_RDMACM_EXPORT int rdma_join_multicast_ex(struct rdma_cm_id *id, struct rdma_cm_join_mc_attr_ex *mc_join_attr,
-					     void *context)
-{
-	FAIL(-1);
-}
-
-SRN_RDMACM_EXPORT int rdma_leave_multicast(struct rdma_cm_id *id, struct sockaddr *addr)
-{
-	FAIL(-1);
 }
 
 SRN_RDMACM_EXPORT int rdma_set_local_ece(struct rdma_cm_id *id, struct ibv_ece *ece)
