@@ -23,8 +23,12 @@
 #include "cm/mad.h"
 
 #define SRN_CM_MAX_DEV 8
-#define SRN_CM_NRECV 64
-#define SRN_CM_NSEND 64
+/* QP1's queues, as deep as the kernel's MAD layer makes them
+ * (mad_recvq_size 512, mad_sendq_size 128): a program that connects
+ * hundreds of ids at once (cmtime) sends and receives MADs in bursts,
+ * and a MAD dropped here costs a 4.8 s CM retry. */
+#define SRN_CM_NRECV 512
+#define SRN_CM_NSEND 128
 #define SRN_CM_NAH 32
 
 enum srn_cm_cnt {
@@ -43,7 +47,8 @@ struct srn_cm_dev {
 	struct ibv_context *ctx;
 	struct ibv_pd *pd;             /* QP1's, and the PD ids get by default */
 	struct ibv_comp_channel *ch;
-	struct ibv_cq *cq;
+	struct ibv_cq *cq;             /* receives; wakes the CM thread */
+	struct ibv_cq *scq;            /* sends: reaped by whoever sends next */
 	struct ibv_qp *qp;             /* QPN 1 */
 	struct ibv_mr *mr;
 	uint8_t *buf;                  /* NRECV × (GRH + MAD), then NSEND × MAD */

@@ -155,8 +155,9 @@ static int dev_open(struct srn_cm_dev *d, struct ibv_device *ibdev)
 	if (!d->pd || !d->ch)
 		return -ENOMEM;
 	fcntl(d->ch->fd, F_SETFL, fcntl(d->ch->fd, F_GETFL) | O_NONBLOCK);
-	d->cq = ibv_create_cq(d->ctx, SRN_CM_NRECV + SRN_CM_NSEND, d, d->ch, 0);
-	if (!d->cq)
+	d->cq = ibv_create_cq(d->ctx, SRN_CM_NRECV, d, d->ch, 0);
+	d->scq = ibv_create_cq(d->ctx, SRN_CM_NSEND, d, NULL, 0);
+	if (!d->cq || !d->scq)
 		return -ENOMEM;
 	size_t size = SRN_CM_NRECV * SLOT_RECV + SRN_CM_NSEND * SRN_MAD_LEN;
 	d->buf = calloc(1, size);
@@ -164,7 +165,7 @@ static int dev_open(struct srn_cm_dev *d, struct ibv_device *ibdev)
 		return -ENOMEM;
 	d->mr = ibv_reg_mr(d->pd, d->buf, size, IBV_ACCESS_LOCAL_WRITE);
 	struct ibv_qp_init_attr qa = {
-		.send_cq = d->cq, .recv_cq = d->cq, .qp_type = IBV_QPT_UD, .sq_sig_all = 1,
+		.send_cq = d->scq, .recv_cq = d->cq, .qp_type = IBV_QPT_UD, .sq_sig_all = 1,
 		.cap = { .max_send_wr = SRN_CM_NSEND, .max_recv_wr = SRN_CM_NRECV,
 			 .max_send_sge = 1, .max_recv_sge = 1 },
 	};
@@ -207,8 +208,20 @@ static struct ibv_ah *ah_for(struct srn_cm_dev *d, const uint8_t gid[16])
 	return ah;
 }
 
+/* Count the sends that completed: their slots are free again (a UD send
+ * completes once the nic has transmitted it, in order). */
+static void reap_sends(struct srn_cm_dev *d)
+{
+	struct ibv_wc wc[16];
+	int n;
+	while ((n = ibv_poll_cq(d->scq, 16, wc)) > 0)
+		d->send_busy -= (uint32_t)n;
+}
+
 int srn_cm_send(struct srn_cm_dev *d, const uint8_t gid[16], const uint8_t mad[SRN_MAD_LEN])
 {
+	if (d->send_busy >= SRN_CM_NSEND)
+		reap_sends(d);
 	if (d->send_busy >= SRN_CM_NSEND) {
 		srn_cm.cnt[SRN_CM_CNT_TX_FAIL]++;
 		return -EAGAIN;        /* the peer's retry or ours recovers */
@@ -242,12 +255,9 @@ static void dev_poll(struct srn_cm_dev *d)
 {
 	struct ibv_wc wc[16];
 	int n;
+	reap_sends(d);
 	while ((n = ibv_poll_cq(d->cq, 16, wc)) > 0) {
 		for (int i = 0; i < n; i++) {
-			if (wc[i].wr_id == UINT64_MAX) {
-				d->send_busy--;
-				continue;
-			}
 			uint32_t slot = (uint32_t)wc[i].wr_id;
 			if (slot >= SRN_CM_NRECV)
 				continue;
