@@ -10,6 +10,7 @@ srn_fuzz_target(fuzz_cm_mad_sidr RUNS 50000 SOURCES fuzz_cm_mad.c ${CMAKE_SOURCE
 srn_script_test(cm_ud_udaddy test_cm_ud.sh)
 srn_script_test(cm_ud_mckey test_cm_mcast.sh)
 srn_script_test(cm_xutils test_cm_xutils.sh)
+srn_script_test(cm_ipv6_netns test_cm_ipv6.sh)
 
 # Multicast joins through the API, one process: a C program linked against
 # our librdmacm.so.1 and libibverbs.so.1, as an application is.
