@@ -9,6 +9,7 @@
 #   a lost one is a timeout); then one receiver and a full-member sender
 #   with 20 datagrams of 1024 bytes.  The MGID the event reports is the
 #   IPv4-mapped group address, as the kernel's RoCEv2 rdma_cm makes it.
+#   Last, both without -b (rdma_resolve_addr to the group alone).
 # The receivers post their receives before joining and the sender waits
 # 3 s after its join (mckey's own pause), so starting the sender once the
 # receivers hold their devices is enough.  Every run is bounded; exit 0
@@ -48,4 +49,12 @@ srn_cm_pair "mckey: full-member sender, 20 x 1024 bytes" "$a" \
 	"env SOFTRNIC_DEVICES=name=softrnic0,addr=$a" "mckey -m $grp -b $a -C 20 -S 1024" \
 	"env SOFTRNIC_DEVICES=name=softrnic0,addr=$c" "mckey -m $grp -b $c -s -C 20 -S 1024" \
 	"^data transfers complete" "^data transfers complete"
+
+# Without -b: the group is reached through the device of its family (the
+# route's interface has none; the kernel would use that interface's).
+grp=239.79.$((RANDOM % 250 + 1)).$((RANDOM % 250 + 1))
+a=$(srn_cm_addr)
+srn_cm_pair "mckey without a bind address" "$a" \
+	"env SOFTRNIC_DEVICES=name=softrnic0,addr=$a" "mckey -m $grp -C 10" \
+	"" "mckey -m $grp -s -C 10" "^data transfers complete" "^data transfers complete"
 [ $srn_cm_fail -eq 0 ]

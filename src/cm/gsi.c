@@ -83,6 +83,14 @@ static bool is_loopback(const struct sockaddr *a)
 	       IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *)a)->sin6_addr);
 }
 
+static bool is_multicast(const struct sockaddr *a)
+{
+	if (a->sa_family == AF_INET)
+		return IN_MULTICAST(ntohl(((const struct sockaddr_in *)a)->sin_addr.s_addr));
+	return a->sa_family == AF_INET6 &&
+	       IN6_IS_ADDR_MULTICAST(&((const struct sockaddr_in6 *)a)->sin6_addr);
+}
+
 struct srn_cm_dev *srn_cm_dev_by_addr(const struct sockaddr *a)
 {
 	for (int i = 0; i < srn_cm.ndev; i++)
@@ -123,6 +131,12 @@ struct srn_cm_dev *srn_cm_dev_route(const struct sockaddr *src, const struct soc
 	    getsockname(s, (struct sockaddr *)&me, &len) == 0)
 		d = srn_cm_dev_by_addr((struct sockaddr *)&me);
 	close(s);
+	/* A multicast group is reached from any interface that joins it
+	 * (mckey without -b): when the route's interface has no device, the
+	 * first device of the family sends and joins there. */
+	for (int i = 0; !d && is_multicast(dst) && i < srn_cm.ndev; i++)
+		if (srn_cm.dev[i].addr.ss_family == dst->sa_family)
+			d = &srn_cm.dev[i];
 	return d;
 }
 
