@@ -181,6 +181,8 @@ void srn_cm_recv(struct srn_cm_dev *dev, const uint8_t *mad, size_t len, const u
 uint64_t srn_cm_timers(uint64_t now);
 /* Which device has this address as its own (port ignored)?  NULL: none. */
 struct srn_cm_dev *srn_cm_dev_by_addr(const struct sockaddr *a);
+/* May an id bind to a that no device owns, without a device (loopback)? */
+bool srn_cm_bind_without_dev(const struct sockaddr *a);
 /* Which device reaches dst (src: a source to use, may be NULL)?  NULL: none. */
 struct srn_cm_dev *srn_cm_dev_route(const struct sockaddr *src, const struct sockaddr *dst);
 void srn_cm_addr_to_gid(const struct sockaddr *a, uint8_t gid[16]);

@@ -91,6 +91,18 @@ static bool is_multicast(const struct sockaddr *a)
 	       IN6_IS_ADDR_MULTICAST(&((const struct sockaddr_in6 *)a)->sin6_addr);
 }
 
+/*
+ * Linux binds an rdma_cm id to a loopback address that no RDMA device has
+ * as it binds the wildcard: the bind succeeds, id->verbs stays NULL, the
+ * device is chosen later. libfabric's verbs provider relies on it: with no
+ * node it binds "localhost" and then takes the address of each device's
+ * interface instead (vrb_fill_addr).
+ */
+bool srn_cm_bind_without_dev(const struct sockaddr *a)
+{
+	return is_loopback(a);
+}
+
 struct srn_cm_dev *srn_cm_dev_by_addr(const struct sockaddr *a)
 {
 	for (int i = 0; i < srn_cm.ndev; i++)

@@ -170,7 +170,7 @@ SRN_RDMACM_EXPORT int rdma_bind_addr(struct rdma_cm_id *id, struct sockaddr *add
 		   : IN6_IS_ADDR_UNSPECIFIED(&((struct sockaddr_in6 *)addr)->sin6_addr);
 	if (p->state != SRN_CMS_IDLE)
 		ret = -EINVAL;
-	else if (!any && !(dev = srn_cm_dev_by_addr(addr)))
+	else if (!any && !(dev = srn_cm_dev_by_addr(addr)) && !srn_cm_bind_without_dev(addr))
 		ret = -EADDRNOTAVAIL;   /* no softrnic device has this address */
 	else
 		ret = srn_cm_port_alloc(p, (struct sockaddr *)&ss);
