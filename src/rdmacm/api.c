@@ -498,6 +498,13 @@ SRN_RDMACM_EXPORT int rdma_set_option(struct rdma_cm_id *id, int level, int optn
 SRN_RDMACM_EXPORT int rdma_migrate_id(struct rdma_cm_id *id, struct rdma_event_channel *channel)
 {
 	struct srn_cm_id *p = priv(id);
+	/* A synchronous id still holds the event of its last call (libfabric
+	 * migrates one right after rdma_resolve_addr): ack it, as rdma-core
+	 * does, so it does not count as outstanding below. */
+	if (p->sync && id->event) {
+		rdma_ack_cm_event(id->event);
+		id->event = NULL;
+	}
 	lock();
 	if (channel && !srn_cm_chan_live(channel)) {
 		unlock();
