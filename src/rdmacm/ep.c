@@ -300,10 +300,28 @@ SRN_RDMACM_EXPORT int rdma_get_request(struct rdma_cm_id *listen, struct rdma_cm
 	return 0;
 }
 
+/* Copy of an address into a new buffer for an rdma_addrinfo field. */
+static int addr_dup(struct sockaddr **dst, socklen_t *dst_len, const struct sockaddr *src, socklen_t len)
+{
+	if (len > sizeof(struct sockaddr_storage))
+		return -EINVAL;
+	struct sockaddr_storage *a = calloc(1, sizeof(*a));
+	if (!a)
+		return -ENOMEM;
+	memcpy(a, src, len);
+	*dst = (struct sockaddr *)a;
+	*dst_len = len;
+	return 0;
+}
+
+/* Addresses from node/service through getaddrinfo, or (neither given, as
+ * libfabric's verbs provider asks on the active side) the hints' own
+ * destination; a source in the hints is kept when none was found, as
+ * rdma-core does. */
 SRN_RDMACM_EXPORT int rdma_getaddrinfo(const char *node, const char *service,
 				       const struct rdma_addrinfo *hints, struct rdma_addrinfo **res)
 {
-	if (!res || (!node && !service))
+	if (!res || (!node && !service && !hints))
 		return ret_errno(-EINVAL);
 	struct addrinfo ah = { .ai_socktype = SOCK_STREAM }, *ai = NULL;
 	int flags = hints ? hints->ai_flags : 0;
@@ -315,42 +333,40 @@ SRN_RDMACM_EXPORT int rdma_getaddrinfo(const char *node, const char *service,
 		ah.ai_flags |= AI_PASSIVE;
 	if (ah.ai_family != AF_UNSPEC && ah.ai_family != AF_INET && ah.ai_family != AF_INET6)
 		return ret_errno(-EAFNOSUPPORT);   /* AF_IB: no SA here */
-	int gai = getaddrinfo(node, service, &ah, &ai);
-	if (gai) {
-		errno = gai == EAI_SYSTEM ? errno : ENODEV;
-		return gai;
+	if (node || service) {
+		int gai = getaddrinfo(node, service, &ah, &ai);
+		if (gai) {
+			errno = gai == EAI_SYSTEM ? errno : ENODEV;
+			return gai;
+		}
 	}
 	struct rdma_addrinfo *r = calloc(1, sizeof(*r));
-	struct sockaddr_storage *a = calloc(1, sizeof(*a));
-	if (!r || !a) {
-		free(r);
-		free(a);
+	if (!r) {
 		freeaddrinfo(ai);
 		return ret_errno(-ENOMEM);
 	}
-	memcpy(a, ai->ai_addr, ai->ai_addrlen);
+	int ret = 0;
 	r->ai_flags = flags;
-	r->ai_family = ai->ai_family;
+	r->ai_family = ai ? ai->ai_family : ah.ai_family;
 	r->ai_port_space = hints && hints->ai_port_space ? hints->ai_port_space : RDMA_PS_TCP;
 	r->ai_qp_type = hints && hints->ai_qp_type ? hints->ai_qp_type
 		       : (r->ai_port_space == RDMA_PS_UDP || r->ai_port_space == RDMA_PS_IPOIB ? IBV_QPT_UD
 											: IBV_QPT_RC);
-	if (flags & RAI_PASSIVE) {
-		r->ai_src_addr = (struct sockaddr *)a;
-		r->ai_src_len = ai->ai_addrlen;
-	} else {
-		r->ai_dst_addr = (struct sockaddr *)a;
-		r->ai_dst_len = ai->ai_addrlen;
-		if (hints && hints->ai_src_addr && hints->ai_src_len <= sizeof(struct sockaddr_storage)) {
-			struct sockaddr_storage *s = calloc(1, sizeof(*s));
-			if (s) {
-				memcpy(s, hints->ai_src_addr, hints->ai_src_len);
-				r->ai_src_addr = (struct sockaddr *)s;
-				r->ai_src_len = hints->ai_src_len;
-			}
-		}
-	}
+	if (ai && (flags & RAI_PASSIVE))
+		ret = addr_dup(&r->ai_src_addr, &r->ai_src_len, ai->ai_addr, ai->ai_addrlen);
+	else if (ai)
+		ret = addr_dup(&r->ai_dst_addr, &r->ai_dst_len, ai->ai_addr, ai->ai_addrlen);
+	else if (hints->ai_dst_addr && hints->ai_dst_len)
+		ret = addr_dup(&r->ai_dst_addr, &r->ai_dst_len, hints->ai_dst_addr, hints->ai_dst_len);
+	if (!ret && !r->ai_src_addr && hints && hints->ai_src_addr && hints->ai_src_len)
+		ret = addr_dup(&r->ai_src_addr, &r->ai_src_len, hints->ai_src_addr, hints->ai_src_len);
+	if (!ret && r->ai_family == AF_UNSPEC && (r->ai_src_addr || r->ai_dst_addr))
+		r->ai_family = (r->ai_src_addr ? r->ai_src_addr : r->ai_dst_addr)->sa_family;
 	freeaddrinfo(ai);
+	if (ret) {
+		rdma_freeaddrinfo(r);
+		return ret_errno(ret);
+	}
 	*res = r;
 	return 0;
 }
