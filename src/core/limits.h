@@ -16,7 +16,7 @@
 #define SRN_MAX_INLINE 1024
 #define SRN_DEFAULT_INLINE 256        /* reported when a QP asks for less */
 #define SRN_MAX_CQ 16384
-#define SRN_MAX_CQE 65536
+#define SRN_MAX_CQE 4194303          /* mlx5's: ofi_rxm sizes one CQ for 256 peers */
 #define SRN_MAX_MR 65536
 #define SRN_MAX_PD 65536
 #define SRN_MAX_RD_ATOMIC 128
