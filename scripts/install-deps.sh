@@ -15,6 +15,7 @@ PACKAGES=(
 	tshark                              # dissects captured RoCEv2 packets
 	python3                             # test helpers
 	ucx-utils                           # UCX 1.13: ucx_info, ucx_perftest over softrnic (tests, bench)
+	libfabric-bin                       # libfabric 1.17: fi_info, fi_pingpong over softrnic (tests)
 )
 
 missing=()
