@@ -3,11 +3,15 @@
  * for the system's libibverbs.
  *
  * softrnic builds a libibverbs.so.1 of its own (same soname and symbol
- * versions as rdma-core's) in <prefix>/lib, next to <prefix>/bin/softrnic.
- * Putting that directory first in LD_LIBRARY_PATH makes the dynamic
- * loader pick it for any unmodified verbs binary; `run` does exactly that
- * and then execvp()s the program, so the program keeps softrnic's PID,
- * stdin/stdout and signals, and its exit status is the tool's.
+ * versions as rdma-core's) and a librdmacm.so.1. Installed, they live in
+ * <prefix>/lib/softrnic, a folder of their own that no loader searches by
+ * default, so they never shadow the system's rdma-core; in the build tree
+ * they are in build/lib. Either way they sit next to the running
+ * <prefix>/bin/softrnic. Putting that directory first in LD_LIBRARY_PATH
+ * makes the dynamic loader pick it for any unmodified verbs binary; `run`
+ * does exactly that and then execvp()s the program, so the program keeps
+ * softrnic's PID, stdin/stdout and signals, and its exit status is the
+ * tool's.
  *
  * Invariants: the library directory is located from /proc/self/exe, never
  * from the current directory or PATH, so `run` cannot pick up a stray
@@ -44,10 +48,13 @@ void srn_usage_run(FILE *out)
 		"Usage: softrnic run [--devices SPEC] [--pcap FILE] [--no-sysfs] [--] PROG [ARGS...]\n"
 		"\n"
 		"Runs PROG with softrnic as its verbs library: the directory holding\n"
-		"softrnic's " RUN_LIB_NAME " (<prefix>/lib, found next to this\n"
+		"softrnic's " RUN_LIB_NAME " and librdmacm.so.1 (<prefix>/lib/softrnic\n"
+		"when installed, <build>/lib in a build tree, found next to this\n"
 		"<prefix>/bin/softrnic) is put first in LD_LIBRARY_PATH and PROG is\n"
 		"executed in place of softrnic. Unmodified programs (ibv_devinfo,\n"
-		"ibv_rc_pingpong, perftest, MPI, ...) then see softrnic devices.\n"
+		"ibv_rc_pingpong, perftest, UCX, libfabric, MPI, ...) then see\n"
+		"softrnic devices. `softrnic run -- $SHELL` gives a shell whose every\n"
+		"program does.\n"
 		"\n"
 		"PROG also runs in a private mount namespace (plus a user namespace\n"
 		"mapping your uid to itself, when not root) where\n"
@@ -95,10 +102,14 @@ static int strip_last_component(char *path)
 	return 1;
 }
 
+/* Where our libraries sit below <prefix>: installed first, then the build
+ * tree's layout (build/bin/softrnic, build/lib). */
+static const char *const run_lib_subdirs[] = { "lib/softrnic", "lib" };
+
 /*
- * Find <prefix>/lib holding our libibverbs.so.1, where the running binary
+ * Find the directory holding our libibverbs.so.1, where the running binary
  * is <prefix>/bin/softrnic.  Returns 0 and fills libdir, or -errno after
- * printing an error that names the path it looked at.
+ * printing an error that names the paths it looked at.
  */
 static int find_libdir(char *libdir, size_t len)
 {
@@ -120,20 +131,19 @@ static int find_libdir(char *libdir, size_t len)
 		return -ENOENT;
 	}
 
-	snprintf(lib, sizeof(lib), "%s/lib/%s", prefix, RUN_LIB_NAME);
-	if (access(lib, R_OK) != 0) {
-		int err = errno;
-
-		fprintf(stderr, "softrnic run: softrnic's %s not found: %s: %s\n"
-				"  (searched <prefix>/lib next to %s; was the "
-				"library built?)\n",
-			RUN_LIB_NAME, lib, strerror(err), exe);
-		return -err;
+	for (size_t i = 0; i < sizeof(run_lib_subdirs) / sizeof(run_lib_subdirs[0]); i++) {
+		snprintf(lib, sizeof(lib), "%s/%s/%s", prefix, run_lib_subdirs[i], RUN_LIB_NAME);
+		if (access(lib, R_OK) != 0)
+			continue;
+		if ((size_t)snprintf(libdir, len, "%s/%s", prefix, run_lib_subdirs[i]) >= len)
+			return -ENAMETOOLONG;
+		return 0;
 	}
-
-	if ((size_t)snprintf(libdir, len, "%s/lib", prefix) >= len)
-		return -ENAMETOOLONG;
-	return 0;
+	fprintf(stderr, "softrnic run: softrnic's %s not found in %s/lib/softrnic "
+			"nor %s/lib\n  (searched next to %s; was the library built "
+			"or installed?)\n",
+		RUN_LIB_NAME, prefix, prefix, exe);
+	return -ENOENT;
 }
 
 /* Prepend dir to LD_LIBRARY_PATH, keeping what the user had after it. */
