@@ -139,7 +139,7 @@ struct srn_cm_id *srn_cm_child_new(struct srn_cm_id *l, struct srn_cm_dev *dev, 
 	id->dev = dev;
 	id->id.verbs = dev->ctx;
 	id->id.port_num = 1;
-	id->id.pd = l->id.pd;
+	id->id.pd = l->id.pd ? l->id.pd : dev->pd;   /* rdma-core: the device's PD */
 	memcpy(&id->id.route.addr.src_storage, &h->dst, sizeof(h->dst));
 	memcpy(&id->id.route.addr.dst_storage, &h->src, sizeof(h->src));
 	memcpy(id->peer_gid, gid, 16);

@@ -179,6 +179,7 @@ SRN_RDMACM_EXPORT int rdma_bind_addr(struct rdma_cm_id *id, struct sockaddr *add
 		p->dev = dev;
 		if (dev) {
 			p->id.verbs = dev->ctx;
+			p->id.pd = p->id.pd ? p->id.pd : dev->pd;   /* rdma-core: the device's PD */
 			p->id.port_num = 1;
 			memcpy(p->id.route.addr.addr.ibaddr.sgid.raw, dev->gid, 16);
 		}
@@ -222,6 +223,7 @@ SRN_RDMACM_EXPORT int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *
 		memcpy(&p->id.route.addr.src_storage, &ss, sizeof(ss));
 		p->dev = dev;
 		p->id.verbs = dev->ctx;
+		p->id.pd = p->id.pd ? p->id.pd : dev->pd;
 		p->id.port_num = 1;
 		srn_cm_addr_to_gid(dst, p->peer_gid);
 		memcpy(p->id.route.addr.addr.ibaddr.sgid.raw, dev->gid, 16);
