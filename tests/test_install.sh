@@ -5,13 +5,19 @@
 #           libraries sit in <prefix>/lib/softrnic only, the installed
 #           `softrnic run` finds them next to itself, and Debian's
 #           ibv_rc_pingpong (and ibv_devinfo) run through it
+#   machine the whole-machine setup DESIGN.md documents for root, played in
+#           a private mount namespace so the machine is untouched: an
+#           /etc/ld.so.conf.d entry for <prefix>/lib/softrnic ahead of the
+#           system's, ldconfig (into a cache bind-mounted over
+#           /etc/ld.so.cache in the namespace only); then ibv_devinfo and
+#           ibv_rc_pingpong run on softrnic without `softrnic run`
 #   deb     `cpack -G DEB` into a temporary directory: the package holds
 #           /usr/bin/softrnic and /usr/lib/softrnic/ (nothing that shadows
 #           rdma-core), declares its dependencies, and its softrnic runs
 #           ibv_devinfo once unpacked (dpkg-deb -x: the test never installs
 #           into the machine)
 set -u
-MODE=${1:?mode: prefix|deb}
+MODE=${1:?mode: prefix|machine|deb}
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 fail=0
@@ -72,6 +78,46 @@ prefix)
     else
         bad "ibv_rc_pingpong through the installed softrnic run"
     fi
+    ;;
+machine)
+    [ "$(id -u)" = 0 ] && command -v unshare >/dev/null && command -v ldconfig >/dev/null ||
+        { echo "SKIP: needs root, unshare and ldconfig"; exit 77; }
+    command -v ibv_rc_pingpong >/dev/null || { echo "SKIP: ibverbs-utils not installed"; exit 77; }
+    unshare -m true 2>/dev/null || { echo "SKIP: cannot make a mount namespace here"; exit 77; }
+    timeout 300 cmake --install "$SRN_BUILD" --prefix "$TMP/p" >"$TMP/log" 2>&1 ||
+        { cat "$TMP/log"; echo "FAIL  cmake --install"; exit 1; }
+    # What root would write: /etc/ld.so.conf.d/00-softrnic.conf, sorted
+    # before the system's own entries, then ldconfig.
+    mkdir "$TMP/conf.d"
+    cp /etc/ld.so.conf.d/*.conf "$TMP/conf.d/" 2>/dev/null
+    echo "$TMP/p/lib/softrnic" >"$TMP/conf.d/00-softrnic.conf"
+    echo "include $TMP/conf.d/*.conf" >"$TMP/ld.so.conf"
+    ldconfig -f "$TMP/ld.so.conf" -C "$TMP/ld.so.cache" ||
+        { echo "FAIL  ldconfig"; exit 1; }
+    # No `softrnic run`: the pingpong helper gets a stand-in that only
+    # drops "run --".
+    printf '#!/bin/sh\n[ "$1" = run ] && shift\n[ "$1" = -- ] && shift\nexec "$@"\n' >"$TMP/norun"
+    chmod +x "$TMP/norun"
+    cat >"$TMP/inner.sh" <<EOF_INNER
+set -u
+mount --make-rprivate / && mount --bind "$TMP/ld.so.cache" /etc/ld.so.cache || exit 3
+fail=0
+if ibv_devinfo 2>&1 | grep -q "hca_id:.*softrnic0"; then
+    echo "ok    ibv_devinfo (no softrnic run) sees softrnic0"
+else
+    echo "FAIL  ibv_devinfo without softrnic run:"; ibv_devinfo 2>&1 | head -3; fail=1
+fi
+source "$SRN_SRC/tests/lib/pingpong.sh"
+if SOFTRNIC="$TMP/norun" srn_pingpong ibv_rc_pingpong "" "" 127.0.0.1 -g 0 -n 200 -s 4096; then
+    echo "ok    ibv_rc_pingpong (no softrnic run) on softrnic"
+else
+    echo "FAIL  ibv_rc_pingpong without softrnic run"; fail=1
+fi
+exit \$fail
+EOF_INNER
+    timeout 300 unshare -m bash "$TMP/inner.sh" || fail=1
+    # The machine's own cache never named our libraries.
+    if ldconfig -p | grep -q "$TMP"; then bad "the machine's ld.so.cache changed"; fi
     ;;
 deb)
     command -v cpack >/dev/null && command -v dpkg-deb >/dev/null ||
