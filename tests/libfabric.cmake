@@ -1,8 +1,9 @@
 # libfabric over softrnic (issue 13): Debian's unmodified fi_info and
 # fi_pingpong (libfabric-bin, libfabric 1.17) through `softrnic run`: the
-# verbs provider's DGRAM endpoint on loopback; MSG, DGRAM and ofi_rxm's RDM
-# between two network namespaces. Skipped without libfabric-bin.
-foreach(mode info dgram netns)
+# verbs provider's DGRAM endpoint and ofi_rxd's RDM on loopback; MSG, DGRAM
+# and ofi_rxm's RDM between two network namespaces. Skipped without
+# libfabric-bin.
+foreach(mode info lo netns)
   add_test(NAME libfabric_${mode} COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/test_libfabric.sh ${mode})
   set_tests_properties(libfabric_${mode} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600
     ENVIRONMENT "SRN_BUILD=${CMAKE_BINARY_DIR};SRN_SRC=${CMAKE_SOURCE_DIR}"

@@ -5,14 +5,16 @@
 #          the DGRAM endpoint; with the device on a veth address (a network
 #          namespace) it lists MSG and DGRAM, and "verbs;ofi_rxm" lists RDM
 #          (libfabric skips loopback interfaces for MSG, for any device)
-#   dgram  fi_pingpong -e dgram with data checks, two processes on loopback
+#   lo     two processes on the zero-configuration loopback devices, with
+#          data checks: fi_pingpong -e dgram, and -e rdm through ofi_rxd (RDM
+#          over the verbs DGRAM endpoint, which needs no rdma_cm)
 #   netns  fi_pingpong -e msg, -e dgram and "verbs;ofi_rxm" -e rdm, with data
 #          checks, between two network namespaces joined by a veth pair
 #          (tests/lib/netns.sh; root only): rdma_cm wire-up, the UDP link
 # A run passes when both ends exit 0 and the client prints a result line for
 # every size it was asked for.
 set -u
-MODE=${1:?mode: info|dgram|netns}
+MODE=${1:?mode: info|lo|netns}
 SR="$SRN_BUILD/bin/softrnic"
 command -v fi_pingpong >/dev/null && command -v fi_info >/dev/null ||
     { echo "SKIP: libfabric-bin not installed"; exit 77; }
@@ -114,8 +116,9 @@ info)
         echo "note  not root: the MSG/RDM listing (needs a namespace) not checked"
     fi
     ;;
-dgram)
+lo)
     pp verbs dgram 64 256 1k
+    pp "verbs;ofi_rxd" rdm 64 4k 64k 1m
     ;;
 netns)
     netns_up
