@@ -9,3 +9,10 @@ foreach(mode info lo netns)
     ENVIRONMENT "SRN_BUILD=${CMAKE_BINARY_DIR};SRN_SRC=${CMAKE_SOURCE_DIR}"
     LABELS e2e)
 endforeach()
+
+# The rdma_cm calls behind them, one by one: linked against our
+# librdmacm.so.1 as an rdma_cm program is.
+add_executable(test_cm_libfabric_calls test_cm_libfabric_calls.c)
+target_link_libraries(test_cm_libfabric_calls PRIVATE rdmacm)
+add_test(NAME test_cm_libfabric_calls COMMAND test_cm_libfabric_calls)
+set_tests_properties(test_cm_libfabric_calls PROPERTIES TIMEOUT 60 LABELS "unit;fast")
