@@ -26,7 +26,11 @@ ASAN_ENV=
 [ -n "${SRN_ASAN_PRELOAD:-}" ] &&
     ASAN_ENV="env LD_PRELOAD=$SRN_ASAN_PRELOAD ASAN_OPTIONS=detect_leaks=0:abort_on_error=1"
 
-SRV_AS= CLI_AS= TARGET=127.0.0.1
+# On loopback each zero-configuration process owns its own 127.0.0.N and
+# an rdma_cm connect reaches the device that owns the address: the server
+# takes a random loopback address of its own and the client connects there.
+srv_addr=127.$((RANDOM % 200 + 20)).$((RANDOM % 250 + 1)).$((RANDOM % 250 + 1))
+SRV_AS="env SOFTRNIC_DEVICES=name=softrnic0,addr=$srv_addr" CLI_AS= TARGET=$srv_addr
 if [ "$MODE" = netns ]; then
     source "$SRN_SRC/tests/lib/netns.sh"
     srn_netns_require_root
