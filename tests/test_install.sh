@@ -102,7 +102,7 @@ machine)
 set -u
 mount --make-rprivate / && mount --bind "$TMP/ld.so.cache" /etc/ld.so.cache || exit 3
 fail=0
-if ibv_devinfo 2>&1 | grep -q "hca_id:.*softrnic0"; then
+if $ASAN_ENV ibv_devinfo 2>&1 | grep -q "hca_id:.*softrnic0"; then
     echo "ok    ibv_devinfo (no softrnic run) sees softrnic0"
 else
     echo "FAIL  ibv_devinfo without softrnic run:"; ibv_devinfo 2>&1 | head -3; fail=1
