@@ -139,10 +139,10 @@ static int find_libdir(char *libdir, size_t len)
 			return -ENAMETOOLONG;
 		return 0;
 	}
-	fprintf(stderr, "softrnic run: softrnic's %s not found in %s/lib/softrnic "
-			"nor %s/lib\n  (searched next to %s; was the library built "
-			"or installed?)\n",
-		RUN_LIB_NAME, prefix, prefix, exe);
+	fprintf(stderr, "softrnic run: softrnic's %s not found: neither "
+			"%s/lib/softrnic/%s nor %s/lib/%s exists\n  (searched next to "
+			"%s; was the library built or installed?)\n",
+		RUN_LIB_NAME, prefix, RUN_LIB_NAME, prefix, RUN_LIB_NAME, exe);
 	return -ENOENT;
 }
 
