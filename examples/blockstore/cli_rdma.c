@@ -74,7 +74,8 @@ struct rtp {
 	int32_t *hint; /* lba -> cache slot last seen holding it, -1: none */
 	uint32_t epoch;
 	bool have_epoch;
-	struct sockaddr_storage dst;
+	struct sockaddr_storage dst, src;
+	bool have_src;
 	unsigned nrx, rr;
 	int ep;
 	struct rconn *conns;
@@ -127,7 +128,8 @@ static void conn_start(struct bs_client *c, unsigned ci)
 		return;
 	}
 	rc->state = R_ADDR;
-	if (rdma_resolve_addr(rc->id, NULL, (struct sockaddr *)&t->dst, RESOLVE_MS))
+	if (rdma_resolve_addr(rc->id, t->have_src ? (struct sockaddr *)&t->src : NULL,
+			      (struct sockaddr *)&t->dst, RESOLVE_MS))
 		conn_fail(c, ci);
 }
 
@@ -500,6 +502,15 @@ static int rdma_open(struct bs_client *c)
 	}
 	memcpy(&t->dst, ai->ai_addr, ai->ai_addrlen);
 	freeaddrinfo(ai);
+	if (c->o.src) {
+		if (getaddrinfo(c->o.src, NULL, &hints, &ai)) {
+			c->t->close(c);
+			return -EINVAL;
+		}
+		memcpy(&t->src, ai->ai_addr, ai->ai_addrlen);
+		t->have_src = true;
+		freeaddrinfo(ai);
+	}
 	struct epoll_event e = { .events = EPOLLIN, .data.fd = t->ch->fd };
 	epoll_ctl(t->ep, EPOLL_CTL_ADD, t->ch->fd, &e);
 	for (unsigned i = 0; i < c->o.nconn; i++) {

@@ -34,8 +34,8 @@ struct tconn {
 };
 
 struct ttp {
-	struct sockaddr_storage dst;
-	socklen_t dstlen;
+	struct sockaddr_storage dst, src;
+	socklen_t dstlen, srclen;
 	int ep;
 	unsigned rr;
 	struct tconn *conns;
@@ -105,7 +105,8 @@ static void conn_start(struct bs_client *c, unsigned ci)
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tmo, sizeof(tmo));
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tmo, sizeof(tmo));
 	struct epoll_event e = { .events = EPOLLIN, .data.u32 = ci };
-	if (fd < 0 || connect(fd, (struct sockaddr *)&t->dst, t->dstlen) ||
+	if (fd < 0 || (t->srclen && bind(fd, (struct sockaddr *)&t->src, t->srclen)) ||
+	    connect(fd, (struct sockaddr *)&t->dst, t->dstlen) ||
 	    recv_all(fd, &h, sizeof(h)) || h.magic != BS_MAGIC || !h.nblocks ||
 	    (c->nblocks && h.nblocks != c->nblocks) || epoll_ctl(t->ep, EPOLL_CTL_ADD, fd, &e)) {
 		if (fd >= 0)
@@ -272,6 +273,15 @@ static int tcp_open(struct bs_client *c)
 	memcpy(&t->dst, ai->ai_addr, ai->ai_addrlen);
 	t->dstlen = ai->ai_addrlen;
 	freeaddrinfo(ai);
+	if (c->o.src) {
+		if (getaddrinfo(c->o.src, NULL, &hints, &ai)) {
+			tcp_close(c);
+			return -EINVAL;
+		}
+		memcpy(&t->src, ai->ai_addr, ai->ai_addrlen);
+		t->srclen = ai->ai_addrlen;
+		freeaddrinfo(ai);
+	}
 	for (unsigned i = 0; i < c->o.nconn; i++) {
 		t->conns[i].fd = -1;
 		t->conns[i].tail = &t->conns[i].head;

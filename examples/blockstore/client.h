@@ -29,6 +29,7 @@
 
 struct bs_client_opts {
 	const char *host;
+	const char *src; /* local address to use (optional) */
 	int port;
 	bool tcp;
 	unsigned nconn;        /* connections (QPs) */

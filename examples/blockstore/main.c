@@ -24,7 +24,7 @@ static int one_request(int argc, char **argv, uint8_t op)
 {
 	static const struct option lo[] = {
 		{ "addr", 1, 0, 'a' }, { "port", 1, 0, 'p' }, { "tcp", 0, 0, 't' },
-		{ "lba", 1, 0, 'l' },  { 0 },
+		{ "lba", 1, 0, 'l' },  { "src", 1, 0, 'I' }, { 0 },
 	};
 	struct bs_client_opts o = { .host = "127.0.0.1", .port = 7470, .nconn = 1, .depth = 1,
 				    .reconnect_ms = 5000 };
@@ -36,6 +36,7 @@ static int one_request(int argc, char **argv, uint8_t op)
 		case 'p': o.port = atoi(optarg); break;
 		case 't': o.tcp = true; break;
 		case 'l': lba = strtoull(optarg, NULL, 0); break;
+		case 'I': o.src = optarg; break;
 		default:
 			fprintf(stderr, "usage: blockstore %s --addr IP [--port P] [--tcp]%s\n",
 				argv[0], op == BS_OP_WRITE || op == BS_OP_READ ? " --lba N" : "");

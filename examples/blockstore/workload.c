@@ -220,7 +220,7 @@ static void usage(void)
 		"usage: blockstore bench --addr IP [--port P] [--tcp] [--op write|read|mix]\n"
 		"       [--qd N] [--conns N] [--seconds S] [--ops N] [--start LBA] [--count N]\n"
 		"       [--writer ID] [--fill] [--verify-end] [--verify-all] [--poll-us US]\n"
-		"       [--no-rdma-read]\n");
+		"       [--no-rdma-read] [--src IP]\n");
 }
 
 int bs_bench_main(int argc, char **argv)
@@ -231,7 +231,7 @@ int bs_bench_main(int argc, char **argv)
 		{ "seconds", 1, 0, 's' }, { "ops", 1, 0, 'n' },	      { "start", 1, 0, 'S' },
 		{ "count", 1, 0, 'C' },	 { "writer", 1, 0, 'w' },     { "fill", 0, 0, 'f' },
 		{ "verify-end", 0, 0, 'v' }, { "verify-all", 0, 0, 'V' }, { "poll-us", 1, 0, 'u' },
-		{ "no-rdma-read", 0, 0, 'R' }, { 0 },
+		{ "no-rdma-read", 0, 0, 'R' }, { "src", 1, 0, 'I' }, { 0 },
 	};
 	struct run r = { .qd = 1, .writer = 1 };
 	r.co = (struct bs_client_opts){ .host = "127.0.0.1", .port = 7470, .nconn = 2,
@@ -259,6 +259,7 @@ int bs_bench_main(int argc, char **argv)
 		case 'V': verify_all = true; break;
 		case 'u': r.co.poll_us = (unsigned)atoi(optarg); break;
 		case 'R': r.co.no_rdma_read = true; break;
+		case 'I': r.co.src = optarg; break;
 		default: usage(); return 2;
 		}
 	}
