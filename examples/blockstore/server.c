@@ -84,7 +84,7 @@ int bs_server_main(int argc, char **argv)
 		{ "poll-us", 1, 0, 'u' }, { "pidfile", 1, 0, 'P' }, { 0 },
 	};
 	struct bs_server s = { .o = { .nblocks = 0, .nslots = 12288, .port = 7470,
-				      .poll_us = 50, .addr = "127.0.0.1" } };
+				      .poll_us = 1000, .addr = "127.0.0.1" } };
 	int c;
 	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
 		switch (c) {

@@ -235,7 +235,7 @@ int bs_bench_main(int argc, char **argv)
 	};
 	struct run r = { .qd = 1, .writer = 1 };
 	r.co = (struct bs_client_opts){ .host = "127.0.0.1", .port = 7470, .nconn = 2,
-					.poll_us = 50 };
+					.poll_us = 1000 };
 	const char *op = "write";
 	double seconds = 2;
 	uint64_t max_ops = 0;
