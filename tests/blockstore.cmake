@@ -11,3 +11,11 @@ foreach(mode tcp shm udp netns)
     ENVIRONMENT "SRN_BUILD=${CMAKE_BINARY_DIR};SRN_SRC=${CMAKE_SOURCE_DIR}"
     LABELS e2e)
 endforeach()
+
+# The cache and the store alone, against a naive model, plus crash
+# recovery (a damaged in-place block replayed, a torn journal dropped).
+set(BS_DIR ${CMAKE_SOURCE_DIR}/examples/blockstore)
+srn_unit_test(test_blockstore_cache test_blockstore_cache.c
+  ${BS_DIR}/cache.c ${BS_DIR}/store.c ${BS_DIR}/crc32c.c)
+target_include_directories(test_blockstore_cache PRIVATE ${BS_DIR})
+set_property(TEST test_blockstore_cache APPEND PROPERTY LABELS fast)
