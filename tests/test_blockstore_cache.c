@@ -27,7 +27,7 @@
 
 #define NBLOCKS 256
 #define NSLOTS 80
-#define OPS 20000
+#define OPS 8000
 
 static uint8_t model[NBLOCKS][BS_BLOCK];
 static uint64_t rng = 88172645463325252ull;
