@@ -4,6 +4,7 @@
 # and 4 clients, latency, IOPS and the server's CPU time per I/O.
 #
 #   examples/blockstore/bench.sh [--build DIR] [--seconds S] [--out DIR]
+#                                [--reps N] [--poll-us US]
 #                                [--modes "tcp shm udp netns tcp-netns"]
 #
 #   tcp        the TCP twin, 127.0.0.1
@@ -18,7 +19,12 @@
 # range; 4 clients run at once.  Per row: IOPS (sum over clients), p50
 # (mean of the clients' medians), p99 (worst client), server CPU (user +
 # system, all its threads, getrusage through `blockstore stats` before
-# and after) divided by the I/Os the clients completed.
+# and after) divided by the I/Os the clients completed.  With --reps N
+# each row runs N times in a row and the table keeps the run with the
+# median p50.  --poll-us: how long server and clients spin before they
+# sleep (default 1000; 0: purely event-driven), the same for both
+# transports (this machine is shared: single runs swing by 100x when a
+# spinning process and its peer share a CPU for a time slice).
 #
 # Writes $OUT/bench.csv, $OUT/bench.md (the table) and $OUT/bench.svg
 # (plot.py).  Every run is bounded by timeout; traffic stays on loopback
@@ -28,15 +34,19 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 SRC=$(cd "$HERE/../.." && pwd)
 BUILD=${SRN_BUILD:-$SRC/build}
 SECONDS_RUN=2
+REPS=1
+POLL_US=1000
 OUT=$PWD/blockstore-bench
 MODES="tcp shm udp netns tcp-netns"
 while [ $# -gt 0 ]; do
 	case $1 in
 	--build) BUILD=$2; shift ;;
 	--seconds) SECONDS_RUN=$2; shift ;;
+	--reps) REPS=$2; shift ;;
+	--poll-us) POLL_US=$2; shift ;;
 	--out) OUT=$2; shift ;;
 	--modes) MODES=$2; shift ;;
-	*) echo "usage: $0 [--build DIR] [--seconds S] [--out DIR] [--modes LIST]" >&2; exit 2 ;;
+	*) echo "usage: $0 [--build DIR] [--seconds S] [--out DIR] [--reps N] [--poll-us US] [--modes LIST]" >&2; exit 2 ;;
 	esac
 	shift
 done
@@ -99,7 +109,7 @@ start_server() {
 		PORT=$((20000 + RANDOM % 12000))
 		rm -f "$work/pid" "$work/dev.img" "$work/dev.img.journal"
 		sexec "$mode" timeout -k 5 900 "$B" server --port "$PORT" --dev "$work/dev.img" \
-			--blocks 8192 --slots 12288 --pidfile "$work/pid" >>"$work/server.log" 2>&1 &
+			--blocks 8192 --slots 12288 --poll-us "$POLL_US" --pidfile "$work/pid" >>"$work/server.log" 2>&1 &
 		spid=$!
 		for ((i = 0; i < 200; i++)); do
 			[ -s "$work/pid" ] && { spid=$(cat "$work/pid"); return 0; }
@@ -116,7 +126,7 @@ start_server() {
 stats() { (cexec "$1" 9 timeout -k 5 30 "$B" stats --port "$PORT") | sed -n 's/.* cpu_us=\([0-9]*\) io_cpu_us=\([0-9]*\).*/\1 \2/p'; }
 
 echo "mode,op,qd,clients,iops,p50_us,p99_us,cpu_us_per_io,io_thread_us_per_io,rdma_read_hits_pct,errors" >"$OUT/bench.csv"
-uname_line="$(date -u +%Y-%m-%dT%H:%MZ), $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg) at start, ${SECONDS_RUN} s per run"
+uname_line="$(date -u +%Y-%m-%dT%H:%MZ), $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg) at start, ${SECONDS_RUN} s per run, $REPS run(s) per row, spin ${POLL_US} us before sleeping"
 
 for mode in $MODES; do
 	if [[ $mode == *netns* ]] && [ $NETNS_READY = 0 ]; then continue; fi
@@ -129,6 +139,7 @@ for mode in $MODES; do
 	for clients in 1 4; do
 		for qd in 1 32; do
 			for op in write read read-srv; do
+			for ((rep = 0; rep < REPS; rep++)); do
 				extra=()
 				bop=$op
 				[ "$op" = read-srv ] && { bop=read; extra=(--no-rdma-read); }
@@ -138,7 +149,7 @@ for mode in $MODES; do
 				for ((k = 0; k < clients; k++)); do
 					cexec "$mode" "$k" timeout -k 5 120 "$B" bench --port "$PORT" --op "$bop" \
 						--qd "$qd" --seconds "$SECONDS_RUN" --start $((k * 2048)) --count 2048 \
-						--writer $((k + 1)) "${extra[@]}" >"$work/c$k" 2>&1 &
+						--writer $((k + 1)) --poll-us "$POLL_US" "${extra[@]}" >"$work/c$k" 2>&1 &
 					pids+=($!)
 				done
 				for p in "${pids[@]}"; do wait "$p"; done
@@ -154,6 +165,7 @@ for mode in $MODES; do
 					      printf "%s,%s,%d,%d,%.0f,%.1f,%.1f,%.2f,%.2f,%.0f,%d\n", mode, op, qd, n, iops,
 						got ? p50 / got : 0, p99, ops ? cpu / ops : 0, ops ? iot / ops : 0,
 						ops ? 100 * hits / ops : 0, err }' | tee -a "$OUT/bench.csv"
+			done
 			done
 		done
 	done
