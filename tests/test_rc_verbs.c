@@ -30,6 +30,8 @@ static struct ibv_mr *mr_a, *mr_b;
 static uint8_t *buf_a, *buf_b;
 static union ibv_gid gid;
 
+static double now_s(void);
+
 static struct ibv_qp *make_qp(struct ibv_cq *cq, int sig_all)
 {
 	struct ibv_qp_init_attr ia = {
@@ -233,6 +235,50 @@ static void test_events(void)
 	struct ibv_wc w;
 	CHECK(ibv_poll_cq(ecq, 1, &w) == 1 && w.wr_id == 55 && w.byte_len == 4000);
 	poll_one(cq_a);
+	CHECK(ibv_destroy_qp(qa) == 0);
+	CHECK(ibv_destroy_qp(r) == 0);
+	CHECK(ibv_destroy_cq(ecq) == 0);
+}
+
+/* An event withdrawn because the application polled its completion first
+ * leaves the channel fd unreadable, as the kernel's would be: a program
+ * that epolls the fd and then calls a blocking ibv_get_cq_event must not
+ * sleep until some later completion.  Then the re-armed CQ fires again. */
+static void test_event_withdrawn(void)
+{
+	struct ibv_cq *ecq = ibv_create_cq(ctx, 16, NULL, chan, 0);
+	CHECK(ecq);
+	struct ibv_qp_init_attr ia = { .send_cq = cq_a, .recv_cq = ecq, .qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1 } };
+	struct ibv_qp *r = ibv_create_qp(pd, &ia);
+	CHECK(r);
+	qa = make_qp(cq_a, 1);
+	connect_qp(qa, r->qp_num, 5, IBV_MTU_4096);
+	connect_qp(r, qa->qp_num, 5, IBV_MTU_4096);
+	post_recv(r, 56, buf_b, 4096, mr_b);
+	post_recv(r, 57, buf_b, 4096, mr_b);
+	CHECK(ibv_req_notify_cq(ecq, 0) == 0);
+	struct ibv_sge s = { (uintptr_t)buf_a, 100, mr_a->lkey };
+	struct ibv_send_wr wr = { .wr_id = 1, .sg_list = &s, .num_sge = 1, .opcode = IBV_WR_SEND }, *bad;
+	CHECK(ibv_post_send(qa, &wr, &bad) == 0);
+	struct ibv_wc w;
+	int got = 0;
+	double end = now_s() + 10;
+	while (!got && now_s() < end)
+		got = ibv_poll_cq(ecq, 1, &w);
+	CHECK(got == 1 && w.wr_id == 56);
+	poll_one(cq_a);
+	struct pollfd pfd = { .fd = chan->fd, .events = POLLIN };
+	CHECK(poll(&pfd, 1, 0) == 0);
+	CHECK(ibv_post_send(qa, &wr, &bad) == 0);
+	CHECK(poll(&pfd, 1, 5000) == 1);
+	struct ibv_cq *ev_cq;
+	void *ev_ctx;
+	CHECK(ibv_get_cq_event(chan, &ev_cq, &ev_ctx) == 0 && ev_cq == ecq);
+	ibv_ack_cq_events(ecq, 1);
+	CHECK(ibv_poll_cq(ecq, 1, &w) == 1 && w.wr_id == 57);
+	poll_one(cq_a);
+	CHECK(poll(&pfd, 1, 0) == 0);
 	CHECK(ibv_destroy_qp(qa) == 0);
 	CHECK(ibv_destroy_qp(r) == 0);
 	CHECK(ibv_destroy_cq(ecq) == 0);
@@ -644,6 +690,7 @@ int main(void)
 	test_unsignaled_inline();
 	test_write();
 	test_events();
+	test_event_withdrawn();
 	test_errors();
 	test_read(IBV_MTU_1024);
 	test_read(IBV_MTU_256);

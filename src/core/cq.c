@@ -6,6 +6,8 @@
 #include "core/nic.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -123,10 +125,12 @@ void srn_channel_notify(struct srn_channel *ch, struct srn_cq *cq)
 		ch->cap *= 2;
 	}
 	ch->events[ch->head++ & (ch->cap - 1)] = cq;
-	pthread_mutex_unlock(&ch->lock);
+	/* Counted under the lock: the count never falls below the queue's
+	 * length, which is what lets forget and get read without blocking. */
 	if (write(ch->ibch.fd, &one, sizeof(one)) < 0) {
 		/* cannot overflow: bounded by the queue */
 	}
+	pthread_mutex_unlock(&ch->lock);
 }
 
 bool srn_channel_forget(struct srn_channel *ch, struct srn_cq *cq)
@@ -139,30 +143,45 @@ bool srn_channel_forget(struct srn_channel *ch, struct srn_cq *cq)
 			ch->events[w++ & (ch->cap - 1)] = c;
 	}
 	ch->head = w;
-	bool removed = ch->head - ch->tail != before;
+	unsigned removed = before - (ch->head - ch->tail);
+	/* Take the withdrawn events' counts too, or the fd stays readable
+	 * with nothing to get: a program that epolls the fd and then calls a
+	 * blocking ibv_get_cq_event would sleep until the next completion.
+	 * Each queued event holds one count (notify), so these reads find
+	 * one each and never block, whatever the fd's flags. */
+	for (unsigned i = 0; i < removed; i++) {
+		uint64_t v;
+		if (read(ch->ibch.fd, &v, sizeof(v)) < 0 && errno == EINTR)
+			i--;
+	}
 	pthread_mutex_unlock(&ch->lock);
-	return removed;
+	return removed != 0;
 }
 
 int srn_channel_get(struct srn_channel *ch, struct srn_cq **cq)
 {
-	/* The eventfd is a semaphore counting queued events: one read takes
-	 * one event, blocking (or EAGAIN, if the application set O_NONBLOCK
-	 * on the fd) while there is none.  A count left behind by an event
-	 * that srn_channel_forget removed finds the queue empty: read again. */
+	/* The eventfd counts the queued events (one each, taken with the
+	 * event), so it is readable exactly while an event waits, as the
+	 * kernel's channel fd is.  An empty queue blocks in poll(), or answers
+	 * EAGAIN if the application set O_NONBLOCK on the fd. */
 	for (;;) {
-		uint64_t v;
-		if (read(ch->ibch.fd, &v, sizeof(v)) < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
 		pthread_mutex_lock(&ch->lock);
 		if (ch->head != ch->tail) {
 			*cq = ch->events[ch->tail++ & (ch->cap - 1)];
+			uint64_t v;
+			while (read(ch->ibch.fd, &v, sizeof(v)) < 0 && errno == EINTR)
+				;
 			pthread_mutex_unlock(&ch->lock);
 			return 0;
 		}
 		pthread_mutex_unlock(&ch->lock);
+		int fl = fcntl(ch->ibch.fd, F_GETFL);
+		if (fl < 0)
+			return -errno;
+		if (fl & O_NONBLOCK)
+			return -EAGAIN;
+		struct pollfd pfd = { .fd = ch->ibch.fd, .events = POLLIN };
+		if (poll(&pfd, 1, -1) < 0 && errno != EINTR)
+			return -errno;
 	}
 }
