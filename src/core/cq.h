@@ -43,6 +43,7 @@ struct srn_cq {
 	enum srn_cq_arm arm;
 	enum srn_cq_arm fired_arm;     /* the arm that raised the pending event */
 	bool event_maybe_pending;      /* an event may wait unread in the channel */
+	bool armed_looked;             /* polled empty since the last arm */
 	bool overflowed;
 	int nqps;                      /* QPs using this CQ */
 	unsigned events_queued;
@@ -60,6 +61,21 @@ static inline struct srn_channel *srn_channel(struct ibv_comp_channel *c)
 
 int srn_cq_init(struct srn_cq *cq, int cqe);
 void srn_cq_fini(struct srn_cq *cq);
+/* Whether this poll is an event-driven program's last look before it
+ * sleeps: the first empty poll of an armed CQ ("arm, poll once more,
+ * then wait on the channel").  The poll stamped the application active,
+ * which keeps the progress thread off the socket for a millisecond or
+ * more; the caller hands progress over instead (after unlocking).  Later
+ * empty polls are a program that keeps polling, and stay active.  Must
+ * hold nic->lock. */
+static inline bool srn_cq_armed_look(struct srn_cq *cq, int got)
+{
+	if (got || cq->arm == SRN_CQ_DISARMED || cq->armed_looked)
+		return false;
+	cq->armed_looked = true;
+	return true;
+}
+
 /* Add one completion; signals the channel if armed.  Must hold nic->lock.
  * Returns -ENOSPC on overflow (completion lost, CQ marked in error). */
 int srn_cq_push(struct srn_cq *cq, const struct ibv_wc *wc, bool solicited);

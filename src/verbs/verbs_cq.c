@@ -154,7 +154,10 @@ int srn_verbs_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 	} else {
 		srn_progress_held_acks_due(nic, now);
 	}
+	bool sleeps = srn_cq_armed_look(cq, got);
 	srn_nic_unlock(nic);
+	if (sleeps)
+		srn_progress_app_sleeps(nic);
 	return got;
 }
 
@@ -169,6 +172,7 @@ int srn_verbs_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 		cq->arm = SRN_CQ_ARM_NEXT;
 	else if (cq->arm == SRN_CQ_DISARMED)
 		cq->arm = SRN_CQ_ARM_SOLICITED;
+	cq->armed_looked = false;
 	srn_nic_unlock(cq->nic);
 	/* Arming is what an application does before it sleeps on the
 	 * channel: hand progress to the background thread now. */

@@ -80,7 +80,10 @@ static int cq_ex_start(struct ibv_cq_ex *c, struct ibv_poll_cq_attr *attr)
 	} else {
 		srn_progress_held_acks_due(cq->nic, now);
 	}
+	bool sleeps = srn_cq_armed_look(cq, got);
 	srn_nic_unlock(cq->nic);
+	if (sleeps)
+		srn_progress_app_sleeps(cq->nic);
 	return got ? 0 : ENOENT;       /* on ENOENT the caller skips end_poll */
 }
 
