@@ -39,6 +39,9 @@ enum srn_cm_cnt {
 	SRN_CM_CNT_RX_WRONG_STATE,     /* for a connection in another state */
 	SRN_CM_CNT_TX_FAIL,
 	SRN_CM_CNT_RETRIES,
+	SRN_CM_CNT_REQ_HELD,           /* a REQ waited for its listener (held.c) */
+	SRN_CM_CNT_REQ_BACKLOG_DROP,   /* a REQ dropped: the listener's backlog was full */
+	SRN_CM_CNT_PEER_DIED,          /* a same-host peer process died (peer_watch.c) */
 	SRN_CM_CNT_MAX
 };
 
@@ -93,9 +96,16 @@ struct srn_cm_id {
 	struct ibv_sa_path_rec path;
 	int nevents;                   /* events given out and not acked */
 	bool destroying;
+	/* Bound by rdma_bind_addr or rdma_resolve_addr: the id holds its port.
+	 * Passive ids share their listener's port and hold none, as the
+	 * kernel's (cma_new_conn_id): a listener destroyed after accept
+	 * frees the port for the next bind (perftest -R binds it twice). */
+	bool owns_port;
 	/* listener */
 	struct srn_cm_id *listener;    /* passive ids: who took the REQ */
-	int backlog, pending;          /* listener: REQs not yet answered */
+	/* listener: CONNECT_REQUEST events queued and not yet fetched, as
+	 * ucma counts its backlog (id.c gives them back at fetch or drop) */
+	int backlog, pending;
 	struct ibv_qp_init_attr *ep_attr;  /* rdma_create_ep: QP for rdma_get_request */
 	/* connection */
 	uint32_t local_comm_id, remote_comm_id;
@@ -223,6 +233,31 @@ int srn_cm_ud_init_qp_attr(struct srn_cm_id *id, struct ibv_qp_attr *a, int *mas
 uint32_t srn_cm_ud_qkey(const struct srn_cm_id *id);
 /* The address handle to reach gid from id's device (ud events). */
 void srn_cm_ud_ah_attr(const struct srn_cm_id *id, const uint8_t gid[16], struct ibv_ah_attr *ah);
+
+/* A REQ for us: 0 when handled (connection request queued, MRA, REJ or
+ * dropped), -ENOENT when no listener takes its service ID. */
+int srn_cm_req_in(struct srn_cm_dev *dev, const struct srn_cm_msg *m, const uint8_t gid[16]);
+/* REJ a REQ we keep no state for, with reason. */
+void srn_cm_rej_req(struct srn_cm_dev *dev, const uint8_t gid[16], const struct srn_cm_msg *in,
+		    uint16_t reason);
+
+/* The peer's process died: end the id's connection as its kernel would. */
+void srn_cm_peer_died(struct srn_cm_id *id);
+/* The process exits: DREQ/REJ every connection (must hold srn_cm.lock). */
+void srn_cm_exit_abort(void);
+
+/* peer_watch.c: watch the process behind a same-host peer's device. */
+void srn_cm_watch_peer(struct srn_cm_id *id);
+/* An epoll event's pointer: if it is a watch, handle its peer's death and
+ * return true. */
+bool srn_cm_watch_fired(void *ptr);
+
+/* held.c: REQs that found no listener wait a moment for one. */
+void srn_cm_held_add(struct srn_cm_dev *dev, const struct srn_cm_msg *m, const uint8_t gid[16]);
+/* A listener appeared: held REQs it takes go to it. */
+void srn_cm_held_replay(void);
+/* REJ held REQs whose time is up; the next deadline (0 = none). */
+uint64_t srn_cm_held_expire(uint64_t now);
 
 /* id.c: ids, channels and events. */
 struct srn_cm_id *srn_cm_id_new(struct srn_cm_chan *chan, void *context, enum rdma_port_space ps,

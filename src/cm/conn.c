@@ -276,6 +276,7 @@ int srn_cm_connect(struct srn_cm_id *id, const struct rdma_conn_param *p)
 		return ret;
 	}
 	timer_arm(id, 2 * cm_ms(CMA_PACKET_LIFETIME) + cm_ms(CMA_CM_RESPONSE_TIMEOUT), CMA_MAX_CM_RETRIES);
+	srn_cm_watch_peer(id);
 	return 0;
 }
 
@@ -314,8 +315,6 @@ int srn_cm_accept(struct srn_cm_id *id, const struct rdma_conn_param *p)
 	r->ca_guid = id->dev->guid;
 	if (p->private_data_len)
 		memcpy(r->pdata, p->private_data, p->private_data_len);
-	if (id->listener && id->listener->pending > 0)
-		id->listener->pending--;
 	id->listener = NULL;
 	id->state = SRN_CMS_REP_SENT;
 	ret = send_msg(id, &m, true);
@@ -347,8 +346,6 @@ int srn_cm_reject(struct srn_cm_id *id, const void *pdata, uint8_t len)
 		return -EINVAL;
 	send_rej(id, id->state == SRN_CMS_REQ_RCVD ? SRN_CM_MSG_REQ : SRN_CM_MSG_REP,
 		 SRN_CM_REJ_CONSUMER_DEFINED, pdata, len);
-	if (id->listener && id->listener->pending > 0)
-		id->listener->pending--;
 	id->listener = NULL;
 	srn_cm_timer_stop(id);
 	id->state = SRN_CMS_DISCONNECTED;
@@ -457,8 +454,6 @@ void srn_cm_abort(struct srn_cm_id *id)
 	default:
 		break;
 	}
-	if (id->listener && id->listener->pending > 0)
-		id->listener->pending--;
 	id->listener = NULL;
 	srn_cm_timer_stop(id);
 	id->state = SRN_CMS_DISCONNECTED;
@@ -466,8 +461,8 @@ void srn_cm_abort(struct srn_cm_id *id)
 
 /* ---- receiving ---- */
 
-static void rej_unknown(struct srn_cm_dev *dev, const uint8_t gid[16], const struct srn_cm_msg *in,
-			uint16_t reason)
+void srn_cm_rej_req(struct srn_cm_dev *dev, const uint8_t gid[16], const struct srn_cm_msg *in,
+		    uint16_t reason)
 {
 	struct srn_cm_msg m = { .attr = SRN_CM_ATTR_REJ, .tid = in->tid };
 	m.rej.remote_comm_id = in->req.local_comm_id;
@@ -476,7 +471,7 @@ static void rej_unknown(struct srn_cm_dev *dev, const uint8_t gid[16], const str
 	send_stateless(dev, gid, &m);
 }
 
-static void on_req(struct srn_cm_dev *dev, const struct srn_cm_msg *m, const uint8_t gid[16])
+int srn_cm_req_in(struct srn_cm_dev *dev, const struct srn_cm_msg *m, const uint8_t gid[16])
 {
 	const struct srn_cm_req *r = &m->req;
 	/* A REQ we know (retransmitted): say we are working on it. */
@@ -494,21 +489,30 @@ static void on_req(struct srn_cm_dev *dev, const struct srn_cm_msg *m, const uin
 		} else if (id->state == SRN_CMS_REP_SENT && id->last_valid) {
 			srn_cm_send(dev, gid, id->last_mad);
 		}
-		return;
+		return 0;
 	}
 	struct srn_cma_hdr h;
 	struct srn_cm_id *l;
 	int why = srn_cm_listener_take(dev, r->service_id, r->pdata, sizeof(r->pdata), &h, &l);
+	if (why == -ENOENT && (r->service_id & SRN_CMA_SID_PREFIX_MASK) == SRN_CMA_SID_PREFIX)
+		return -ENOENT;        /* nobody listens yet: held (held.c) */
+	if (why == -ENOBUFS) {
+		/* As the kernel: ucma refuses the CONNECT_REQUEST (-ENOMEM) and
+		 * ib_cm drops the REQ unanswered "to allow future retries"; the
+		 * requester sends it again after its CM response timeout. */
+		srn_cm.cnt[SRN_CM_CNT_REQ_BACKLOG_DROP]++;
+		return 0;
+	}
 	if (why) {
-		rej_unknown(dev, gid, m, why == -ENOENT ? SRN_CM_REJ_INVALID_SERVICE_ID
-							: SRN_CM_REJ_CONSUMER_DEFINED);
-		return;
+		srn_cm_rej_req(dev, gid, m, why == -ENOENT ? SRN_CM_REJ_INVALID_SERVICE_ID
+							   : SRN_CM_REJ_CONSUMER_DEFINED);
+		return 0;
 	}
 	enum ibv_qp_type qpt = r->transport == SRN_CM_TRANSPORT_UC ? IBV_QPT_UC : IBV_QPT_RC;
 	struct srn_cm_id *id = srn_cm_child_new(l, dev, &h, gid, qpt);
 	if (!id) {
-		rej_unknown(dev, gid, m, SRN_CM_REJ_CONSUMER_DEFINED);
-		return;
+		srn_cm_rej_req(dev, gid, m, SRN_CM_REJ_CONSUMER_DEFINED);
+		return 0;
 	}
 	id->local_comm_id = new_comm_id();
 	id->remote_comm_id = r->local_comm_id;
@@ -530,18 +534,20 @@ static void on_req(struct srn_cm_dev *dev, const struct srn_cm_msg *m, const uin
 	id->state = SRN_CMS_REQ_RCVD;
 	id->listener = l;
 	srn_cm_fill_path(id, id->mtu);
-	l->pending++;
 	struct srn_cm_event *e = srn_cm_event_queue(id, RDMA_CM_EVENT_CONNECT_REQUEST, 0,
 						    r->pdata + SRN_CMA_HDR_LEN,
 						    SRN_CM_REQ_PDATA - SRN_CMA_HDR_LEN);
 	if (!e) {
 		srn_cm_abort(id);
 		srn_cm_id_free(id);
-		return;
+		return 0;
 	}
+	l->pending++;                  /* until the event is fetched (id.c) */
+	srn_cm_watch_peer(id);
 	e->ev.listen_id = &l->id;
 	set_conn_param(&e->ev.param.conn, r->init_depth, r->resp_res, r->flow_ctrl, r->retry_count,
 		       r->rnr_retry, r->srq, r->qpn);
+	return 0;
 }
 
 static void on_rep(const struct srn_cm_msg *m)
@@ -725,7 +731,10 @@ void srn_cm_recv(struct srn_cm_dev *dev, const uint8_t *mad, size_t len, const u
 	}
 	srn_cm.cnt_attr_rx[m.attr & 15]++;
 	switch (m.attr) {
-	case SRN_CM_ATTR_REQ: on_req(dev, &m, gid); break;
+	case SRN_CM_ATTR_REQ:
+		if (srn_cm_req_in(dev, &m, gid) == -ENOENT)
+			srn_cm_held_add(dev, &m, gid);
+		break;
 	case SRN_CM_ATTR_REP: on_rep(&m); break;
 	case SRN_CM_ATTR_RTU: on_rtu(&m); break;
 	case SRN_CM_ATTR_REJ: on_rej(&m); break;
@@ -735,6 +744,47 @@ void srn_cm_recv(struct srn_cm_dev *dev, const uint8_t *mad, size_t len, const u
 	case SRN_CM_ATTR_SIDR_REQ:
 	case SRN_CM_ATTR_SIDR_REP: srn_cm_sidr_recv(dev, &m, gid); break;
 	}
+}
+
+/* The peer's process died (peer_watch.c): what its kernel would have sent
+ * when it closed its ids arrives now, as if from the peer.  An established
+ * connection gets a DREQ (DISCONNECTED), one we wait on a REP or an RTU
+ * for gets a REJ (REJECTED).  A CONNECT_REQUEST not yet answered is left
+ * to the timer: accepting it finds no peer (UNREACHABLE). */
+void srn_cm_peer_died(struct srn_cm_id *id)
+{
+	struct srn_cm_msg m = { 0 };
+	switch (id->state) {
+	case SRN_CMS_ESTABLISHED:
+	case SRN_CMS_DREQ_SENT:
+		m.attr = SRN_CM_ATTR_DREQ;
+		m.ids.local_comm_id = id->remote_comm_id;
+		m.ids.remote_comm_id = id->local_comm_id;
+		on_dreq(id->dev, &m, id->peer_gid);
+		return;
+	case SRN_CMS_REQ_SENT:
+	case SRN_CMS_REP_SENT:
+	case SRN_CMS_REP_RCVD:
+		m.attr = SRN_CM_ATTR_REJ;
+		m.rej.local_comm_id = id->remote_comm_id;
+		m.rej.remote_comm_id = id->local_comm_id;
+		m.rej.msg_rejected = id->state == SRN_CMS_REQ_SENT ? SRN_CM_MSG_REQ : SRN_CM_MSG_REP;
+		m.rej.reason = SRN_CM_REJ_CONSUMER_DEFINED;
+		on_rej(&m);
+		return;
+	default:
+		return;
+	}
+}
+
+/* The process exits: as the kernel does when it closes a process's
+ * rdma_cm file, every connection is ended on the wire (DREQ, REJ), so
+ * peers see DISCONNECTED or REJECTED now, not after their timeouts. */
+void srn_cm_exit_abort(void)
+{
+	for (struct srn_cm_id *id = srn_cm.ids; id; id = id->next)
+		if (!id->destroying)
+			srn_cm_abort(id);
 }
 
 static void expire(struct srn_cm_id *id)
@@ -771,7 +821,7 @@ static void expire(struct srn_cm_id *id)
 
 uint64_t srn_cm_timers(uint64_t now)
 {
-	uint64_t next = 0;
+	uint64_t next = srn_cm_held_expire(now);
 	for (struct srn_cm_id *id = srn_cm.ids; id; id = id->next) {
 		if (!id->deadline_ns || id->destroying)
 			continue;

@@ -333,6 +333,8 @@ static void *cm_thread(void *arg)
 				if (read(srn_cm.kick_fd, &v, sizeof(v)) < 0) { /* nothing to do */ }
 				continue;
 			}
+			if (srn_cm_watch_fired(ev[i].data.ptr))
+				continue;
 			struct srn_cm_dev *d = ev[i].data.ptr;
 			struct ibv_cq *cq;
 			void *ctx;
@@ -391,13 +393,16 @@ int srn_cm_init(void)
 
 /* At exit the CM thread must be gone before libibverbs.so.1's destructor
  * closes the devices under it (ours runs first: we depend on it).  A
- * program that exits with connections open leaves them to the peer's
- * timeouts, as a killed process does. */
+ * program that exits with connections open ends them on the wire first
+ * (srn_cm_exit_abort), as the kernel does for a process that exits. */
 __attribute__((destructor)) static void srn_cm_fini(void)
 {
 	/* A forked child has no CM thread: joining the parent's id is undefined. */
 	if (!srn_cm.thread_started || srn_cm.pid != getpid())
 		return;
+	pthread_mutex_lock(&srn_cm.lock);
+	srn_cm_exit_abort();
+	pthread_mutex_unlock(&srn_cm.lock);
 	atomic_store(&srn_cm.stop, true);
 	srn_cm_kick();
 	pthread_join(srn_cm.thread, NULL);

@@ -49,12 +49,22 @@ static void chan_release(struct srn_cm_chan *c)
 		free(c);
 }
 
+/* A CONNECT_REQUEST left its queue (fetched or dropped): its listener's
+ * backlog has room again, as ucma_get_event gives it back. */
+static void backlog_release(const struct srn_cm_event *e)
+{
+	struct srn_cm_id *l = e->owner->listener;
+	if (e->ev.event == RDMA_CM_EVENT_CONNECT_REQUEST && l && l->pending > 0)
+		l->pending--;
+}
+
 /* Drop every event queued in c (their ids count them no more). */
 static void drop_all(struct srn_cm_chan *c)
 {
 	while (c->head) {
 		struct srn_cm_event *e = c->head;
 		c->head = e->next;
+		backlog_release(e);
 		e->owner->nevents--;
 		free(e);
 	}
@@ -158,6 +168,7 @@ static void drop_queued_in(struct srn_cm_id *id, struct srn_cm_chan *c)
 		struct srn_cm_event *e = *pp;
 		if (e->owner == id) {
 			*pp = e->next;
+			backlog_release(e);
 			id->nevents--;
 			free(e);
 		} else {
@@ -259,6 +270,7 @@ int srn_cm_get_event(struct srn_cm_chan *c, struct srn_cm_event **out)
 	if (!c->head)
 		c->tail = NULL;
 	e->next = NULL;
+	backlog_release(e);
 	chan_level(c, false);
 	/* id.event is not set here: it names the event a synchronous call
 	 * holds (ucma_complete, rdma_get_request), which rdma_destroy_id acks.
@@ -307,11 +319,8 @@ bool srn_cm_port_in_use(enum rdma_port_space ps, const struct sockaddr *a, const
 {
 	uint16_t port = ntohs(((const struct sockaddr_in *)a)->sin_port);
 	for (struct srn_cm_id *id = srn_cm.ids; id; id = id->next) {
-		if (id == except || id->destroying || id->id.ps != ps || id->listener ||
-		    id->state == SRN_CMS_IDLE || srn_cm_id_port(id) != port)
-			continue;
-		if (id->state >= SRN_CMS_REQ_RCVD && id->state != SRN_CMS_LISTEN &&
-		    !id->dev)
+		if (id == except || id->destroying || !id->owns_port || id->id.ps != ps ||
+		    srn_cm_id_port(id) != port)
 			continue;
 		const struct sockaddr *b = &id->id.route.addr.src_addr;
 		if (addr_match(b, a) || addr_match(a, b))
@@ -323,16 +332,22 @@ bool srn_cm_port_in_use(enum rdma_port_space ps, const struct sockaddr *a, const
 int srn_cm_port_alloc(struct srn_cm_id *id, struct sockaddr *a)
 {
 	struct sockaddr_in *s = (void *)a;
-	if (s->sin_port)
-		return srn_cm_port_in_use(id->id.ps, a, id) && !id->reuseaddr ? -EADDRINUSE : 0;
+	if (s->sin_port) {
+		if (srn_cm_port_in_use(id->id.ps, a, id) && !id->reuseaddr)
+			return -EADDRINUSE;
+		id->owns_port = true;
+		return 0;
+	}
 	uint32_t r = 0;
 	if (getrandom(&r, sizeof(r), 0) != sizeof(r))
 		r = (uint32_t)srn_cm_now_ns();
 	/* The kernel's default ephemeral range, 32768-60999. */
 	for (uint32_t i = 0; i < 28232; i++) {
 		s->sin_port = htons((uint16_t)(32768 + (r + i) % 28232));
-		if (!srn_cm_port_in_use(id->id.ps, a, id))
+		if (!srn_cm_port_in_use(id->id.ps, a, id)) {
+			id->owns_port = true;
 			return 0;
+		}
 	}
 	return -EADDRNOTAVAIL;
 }

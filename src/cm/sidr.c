@@ -146,8 +146,8 @@ static int send_rep(struct srn_cm_id *id, uint8_t status, uint32_t qpn, const vo
 
 static void answered(struct srn_cm_id *id, enum srn_cm_state s)
 {
-	if (id->listener && id->listener->pending > 0)
-		id->listener->pending--;
+	/* The listener's backlog was given back when the request was
+	 * fetched (id.c, as ucma counts it). */
 	id->listener = NULL;
 	id->state = s;
 }

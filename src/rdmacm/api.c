@@ -273,8 +273,10 @@ SRN_RDMACM_EXPORT int rdma_listen(struct rdma_cm_id *id, int backlog)
 				ret = -EADDRINUSE;
 	}
 	if (!ret) {
+		/* ucma: a backlog out of (0, max_backlog) is max_backlog, 1024 */
 		p->backlog = backlog > 0 && backlog < 1024 ? backlog : 1024;
 		p->state = SRN_CMS_LISTEN;
+		srn_cm_held_replay();
 	}
 	unlock();
 	return ret_errno(ret);

@@ -8,9 +8,21 @@
  * no rdma-core binary can bind to it by accident.  The QP is an ordinary
  * UD QP in every other way (same checks, same transport), numbered 1.
  * One per nic: a second call fails with EBUSY.
+ *
+ * softrnic_peer_pid tells the CM which process on this host owns a peer's
+ * device, so it can watch that process die (a kernel's CM learns it from
+ * the kernel; ours has no kernel): the owner named by the peer's inbox
+ * locator, under the same checks the same-host link applies (our user,
+ * mode 0600, this network namespace, alive).
  */
+#include <errno.h>
+#include <string.h>
+
+#include "core/device.h"
 #include "core/nic.h"
 #include "core/qp.h"
+#include "link/shm_file.h"
+#include "link/udp.h"
 #include "verbs/verbs.h"
 
 SRN_EXPORT struct ibv_qp *softrnic_create_gsi_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *init);
@@ -22,4 +34,27 @@ SRN_EXPORT struct ibv_qp *softrnic_create_gsi_qp(struct ibv_pd *pd, struct ibv_q
 		return srn_null_errno(-EINVAL);
 	int ret = srn_qp_create_at(pd->context, pd, init, NULL, true, &qp);
 	return ret ? srn_null_errno(ret) : &qp->ibqp_ex.qp_base;
+}
+
+SRN_EXPORT int softrnic_peer_pid(struct ibv_context *ctx, const union ibv_gid *gid);
+
+/* The pid (> 0) of the live process on this host whose device has gid, or
+ * -ENOENT (another host, no inbox: SOFTRNIC_SHM=0), -EINVAL. */
+SRN_EXPORT int softrnic_peer_pid(struct ibv_context *ctx, const union ibv_gid *gid)
+{
+	if (!ctx || !gid)
+		return -EINVAL;
+	struct srn_nic *nic = srn_ctx(ctx)->nic;
+	struct sockaddr_storage dst;
+	socklen_t len;
+	/* The port and netns are set when the nic is created and never change. */
+	if (srn_gid_to_sockaddr(gid->raw, nic->link.udp.port, nic->link.udp.family, &dst, &len))
+		return -EINVAL;
+	for (unsigned k = 0; k < SRN_SHM_NAMES; k++) {
+		struct srn_shm_locator loc;
+		if (srn_shm_locator_read(nic->link.shm.netns, (struct sockaddr *)&dst, k, &loc) == 0 &&
+		    srn_shm_pid_alive(loc.pid))
+			return loc.pid;
+	}
+	return -ENOENT;
 }
