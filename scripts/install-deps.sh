@@ -16,6 +16,7 @@ PACKAGES=(
 	python3                             # test helpers
 	ucx-utils                           # UCX 1.13: ucx_info, ucx_perftest over softrnic (tests, bench)
 	libfabric-bin                       # libfabric 1.17: fi_info, fi_pingpong over softrnic (tests)
+	perftest qperf                      # ib_*_bw/lat -R and qperf -cm1 over our librdmacm (tests)
 )
 
 missing=()

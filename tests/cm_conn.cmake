@@ -1,0 +1,8 @@
+# Connected-mode rdma_cm programs people run first, and the failure paths
+# (issue 12): perftest -R and qperf -cm1 through `softrnic run`.
+foreach(mode bw lat qperf)
+  add_test(NAME cm_perftest_${mode} COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/test_cm_perftest.sh ${mode})
+  set_tests_properties(cm_perftest_${mode} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600
+    ENVIRONMENT "SRN_BUILD=${CMAKE_BINARY_DIR};SRN_SRC=${CMAKE_SOURCE_DIR}"
+    LABELS e2e)
+endforeach()

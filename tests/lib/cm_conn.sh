@@ -1,0 +1,58 @@
+# Sourceable bash library: run an unmodified rdma_cm program as a server and
+# a client, both through `softrnic run`, two processes on one host:
+#
+#   server: SOFTRNIC_DEVICES=softrnic0 on $SRN_CM_ADDR (127.x.y.z, its own)
+#   client: zero configuration (127.0.0.N); loopback reaches the server
+#
+#   source "$SRN_SRC/tests/lib/cm_conn.sh"
+#   srn_cm_pair NAME OK_REGEX "server args with @PORT@" "client args with @PORT@"
+#
+# @PORT@ becomes a port below the kernel's ephemeral range.  A server that
+# could not bind it (another test holds it) or was not listening yet when
+# the client came (a REJECT) costs a retry with another port, at most 3.
+# Every run is bounded by timeout.  The logs of the last try stay in
+# $SRN_CM_WORK/{s,c}.  Returns 0 when both exit 0 and the client's output
+# matches OK_REGEX.
+#
+# Under the ASan build (SRN_ASAN_PRELOAD set by scripts/test.sh) the
+# uninstrumented Debian program gets the ASan runtime preloaded.
+
+SOFTRNIC=${SOFTRNIC:-$SRN_BUILD/bin/softrnic}
+SRN_CM_T=${SRN_CM_T:-60}
+SRN_CM_ADDR=${SRN_CM_ADDR:-127.$((RANDOM % 200 + 20)).$((RANDOM % 250 + 1)).$((RANDOM % 250 + 1))}
+SRN_CM_WORK=${SRN_CM_WORK:-$(mktemp -d)}
+srn_cm_env=()
+[ -n "${SRN_ASAN_PRELOAD:-}" ] &&
+	srn_cm_env=(LD_PRELOAD="$SRN_ASAN_PRELOAD" ASAN_OPTIONS=detect_leaks=0:abort_on_error=1)
+
+srn_cm_port() { echo $((20000 + RANDOM % 12000)); }
+
+srn_cm_pair() {
+	local name=$1 ok=$2 sargs=$3 cargs=$4 port spid src crc try
+	for ((try = 0; try < 3; try++)); do
+		port=$(srn_cm_port)
+		# shellcheck disable=SC2086
+		env "${srn_cm_env[@]}" SOFTRNIC_DEVICES="name=softrnic0,addr=$SRN_CM_ADDR" \
+			timeout -k 5 "$SRN_CM_T" "$SOFTRNIC" run -- ${sargs//@PORT@/$port} \
+			>"$SRN_CM_WORK/s" 2>&1 &
+		spid=$!
+		sleep 1
+		# shellcheck disable=SC2086
+		env "${srn_cm_env[@]}" timeout -k 5 "$SRN_CM_T" "$SOFTRNIC" run -- \
+			${cargs//@PORT@/$port} >"$SRN_CM_WORK/c" 2>&1
+		crc=$?
+		wait "$spid"
+		src=$?
+		if [ $crc -eq 0 ] && [ $src -eq 0 ] && grep -qE "$ok" "$SRN_CM_WORK/c"; then
+			echo "ok: $name :: $(grep -E "$ok" "$SRN_CM_WORK/c" | head -1)"
+			return 0
+		fi
+		# Another port only for the two known races; anything else fails.
+		grep -qE "Address already in use|REJECTED" "$SRN_CM_WORK/s" "$SRN_CM_WORK/c" || break
+		echo "note: $name: port $port taken or server late, another port"
+	done
+	echo "FAIL: $name (server rc=$src, client rc=$crc)"
+	echo "--- server:"; tail -20 "$SRN_CM_WORK/s"
+	echo "--- client:"; tail -20 "$SRN_CM_WORK/c"
+	return 1
+}
