@@ -6,3 +6,9 @@ foreach(mode bw lat qperf)
     ENVIRONMENT "SRN_BUILD=${CMAKE_BINARY_DIR};SRN_SRC=${CMAKE_SOURCE_DIR}"
     LABELS e2e)
 endforeach()
+
+# A peer killed with SIGKILL: the survivor's DISCONNECTED comes at once.
+srn_script_test(cm_peer_killed test_cm_peer_killed.sh)
+
+# Two listeners on one port in two processes: EADDRINUSE / EADDRNOTAVAIL.
+srn_script_test(cm_port_in_use test_cm_port_in_use.sh)

@@ -48,7 +48,8 @@ srn_cm_pair() {
 			return 0
 		fi
 		# Another port only for the two known races; anything else fails.
-		grep -qE "Address already in use|REJECTED" "$SRN_CM_WORK/s" "$SRN_CM_WORK/c" || break
+		grep -qE "Address already in use|Cannot assign requested address|REJECTED" \
+			"$SRN_CM_WORK/s" "$SRN_CM_WORK/c" || break
 		echo "note: $name: port $port taken or server late, another port"
 	done
 	echo "FAIL: $name (server rc=$src, client rc=$crc)"
