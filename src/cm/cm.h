@@ -101,6 +101,10 @@ struct srn_cm_id {
 	 * kernel's (cma_new_conn_id): a listener destroyed after accept
 	 * frees the port for the next bind (perftest -R binds it twice). */
 	bool owns_port;
+	/* An explicit port written down for other processes (port_files.c):
+	 * the file, flock'ed shared while we hold the port; -1: none. */
+	int port_fd;
+	char port_name[48];
 	/* listener */
 	struct srn_cm_id *listener;    /* passive ids: who took the REQ */
 	/* listener: CONNECT_REQUEST events queued and not yet fetched, as
@@ -290,5 +294,24 @@ int srn_cm_listener_take(struct srn_cm_dev *dev, uint64_t service_id, const uint
 uint16_t srn_cm_id_port(const struct srn_cm_id *id);
 int srn_cm_port_alloc(struct srn_cm_id *id, struct sockaddr *a);
 bool srn_cm_port_in_use(enum rdma_port_space ps, const struct sockaddr *a, const struct srn_cm_id *except);
+/* rdma_listen on a bound id: may it listen?  0, -EADDRINUSE, -EADDRNOTAVAIL. */
+int srn_cm_listen_check(struct srn_cm_id *id);
+
+/* Another id's hold on a port, as the kernel's port check sees it. */
+struct srn_cm_binding {
+	struct sockaddr_storage addr;
+	bool reuseaddr, afonly;
+};
+/* May address a (with the caller's reuseaddr and afonly) share a port with
+ * cur?  The kernel's cma_check_port: both reuseaddr, or both afonly in
+ * two families: yes (0); either a wildcard: -EADDRNOTAVAIL; the same
+ * address: -EADDRINUSE; else 0. */
+int srn_cm_port_rule(const struct sockaddr *a, bool reuse, bool afonly, const struct srn_cm_binding *cur);
+
+/* port_files.c: explicit ports across this user's processes.  Reserve the
+ * id's bound port (listen: again, now without reuseaddr): 0 or what
+ * srn_cm_port_rule says about another live process's hold. */
+int srn_cm_port_reserve(struct srn_cm_id *id, bool listen);
+void srn_cm_port_release(struct srn_cm_id *id);
 
 #endif

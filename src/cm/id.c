@@ -133,6 +133,7 @@ struct srn_cm_id *srn_cm_id_new(struct srn_cm_chan *chan, void *context, enum rd
 	id->id.ps = ps;
 	id->id.qp_type = qpt;
 	id->state = SRN_CMS_IDLE;
+	id->port_fd = -1;
 	id->next = srn_cm.ids;
 	srn_cm.ids = id;
 	return id;
@@ -190,6 +191,7 @@ static void drop_queued(struct srn_cm_id *id)
 
 void srn_cm_id_free(struct srn_cm_id *id)
 {
+	srn_cm_port_release(id);
 	drop_queued(id);
 	for (struct srn_cm_id **pp = &srn_cm.ids; *pp; pp = &(*pp)->next)
 		if (*pp == id) {
@@ -329,12 +331,65 @@ bool srn_cm_port_in_use(enum rdma_port_space ps, const struct sockaddr *a, const
 	return false;
 }
 
+static bool same_addr(const struct sockaddr *x, const struct sockaddr *y)
+{
+	if (x->sa_family != y->sa_family)
+		return false;
+	if (x->sa_family == AF_INET)
+		return ((const struct sockaddr_in *)x)->sin_addr.s_addr ==
+		       ((const struct sockaddr_in *)y)->sin_addr.s_addr;
+	const struct sockaddr_in6 *a = (const void *)x, *b = (const void *)y;
+	return memcmp(&a->sin6_addr, &b->sin6_addr, 16) == 0 && a->sin6_scope_id == b->sin6_scope_id;
+}
+
+int srn_cm_port_rule(const struct sockaddr *a, bool reuse, bool afonly, const struct srn_cm_binding *cur)
+{
+	const struct sockaddr *c = (const struct sockaddr *)&cur->addr;
+	if (reuse && cur->reuseaddr)
+		return 0;
+	if (afonly && cur->afonly && a->sa_family != c->sa_family)
+		return 0;
+	if (is_any(a) || is_any(c))
+		return -EADDRNOTAVAIL;
+	return same_addr(a, c) ? -EADDRINUSE : 0;
+}
+
+/* The kernel's check of an explicit port against this process's ids that
+ * hold it.  A listener holds its address alone (its reuseaddr is gone). */
+static int check_local(const struct srn_cm_id *id, const struct sockaddr *a, bool reuse)
+{
+	uint16_t port = ntohs(((const struct sockaddr_in *)a)->sin_port);
+	for (struct srn_cm_id *o = srn_cm.ids; o; o = o->next) {
+		if (o == id || o->destroying || !o->owns_port || o->id.ps != id->id.ps ||
+		    srn_cm_id_port(o) != port)
+			continue;
+		struct srn_cm_binding b = { .reuseaddr = o->reuseaddr && o->state != SRN_CMS_LISTEN,
+					    .afonly = o->afonly };
+		memcpy(&b.addr, &o->id.route.addr.src_storage, sizeof(b.addr));
+		int ret = srn_cm_port_rule(a, reuse, id->afonly, &b);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+int srn_cm_listen_check(struct srn_cm_id *id)
+{
+	int ret = check_local(id, &id->id.route.addr.src_addr, false);
+	if (!ret)
+		ret = srn_cm_port_reserve(id, true);
+	if (!ret)
+		id->reuseaddr = false;    /* as the kernel's rdma_listen */
+	return ret;
+}
+
 int srn_cm_port_alloc(struct srn_cm_id *id, struct sockaddr *a)
 {
 	struct sockaddr_in *s = (void *)a;
 	if (s->sin_port) {
-		if (srn_cm_port_in_use(id->id.ps, a, id) && !id->reuseaddr)
-			return -EADDRINUSE;
+		int ret = check_local(id, a, id->reuseaddr);
+		if (ret)
+			return ret;
 		id->owns_port = true;
 		return 0;
 	}

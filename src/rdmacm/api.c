@@ -176,6 +176,16 @@ SRN_RDMACM_EXPORT int rdma_bind_addr(struct rdma_cm_id *id, struct sockaddr *add
 		ret = srn_cm_port_alloc(p, (struct sockaddr *)&ss);
 	if (!ret) {
 		memcpy(&p->id.route.addr.src_storage, &ss, sizeof(ss));
+		/* An explicit port is also held against this user's other
+		 * processes (port_files.c). */
+		if (((struct sockaddr_in *)addr)->sin_port)
+			ret = srn_cm_port_reserve(p, false);
+		if (ret) {
+			memset(&p->id.route.addr.src_storage, 0, sizeof(ss));
+			p->owns_port = false;
+		}
+	}
+	if (!ret) {
 		p->dev = dev;
 		if (dev) {
 			p->id.verbs = dev->ctx;
@@ -261,17 +271,10 @@ SRN_RDMACM_EXPORT int rdma_listen(struct rdma_cm_id *id, int backlog)
 	}
 	lock();
 	int ret = 0;
-	if (p->state != SRN_CMS_ADDR_BOUND) {
+	if (p->state != SRN_CMS_ADDR_BOUND)
 		ret = -EINVAL;
-	} else {
-		/* Two listeners on one port and address: the second is refused. */
-		for (struct srn_cm_id *o = srn_cm.ids; o; o = o->next)
-			if (o != p && o->state == SRN_CMS_LISTEN && o->id.ps == p->id.ps &&
-			    srn_cm_id_port(o) == srn_cm_id_port(p) && !p->reuseaddr &&
-			    srn_cm_listener_for(srn_cma_service_id((uint16_t)p->id.ps, srn_cm_id_port(p)),
-						&p->id.route.addr.src_addr) == o)
-				ret = -EADDRINUSE;
-	}
+	else    /* a listener holds its port alone, here and in our other processes */
+		ret = srn_cm_listen_check(p);
 	if (!ret) {
 		/* ucma: a backlog out of (0, max_backlog) is max_backlog, 1024 */
 		p->backlog = backlog > 0 && backlog < 1024 ? backlog : 1024;
