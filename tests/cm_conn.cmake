@@ -12,3 +12,7 @@ srn_script_test(cm_peer_killed test_cm_peer_killed.sh)
 
 # Two listeners on one port in two processes: EADDRINUSE / EADDRNOTAVAIL.
 srn_script_test(cm_port_in_use test_cm_port_in_use.sh)
+# A full listen backlog: the REQ beyond it is dropped, retried, connected.
+add_executable(test_cm_backlog test_cm_backlog.c)
+target_link_libraries(test_cm_backlog PRIVATE rdmacm)
+srn_script_test(cm_backlog test_cm_backlog.sh)
