@@ -16,3 +16,6 @@ srn_script_test(cm_port_in_use test_cm_port_in_use.sh)
 add_executable(test_cm_backlog test_cm_backlog.c)
 target_link_libraries(test_cm_backlog PRIVATE rdmacm)
 srn_script_test(cm_backlog test_cm_backlog.sh)
+
+# CM MADs by type in `softrnic stat`, and decoded by tshark in the trace.
+srn_script_test(cm_stat test_cm_stat.sh)

@@ -181,6 +181,12 @@ struct srn_cm {
 
 extern struct srn_cm srn_cm;
 
+/* count.c: MADs in the device counters (`softrnic stat`).  dev NULL: a
+ * MAD that did not come from the wire (peer_watch.c), not counted. */
+enum srn_cm_count_dir { SRN_CM_COUNT_SENT, SRN_CM_COUNT_RCVD, SRN_CM_COUNT_DROPPED, SRN_CM_COUNT_DIRS };
+void srn_cm_count_mad(const struct srn_cm_dev *dev, uint16_t attr, enum srn_cm_count_dir dir);
+void srn_cm_count_malformed(const struct srn_cm_dev *dev);
+
 /* gsi.c: open every device and its QP1, start the CM thread (once). */
 int srn_cm_init(void);
 /* Send a MAD to QP1 of gid on dev (must hold srn_cm.lock).  0 or -errno. */

@@ -461,6 +461,17 @@ void srn_cm_abort(struct srn_cm_id *id)
 
 /* ---- receiving ---- */
 
+/* The MAD srn_cm_recv is handling, for the drop counters; dev is NULL
+ * while a handler runs for something that did not arrive (a dead peer's
+ * synthesized DREQ, a held REQ replayed). */
+static struct { const struct srn_cm_dev *dev; uint16_t attr; } rx_cur;
+
+static void rx_drop(enum srn_cm_cnt why)
+{
+	srn_cm.cnt[why]++;
+	srn_cm_count_mad(rx_cur.dev, rx_cur.attr, SRN_CM_COUNT_DROPPED);
+}
+
 void srn_cm_rej_req(struct srn_cm_dev *dev, const uint8_t gid[16], const struct srn_cm_msg *in,
 		    uint16_t reason)
 {
@@ -501,6 +512,7 @@ int srn_cm_req_in(struct srn_cm_dev *dev, const struct srn_cm_msg *m, const uint
 		 * ib_cm drops the REQ unanswered "to allow future retries"; the
 		 * requester sends it again after its CM response timeout. */
 		srn_cm.cnt[SRN_CM_CNT_REQ_BACKLOG_DROP]++;
+		srn_cm_count_mad(dev, SRN_CM_ATTR_REQ, SRN_CM_COUNT_DROPPED);
 		return 0;
 	}
 	if (why) {
@@ -555,7 +567,7 @@ static void on_rep(const struct srn_cm_msg *m)
 	const struct srn_cm_rep *r = &m->rep;
 	struct srn_cm_id *id = by_local(r->remote_comm_id);
 	if (!id) {
-		srn_cm.cnt[SRN_CM_CNT_RX_NO_CONN]++;
+		rx_drop(SRN_CM_CNT_RX_NO_CONN);
 		return;
 	}
 	if (id->state == SRN_CMS_ESTABLISHED && id->remote_comm_id == r->local_comm_id) {
@@ -563,7 +575,7 @@ static void on_rep(const struct srn_cm_msg *m)
 		return;
 	}
 	if (id->state != SRN_CMS_REQ_SENT) {
-		srn_cm.cnt[SRN_CM_CNT_RX_WRONG_STATE]++;
+		rx_drop(SRN_CM_CNT_RX_WRONG_STATE);
 		return;
 	}
 	srn_cm_timer_stop(id);
@@ -613,11 +625,11 @@ static void on_rtu(const struct srn_cm_msg *m)
 {
 	struct srn_cm_id *id = by_local(m->ids.remote_comm_id);
 	if (!id || id->remote_comm_id != m->ids.local_comm_id) {
-		srn_cm.cnt[SRN_CM_CNT_RX_NO_CONN]++;
+		rx_drop(SRN_CM_CNT_RX_NO_CONN);
 		return;
 	}
 	if (id->state != SRN_CMS_REP_SENT) {
-		srn_cm.cnt[SRN_CM_CNT_RX_WRONG_STATE]++;
+		rx_drop(SRN_CM_CNT_RX_WRONG_STATE);
 		return;
 	}
 	srn_cm_timer_stop(id);
@@ -630,13 +642,13 @@ static void on_rej(const struct srn_cm_msg *m)
 	const struct srn_cm_rej *r = &m->rej;
 	struct srn_cm_id *id = by_local(r->remote_comm_id);
 	if (!id) {
-		srn_cm.cnt[SRN_CM_CNT_RX_NO_CONN]++;
+		rx_drop(SRN_CM_CNT_RX_NO_CONN);
 		return;
 	}
 	/* Before the REP the REJ cannot name the peer's comm ID; after it,
 	 * it must (12.6.7). */
 	if (id->state != SRN_CMS_REQ_SENT && id->remote_comm_id != r->local_comm_id) {
-		srn_cm.cnt[SRN_CM_CNT_RX_NO_CONN]++;
+		rx_drop(SRN_CM_CNT_RX_NO_CONN);
 		return;
 	}
 	switch (id->state) {
@@ -646,7 +658,7 @@ static void on_rej(const struct srn_cm_msg *m)
 	case SRN_CMS_ESTABLISHED:
 		break;
 	default:
-		srn_cm.cnt[SRN_CM_CNT_RX_WRONG_STATE]++;
+		rx_drop(SRN_CM_CNT_RX_WRONG_STATE);
 		return;
 	}
 	srn_cm_timer_stop(id);
@@ -659,13 +671,13 @@ static void on_mra(const struct srn_cm_msg *m)
 {
 	struct srn_cm_id *id = by_local(m->mra.remote_comm_id);
 	if (!id) {
-		srn_cm.cnt[SRN_CM_CNT_RX_NO_CONN]++;
+		rx_drop(SRN_CM_CNT_RX_NO_CONN);
 		return;
 	}
 	bool ok = (id->state == SRN_CMS_REQ_SENT && m->mra.msg_mraed == SRN_CM_MSG_REQ) ||
 		  (id->state == SRN_CMS_REP_SENT && m->mra.msg_mraed == SRN_CM_MSG_REP);
 	if (!ok) {
-		srn_cm.cnt[SRN_CM_CNT_RX_WRONG_STATE]++;
+		rx_drop(SRN_CM_CNT_RX_WRONG_STATE);
 		return;
 	}
 	/* 12.6.6: the peer needs its service timeout; wait that long before
@@ -683,7 +695,7 @@ static void on_dreq(struct srn_cm_dev *dev, const struct srn_cm_msg *m, const ui
 		d.ids.local_comm_id = m->ids.remote_comm_id;
 		d.ids.remote_comm_id = m->ids.local_comm_id;
 		send_stateless(dev, gid, &d);
-		srn_cm.cnt[SRN_CM_CNT_RX_NO_CONN]++;
+		srn_cm.cnt[SRN_CM_CNT_RX_NO_CONN]++;   /* answered, not dropped */
 		return;
 	}
 	switch (id->state) {
@@ -703,7 +715,7 @@ static void on_dreq(struct srn_cm_dev *dev, const struct srn_cm_msg *m, const ui
 		send_drep(id);         /* our DREP was lost */
 		return;
 	default:
-		srn_cm.cnt[SRN_CM_CNT_RX_WRONG_STATE]++;
+		rx_drop(SRN_CM_CNT_RX_WRONG_STATE);
 	}
 }
 
@@ -711,11 +723,11 @@ static void on_drep(const struct srn_cm_msg *m)
 {
 	struct srn_cm_id *id = by_local(m->ids.remote_comm_id);
 	if (!id || id->remote_comm_id != m->ids.local_comm_id) {
-		srn_cm.cnt[SRN_CM_CNT_RX_NO_CONN]++;
+		rx_drop(SRN_CM_CNT_RX_NO_CONN);
 		return;
 	}
 	if (id->state != SRN_CMS_DREQ_SENT) {
-		srn_cm.cnt[SRN_CM_CNT_RX_WRONG_STATE]++;
+		rx_drop(SRN_CM_CNT_RX_WRONG_STATE);
 		return;
 	}
 	enter_timewait(id);
@@ -727,9 +739,13 @@ void srn_cm_recv(struct srn_cm_dev *dev, const uint8_t *mad, size_t len, const u
 	struct srn_cm_msg m;
 	if (srn_cm_mad_parse(mad, len, &m)) {
 		srn_cm.cnt[SRN_CM_CNT_RX_BAD]++;
+		srn_cm_count_malformed(dev);
 		return;
 	}
 	srn_cm.cnt_attr_rx[m.attr & 15]++;
+	srn_cm_count_mad(dev, m.attr, SRN_CM_COUNT_RCVD);
+	rx_cur.dev = dev;
+	rx_cur.attr = m.attr;
 	switch (m.attr) {
 	case SRN_CM_ATTR_REQ:
 		if (srn_cm_req_in(dev, &m, gid) == -ENOENT)
@@ -744,6 +760,7 @@ void srn_cm_recv(struct srn_cm_dev *dev, const uint8_t *mad, size_t len, const u
 	case SRN_CM_ATTR_SIDR_REQ:
 	case SRN_CM_ATTR_SIDR_REP: srn_cm_sidr_recv(dev, &m, gid); break;
 	}
+	rx_cur.dev = NULL;
 }
 
 /* The peer's process died (peer_watch.c): what its kernel would have sent

@@ -274,6 +274,7 @@ int srn_cm_send(struct srn_cm_dev *d, const uint8_t gid[16], const uint8_t mad[S
 	srn_cm.cnt[SRN_CM_CNT_TX_MAD]++;
 	uint16_t attr = (uint16_t)(mad[16] << 8 | mad[17]);
 	srn_cm.cnt_attr_tx[attr & 15]++;
+	srn_cm_count_mad(d, attr, SRN_CM_COUNT_SENT);
 	return 0;
 }
 

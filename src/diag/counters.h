@@ -87,8 +87,43 @@ enum srn_counter {
 	SRN_CNT_NP_CNP_SENT,             /* np_cnp_sent */
 	SRN_CNT_RP_CNP_HANDLED,          /* rp_cnp_handled */
 	SRN_CNT_NP_ECN_MARKED,           /* np_ecn_marked_roce_packets */
+	/* The connection manager's MADs (librdmacm, src/cm/), by type in
+	 * attribute-ID order (0x10 REQ .. 0x18 SIDR_REP), each sent, received,
+	 * and received but dropped (no such connection, a state that takes no
+	 * such MAD, a full backlog); the CM counts them through
+	 * softrnic_cm_count (verbs/verbs_gsi.c). */
+	SRN_CNT_CM_REQ_SENT,
+	SRN_CNT_CM_REQ_RCVD,
+	SRN_CNT_CM_REQ_DROPPED,
+	SRN_CNT_CM_MRA_SENT,
+	SRN_CNT_CM_MRA_RCVD,
+	SRN_CNT_CM_MRA_DROPPED,
+	SRN_CNT_CM_REJ_SENT,
+	SRN_CNT_CM_REJ_RCVD,
+	SRN_CNT_CM_REJ_DROPPED,
+	SRN_CNT_CM_REP_SENT,
+	SRN_CNT_CM_REP_RCVD,
+	SRN_CNT_CM_REP_DROPPED,
+	SRN_CNT_CM_RTU_SENT,
+	SRN_CNT_CM_RTU_RCVD,
+	SRN_CNT_CM_RTU_DROPPED,
+	SRN_CNT_CM_DREQ_SENT,
+	SRN_CNT_CM_DREQ_RCVD,
+	SRN_CNT_CM_DREQ_DROPPED,
+	SRN_CNT_CM_DREP_SENT,
+	SRN_CNT_CM_DREP_RCVD,
+	SRN_CNT_CM_DREP_DROPPED,
+	SRN_CNT_CM_SIDR_REQ_SENT,
+	SRN_CNT_CM_SIDR_REQ_RCVD,
+	SRN_CNT_CM_SIDR_REQ_DROPPED,
+	SRN_CNT_CM_SIDR_REP_SENT,
+	SRN_CNT_CM_SIDR_REP_RCVD,
+	SRN_CNT_CM_SIDR_REP_DROPPED,
+	SRN_CNT_CM_MALFORMED,              /* refused by the CM's MAD parser */
 	SRN_CNT__MAX
 };
+#define SRN_CNT_CM_FIRST SRN_CNT_CM_REQ_SENT
+#define SRN_CNT_CM_LAST SRN_CNT_CM_MALFORMED
 
 struct srn_counters {
 	_Atomic uint64_t v[SRN_CNT__MAX];

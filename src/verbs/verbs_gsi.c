@@ -14,6 +14,9 @@
  * the kernel; ours has no kernel): the owner named by the peer's inbox
  * locator, under the same checks the same-host link applies (our user,
  * mode 0600, this network namespace, alive).
+ *
+ * softrnic_cm_count lets the CM count its MADs in the device's counters,
+ * so `softrnic stat` shows them with the rest; only the CM's counters.
  */
 #include <errno.h>
 #include <string.h>
@@ -21,6 +24,7 @@
 #include "core/device.h"
 #include "core/nic.h"
 #include "core/qp.h"
+#include "diag/counters.h"
 #include "link/shm_file.h"
 #include "link/udp.h"
 #include "verbs/verbs.h"
@@ -57,4 +61,12 @@ SRN_EXPORT int softrnic_peer_pid(struct ibv_context *ctx, const union ibv_gid *g
 			return loc.pid;
 	}
 	return -ENOENT;
+}
+
+SRN_EXPORT void softrnic_cm_count(struct ibv_context *ctx, unsigned counter);
+
+SRN_EXPORT void softrnic_cm_count(struct ibv_context *ctx, unsigned counter)
+{
+	if (ctx && counter >= SRN_CNT_CM_FIRST && counter <= SRN_CNT_CM_LAST)
+		srn_count(srn_ctx(ctx)->nic->diag.cnt, (enum srn_counter)counter, 1);
 }
