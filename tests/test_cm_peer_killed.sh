@@ -39,14 +39,12 @@ run() {
 	[ "$victim" = client ] && survivor=server
 	for ((try = 0; try < 3; try++)); do
 		port=$(srn_cm_port)
-		env "${srn_cm_env[@]}" SOFTRNIC_DEVICES="name=softrnic0,addr=$SRN_CM_ADDR" \
-			timeout -k 5 120 "$SOFTRNIC" run -- rping -s -v -a "$SRN_CM_ADDR" -p "$port" \
-			>"$SRN_CM_WORK/s" 2>&1 &
-		spid=$!
+		srn_cm_run "$SRN_CM_WORK/s" 120 SOFTRNIC_DEVICES="name=softrnic0,addr=$SRN_CM_ADDR" \
+			"$SOFTRNIC" run -- rping -s -v -a "$SRN_CM_ADDR" -p "$port"
+		spid=$srn_cm_bg
 		sleep 1
-		env "${srn_cm_env[@]}" timeout -k 5 120 "$SOFTRNIC" run -- \
-			rping -c -v -a "$SRN_CM_ADDR" -p "$port" >"$SRN_CM_WORK/c" 2>&1 &
-		cpid=$!
+		srn_cm_run "$SRN_CM_WORK/c" 120 "$SOFTRNIC" run -- rping -c -v -a "$SRN_CM_ADDR" -p "$port"
+		cpid=$srn_cm_bg
 		wait_for "$SRN_CM_WORK/c" "ping data: rdma-ping-20" 30 && break
 		kill "$spid" "$cpid" 2>/dev/null
 		{ wait "$spid" "$cpid"; } 2>/dev/null

@@ -16,7 +16,7 @@
 # Exit 0 pass, 1 fail, 77 skip.
 set -u
 command -v rping >/dev/null || { echo "SKIP: rdmacm-utils not installed"; exit 77; }
-source "$SRN_SRC/tests/lib/cm_pair.sh"
+source "$SRN_SRC/tests/lib/cm_conn.sh"
 trap 'kill $p1 $p4 2>/dev/null; rm -rf "$SRN_CM_WORK"' EXIT
 A=$SRN_CM_ADDR
 B=127.$((RANDOM % 200 + 20)).$((RANDOM % 250 + 1)).$((RANDOM % 250 + 1))

@@ -15,7 +15,7 @@
 # Exit 0 pass, 1 fail, 77 skip.
 set -u
 command -v rping >/dev/null || { echo "SKIP: rdmacm-utils not installed"; exit 77; }
-source "$SRN_SRC/tests/lib/cm_pair.sh"
+source "$SRN_SRC/tests/lib/cm_conn.sh"
 w=$SRN_CM_WORK
 spid=
 trap 'kill $spid 2>/dev/null; rm -rf "$w"' EXIT
@@ -43,13 +43,13 @@ expect() {     # expect FILE WHO NAME...: each counter at least 1
 # counters can be read from outside while it runs.
 for ((try = 0; try < 3; try++)); do
 	port=$(srn_cm_port)
-	env "${srn_cm_env[@]}" SOFTRNIC_DEVICES="name=softrnic0,addr=$SRN_CM_ADDR" \
-		timeout -k 5 120 "$SOFTRNIC" run -- rping -s -P -a "$SRN_CM_ADDR" -p "$port" \
-		>"$w/s" 2>&1 &
-	spid=$!
+	srn_cm_run "$w/s" 120 SOFTRNIC_DEVICES="name=softrnic0,addr=$SRN_CM_ADDR" \
+		"$SOFTRNIC" run -- rping -s -P -a "$SRN_CM_ADDR" -p "$port"
+	spid=$srn_cm_bg
 	sleep 1
-	env "${srn_cm_env[@]}" SOFTRNIC_STATS=1 timeout -k 5 60 "$SOFTRNIC" run -- \
-		rping -c -v -C 3 -a "$SRN_CM_ADDR" -p "$port" >"$w/c" 2>&1 && break
+	srn_cm_run "$w/c" 60 SOFTRNIC_STATS=1 "$SOFTRNIC" run -- \
+		rping -c -v -C 3 -a "$SRN_CM_ADDR" -p "$port"
+	wait "$srn_cm_bg" && break
 	kill "$spid" 2>/dev/null; { wait "$spid"; } 2>/dev/null
 	grep -qE "Address already in use|REJECTED" "$w/s" "$w/c" || break
 done

@@ -27,6 +27,16 @@ srn_cm_env=()
 
 srn_cm_port() { echo $((20000 + RANDOM % 12000)); }
 
+# srn_cm_run LOG SECONDS [VAR=VALUE...] PROG ARGS...: run PROG through
+# `softrnic run` in the background, bounded, output to LOG; the pid of its
+# `timeout` in srn_cm_bg (softrnic run execs PROG: timeout's only child).
+srn_cm_run() {
+	local log=$1 t=$2
+	shift 2
+	env "${srn_cm_env[@]}" timeout -k 5 "$t" env "$@" >"$log" 2>&1 &
+	srn_cm_bg=$!
+}
+
 srn_cm_pair() {
 	local name=$1 ok=$2 sargs=$3 cargs=$4 port spid src crc try
 	for ((try = 0; try < 3; try++)); do
