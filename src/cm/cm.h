@@ -191,6 +191,9 @@ void srn_cm_count_malformed(const struct srn_cm_dev *dev);
 int srn_cm_init(void);
 /* Send a MAD to QP1 of gid on dev (must hold srn_cm.lock).  0 or -errno. */
 int srn_cm_send(struct srn_cm_dev *dev, const uint8_t gid[16], const uint8_t mad[SRN_MAD_LEN]);
+/* Receive and handle every MAD that has reached dev (must hold
+ * srn_cm.lock). */
+void srn_cm_dev_drain(struct srn_cm_dev *d);
 /* The CM thread: look at timers again (a deadline moved earlier). */
 void srn_cm_kick(void);
 uint64_t srn_cm_now_ns(void);

@@ -310,6 +310,11 @@ static void dev_poll(struct srn_cm_dev *d)
 	}
 }
 
+void srn_cm_dev_drain(struct srn_cm_dev *d)
+{
+	dev_poll(d);
+}
+
 static void *cm_thread(void *arg)
 {
 	(void)arg;

@@ -131,6 +131,9 @@ bool srn_cm_watch_fired(void *ptr)
 	memcpy(gid, w->gid, 16);
 	watch_close(w);
 	srn_cm.cnt[SRN_CM_CNT_PEER_DIED]++;
+	/* What the peer said before it died comes first: an RTU or a DREQ
+	 * may wait in our queue behind the pidfd's event. */
+	srn_cm_dev_drain(dev);
 	for (struct srn_cm_id *id = srn_cm.ids; id; id = id->next)
 		if (id->dev == dev && !id->destroying && memcmp(id->peer_gid, gid, 16) == 0)
 			srn_cm_peer_died(id);
