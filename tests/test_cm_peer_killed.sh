@@ -13,7 +13,7 @@
 set -u
 command -v rping >/dev/null || { echo "SKIP: rdmacm-utils not installed"; exit 77; }
 source "$SRN_SRC/tests/lib/cm_conn.sh"
-trap 'rm -rf "$SRN_CM_WORK"' EXIT
+trap 'rm -rf "$SRN_CONN_WORK"' EXIT
 bound=${SRN_CM_KILL_BOUND:-20}
 fail=0
 
@@ -38,26 +38,26 @@ run() {
 	survivor=client
 	[ "$victim" = client ] && survivor=server
 	for ((try = 0; try < 3; try++)); do
-		port=$(srn_cm_port)
-		srn_cm_run "$SRN_CM_WORK/s" 120 SOFTRNIC_DEVICES="name=softrnic0,addr=$SRN_CM_ADDR" \
-			"$SOFTRNIC" run -- rping -s -v -a "$SRN_CM_ADDR" -p "$port"
-		spid=$srn_cm_bg
+		port=$(srn_conn_port)
+		srn_conn_run "$SRN_CONN_WORK/s" 120 SOFTRNIC_DEVICES="name=softrnic0,addr=$SRN_CONN_ADDR" \
+			"$SOFTRNIC" run -- rping -s -v -a "$SRN_CONN_ADDR" -p "$port"
+		spid=$srn_conn_bg
 		sleep 1
-		srn_cm_run "$SRN_CM_WORK/c" 120 "$SOFTRNIC" run -- rping -c -v -a "$SRN_CM_ADDR" -p "$port"
-		cpid=$srn_cm_bg
-		wait_for "$SRN_CM_WORK/c" "ping data: rdma-ping-20" 30 && break
+		srn_conn_run "$SRN_CONN_WORK/c" 120 "$SOFTRNIC" run -- rping -c -v -a "$SRN_CONN_ADDR" -p "$port"
+		cpid=$srn_conn_bg
+		wait_for "$SRN_CONN_WORK/c" "ping data: rdma-ping-20" 30 && break
 		kill "$spid" "$cpid" 2>/dev/null
 		{ wait "$spid" "$cpid"; } 2>/dev/null
 		grep -qE "Address already in use|Cannot assign requested address|REJECTED" \
-			"$SRN_CM_WORK/s" "$SRN_CM_WORK/c" || try=3
+			"$SRN_CONN_WORK/s" "$SRN_CONN_WORK/c" || try=3
 	done
 	if [ "$try" -ge 3 ]; then
 		echo "FAIL: $victim killed: the pair never ran"
-		tail -5 "$SRN_CM_WORK/s" "$SRN_CM_WORK/c"
+		tail -5 "$SRN_CONN_WORK/s" "$SRN_CONN_WORK/c"
 		fail=1
 		return
 	fi
-	s=$SRN_CM_WORK/s c=$SRN_CM_WORK/c
+	s=$SRN_CONN_WORK/s c=$SRN_CONN_WORK/c
 	vpid=$(prog_pid "$spid")
 	[ "$victim" = client ] && vpid=$(prog_pid "$cpid")
 	start=$SECONDS

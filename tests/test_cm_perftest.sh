@@ -13,14 +13,14 @@
 set -u
 mode=${1:?bw, lat or qperf}
 source "$SRN_SRC/tests/lib/cm_conn.sh"
-trap 'rm -rf "$SRN_CM_WORK"' EXIT
+trap 'rm -rf "$SRN_CONN_WORK"' EXIT
 fail=0
 
 perftest() {
 	local prog=$1
 	shift
-	srn_cm_pair "$prog -R $*" "^ +[0-9]+ +200 " \
-		"$prog -R -p @PORT@ -n 200 $*" "$prog -R -p @PORT@ -n 200 $* $SRN_CM_ADDR" || fail=1
+	srn_conn_pair "$prog -R $*" "^ +[0-9]+ +200 " \
+		"$prog -R -p @PORT@ -n 200 $*" "$prog -R -p @PORT@ -n 200 $* $SRN_CONN_ADDR" || fail=1
 }
 
 case $mode in
@@ -39,8 +39,8 @@ qperf)
 	# qperf's server takes its tests' parameters from the client over TCP
 	# (-lp: its listen port); each test connects a new RC QP with rdma_cm.
 	for t in rc_bw rc_lat rc_rdma_write_bw rc_rdma_read_lat; do
-		srn_cm_pair "qperf -cm1 $t" "(bw|latency) += " "qperf -lp @PORT@" \
-			"qperf -lp @PORT@ -cm1 -t 1 -to 30 $SRN_CM_ADDR $t quit" || fail=1
+		srn_conn_pair "qperf -cm1 $t" "(bw|latency) += " "qperf -lp @PORT@" \
+			"qperf -lp @PORT@ -cm1 -t 1 -to 30 $SRN_CONN_ADDR $t quit" || fail=1
 	done
 	;;
 *)

@@ -17,10 +17,10 @@
 set -u
 command -v rping >/dev/null || { echo "SKIP: rdmacm-utils not installed"; exit 77; }
 source "$SRN_SRC/tests/lib/cm_conn.sh"
-trap 'kill $p1 $p4 2>/dev/null; rm -rf "$SRN_CM_WORK"' EXIT
-A=$SRN_CM_ADDR
+trap 'kill $p1 $p4 2>/dev/null; rm -rf "$SRN_CONN_WORK"' EXIT
+A=$SRN_CONN_ADDR
 B=127.$((RANDOM % 200 + 20)).$((RANDOM % 250 + 1)).$((RANDOM % 250 + 1))
-w=$SRN_CM_WORK
+w=$SRN_CONN_WORK
 fail=0 p1= p4=
 dir=/dev/shm/softrnic-cm-$(id -u)-$(printf %x "$(stat -L -c %i /proc/self/ns/net)")
 
@@ -39,8 +39,8 @@ reserved() {
 
 # P1: a port nobody holds (retry on the rare clash with another test).
 for ((try = 0; try < 5; try++)); do
-	port=$(srn_cm_port)
-	env "${srn_cm_env[@]}" SOFTRNIC_DEVICES="name=softrnic0,addr=$A" \
+	port=$(srn_conn_port)
+	env "${srn_conn_env[@]}" SOFTRNIC_DEVICES="name=softrnic0,addr=$A" \
 		timeout -k 5 120 "$SOFTRNIC" run -- rping -s -a "$A" -p "$port" >"$w/p1" 2>&1 &
 	p1=$!
 	reserved "$port" "$p1" && break
@@ -50,7 +50,7 @@ if [ "$try" -eq 5 ]; then
 	echo "FAIL: no rping server came up"; cat "$w/p1"; exit 1
 fi
 
-env "${srn_cm_env[@]}" SOFTRNIC_DEVICES="name=softrnic0,addr=$A,port=4792" \
+env "${srn_conn_env[@]}" SOFTRNIC_DEVICES="name=softrnic0,addr=$A,port=4792" \
 	timeout -k 5 20 "$SOFTRNIC" run -- rping -s -a "$A" -p "$port" >"$w/p2" 2>&1
 if grep -q "rdma_bind_addr: Address already in use" "$w/p2"; then
 	echo "ok: second listener on $A:$port -> EADDRINUSE"
@@ -58,7 +58,7 @@ else
 	echo "FAIL: second listener on $A:$port:"; cat "$w/p2"; fail=1
 fi
 
-env "${srn_cm_env[@]}" SOFTRNIC_DEVICES="name=softrnic0,addr=$B" \
+env "${srn_conn_env[@]}" SOFTRNIC_DEVICES="name=softrnic0,addr=$B" \
 	timeout -k 5 20 "$SOFTRNIC" run -- ucmatose -p "$port" >"$w/p3" 2>&1
 if grep -q "Cannot assign requested address" "$w/p3"; then
 	echo "ok: wildcard listener on port $port -> EADDRNOTAVAIL"
@@ -79,7 +79,7 @@ fi
 kill -9 "$(pgrep -P "$p1" | head -1)"
 { wait "$p1"; } 2>/dev/null
 p1=
-env "${srn_cm_env[@]}" SOFTRNIC_DEVICES="name=softrnic0,addr=$A,port=4792" \
+env "${srn_conn_env[@]}" SOFTRNIC_DEVICES="name=softrnic0,addr=$A,port=4792" \
 	timeout -k 5 120 "$SOFTRNIC" run -- rping -s -a "$A" -p "$port" >"$w/p4" 2>&1 &
 p4=$!
 if reserved "$port" "$p4" && kill -0 "$p4" 2>/dev/null && ! grep -q "rdma_bind_addr" "$w/p4"; then

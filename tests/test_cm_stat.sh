@@ -16,7 +16,7 @@
 set -u
 command -v rping >/dev/null || { echo "SKIP: rdmacm-utils not installed"; exit 77; }
 source "$SRN_SRC/tests/lib/cm_conn.sh"
-w=$SRN_CM_WORK
+w=$SRN_CONN_WORK
 spid=
 trap 'kill $spid 2>/dev/null; rm -rf "$w"' EXIT
 fail=0
@@ -42,14 +42,14 @@ expect() {     # expect FILE WHO NAME...: each counter at least 1
 # 1. Counters.  The persistent server stays up after its client, so its
 # counters can be read from outside while it runs.
 for ((try = 0; try < 3; try++)); do
-	port=$(srn_cm_port)
-	srn_cm_run "$w/s" 120 SOFTRNIC_DEVICES="name=softrnic0,addr=$SRN_CM_ADDR" \
-		"$SOFTRNIC" run -- rping -s -P -a "$SRN_CM_ADDR" -p "$port"
-	spid=$srn_cm_bg
+	port=$(srn_conn_port)
+	srn_conn_run "$w/s" 120 SOFTRNIC_DEVICES="name=softrnic0,addr=$SRN_CONN_ADDR" \
+		"$SOFTRNIC" run -- rping -s -P -a "$SRN_CONN_ADDR" -p "$port"
+	spid=$srn_conn_bg
 	sleep 1
-	srn_cm_run "$w/c" 60 SOFTRNIC_STATS=1 "$SOFTRNIC" run -- \
-		rping -c -v -C 3 -a "$SRN_CM_ADDR" -p "$port"
-	wait "$srn_cm_bg" && break
+	srn_conn_run "$w/c" 60 SOFTRNIC_STATS=1 "$SOFTRNIC" run -- \
+		rping -c -v -C 3 -a "$SRN_CONN_ADDR" -p "$port"
+	wait "$srn_conn_bg" && break
 	kill "$spid" 2>/dev/null; { wait "$spid"; } 2>/dev/null
 	grep -qE "Address already in use|REJECTED" "$w/s" "$w/c" || break
 done
@@ -73,9 +73,9 @@ fi
 # 2. The trace.
 if command -v tshark >/dev/null; then
 	pcap=$w/cm.pcap
-	srn_cm_pair "rping (pcap)" "rdma-ping-2:" \
-		"env SOFTRNIC_PCAP=$pcap rping -s -a $SRN_CM_ADDR -p @PORT@" \
-		"rping -c -v -C 3 -a $SRN_CM_ADDR -p @PORT@" || fail=1
+	srn_conn_pair "rping (pcap)" "rdma-ping-2:" \
+		"env SOFTRNIC_PCAP=$pcap rping -s -a $SRN_CONN_ADDR -p @PORT@" \
+		"rping -c -v -C 3 -a $SRN_CONN_ADDR -p @PORT@" || fail=1
 	tshark -r "$pcap" -Y "infiniband.bth.destqp == 1" 2>/dev/null >"$w/cm.txt"
 	for m in ConnectRequest ConnectReply ReadyToUse DisconnectRequest DisconnectReply; do
 		if grep -q "CM: $m" "$w/cm.txt"; then
