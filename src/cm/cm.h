@@ -105,6 +105,9 @@ struct srn_cm_id {
 	 * the file, flock'ed shared while we hold the port; -1: none. */
 	int port_fd;
 	char port_name[48];
+	/* The same-host process behind the peer's device when the connection
+	 * began (peer_watch.c); 0: not known (another host, no rings). */
+	pid_t peer_pid;
 	/* listener */
 	struct srn_cm_id *listener;    /* passive ids: who took the REQ */
 	/* listener: CONNECT_REQUEST events queued and not yet fetched, as

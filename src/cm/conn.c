@@ -771,6 +771,8 @@ void srn_cm_recv(struct srn_cm_dev *dev, const uint8_t *mad, size_t len, const u
 void srn_cm_peer_died(struct srn_cm_id *id)
 {
 	struct srn_cm_msg m = { 0 };
+	if (id->id.qp_type == IBV_QPT_UD)
+		return;                /* SIDR holds no connection to end */
 	switch (id->state) {
 	case SRN_CMS_ESTABLISHED:
 	case SRN_CMS_DREQ_SENT:

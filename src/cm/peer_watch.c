@@ -13,8 +13,11 @@
  * becomes readable, treats every connection to that device as the peer's
  * kernel would have ended it (srn_cm_peer_died).
  *
- * One watch per (device, peer GID), SRN_CM_NWATCH at most; a watch that no
- * connection uses any more is reused.  Peers on other hosts, or with the
+ * One watch per peer process, SRN_CM_NWATCH at most; each id remembers
+ * the process it was connected to (a device address outlives its owner: a
+ * new process may own it later, and its connections must not end with
+ * the old one's death).  A watch that no connection uses any more is
+ * reused.  Peers on other hosts, or with the
  * same-host rings off (SOFTRNIC_SHM=0), have no locator: their connections
  * end by the CM's timeouts as before.  Must hold srn_cm.lock.
  */
@@ -38,8 +41,6 @@ int softrnic_peer_pid(struct ibv_context *ctx, const union ibv_gid *gid);
 struct peer_watch {
 	int fd;                        /* pidfd, in srn_cm.epfd; -1: slot free */
 	pid_t pid;
-	struct srn_cm_dev *dev;
-	uint8_t gid[16];
 };
 
 static struct peer_watch watches[SRN_CM_NWATCH];
@@ -54,12 +55,11 @@ static void watches_init(void)
 	watches_ready = true;
 }
 
-/* Does a connection still go to this watch's peer? */
+/* Does a connection still go to this watch's process? */
 static bool watch_used(const struct peer_watch *w)
 {
 	for (struct srn_cm_id *id = srn_cm.ids; id; id = id->next)
-		if (id->dev == w->dev && id->state >= SRN_CMS_REQ_SENT && id->state < SRN_CMS_TIMEWAIT &&
-		    memcmp(id->peer_gid, w->gid, 16) == 0)
+		if (id->peer_pid == w->pid && id->state >= SRN_CMS_REQ_SENT && id->state < SRN_CMS_TIMEWAIT)
 			return true;
 	return false;
 }
@@ -89,15 +89,16 @@ void srn_cm_watch_peer(struct srn_cm_id *id)
 	watches_init();
 	if (!id->dev)
 		return;
-	for (int i = 0; i < SRN_CM_NWATCH; i++)
-		if (watches[i].fd >= 0 && watches[i].dev == id->dev &&
-		    memcmp(watches[i].gid, id->peer_gid, 16) == 0)
-			return;
 	union ibv_gid g;
 	memcpy(g.raw, id->peer_gid, 16);
 	int pid = softrnic_peer_pid(id->dev->ctx, &g);
 	if (pid <= 0 || pid == getpid())
 		return;                /* another host, no rings, or ourselves */
+	for (int i = 0; i < SRN_CM_NWATCH; i++)
+		if (watches[i].fd >= 0 && watches[i].pid == pid) {
+			id->peer_pid = pid;
+			return;
+		}
 	int fd = (int)syscall(SYS_pidfd_open, pid, 0);
 	if (fd < 0)
 		return;
@@ -115,8 +116,7 @@ void srn_cm_watch_peer(struct srn_cm_id *id)
 	}
 	w->fd = fd;
 	w->pid = pid;
-	w->dev = id->dev;
-	memcpy(w->gid, id->peer_gid, 16);
+	id->peer_pid = pid;
 }
 
 bool srn_cm_watch_fired(void *ptr)
@@ -126,16 +126,17 @@ bool srn_cm_watch_fired(void *ptr)
 	struct peer_watch *w = ptr;
 	if (w->fd < 0)
 		return true;           /* closed after epoll_wait returned it */
-	struct srn_cm_dev *dev = w->dev;
-	uint8_t gid[16];
-	memcpy(gid, w->gid, 16);
+	pid_t pid = w->pid;
 	watch_close(w);
 	srn_cm.cnt[SRN_CM_CNT_PEER_DIED]++;
 	/* What the peer said before it died comes first: an RTU or a DREQ
-	 * may wait in our queue behind the pidfd's event. */
-	srn_cm_dev_drain(dev);
+	 * may wait in our queues behind the pidfd's event. */
+	for (int i = 0; i < srn_cm.ndev; i++)
+		srn_cm_dev_drain(&srn_cm.dev[i]);
 	for (struct srn_cm_id *id = srn_cm.ids; id; id = id->next)
-		if (id->dev == dev && !id->destroying && memcmp(id->peer_gid, gid, 16) == 0)
+		if (id->peer_pid == pid && !id->destroying) {
+			id->peer_pid = 0;
 			srn_cm_peer_died(id);
+		}
 	return true;
 }
