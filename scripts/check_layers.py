@@ -26,7 +26,8 @@ from collections import defaultdict
 # Lowest first.  A folder may use its own layer and every layer below it.
 LAYERS = [
     ("wire",),              # pure header/ICRC functions
-    ("link", "diag"),       # sockets, rings, pcap; counters, logs, segment
+    ("diag",),              # counters, logs, segment, the clock
+    ("link",),              # sockets, rings, pcap, transmit queue (counts into diag)
     ("core",),              # object state
     ("transport",),         # requester, responder, completer
     ("engine",),            # the NIC's run loop: progress, lifecycle

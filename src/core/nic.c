@@ -1,23 +1,15 @@
 /*
  * nic.c - the nic's object state that every layer above reads: the QP
- * number table, the clock, and the doorbell that wakes the progress
+ * number table and the doorbell that wakes the progress
  * thread (its eventfd and the flag a deferred transmission raises).  Creating, running and destroying the nic
  * is the engine's (engine/nic.c, engine/progress.c).
  */
 #include "core/nic.h"
 
 #include <errno.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "core/qp.h"
-
-uint64_t srn_now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 void srn_nic_kick(struct srn_nic *nic)
 {

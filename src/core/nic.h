@@ -24,6 +24,7 @@
 
 #include "core/limits.h"
 #include "core/snap.h"
+#include "diag/clock.h"
 #include "diag/counters.h"
 #include "diag/shm.h"
 #include "link/config.h"
@@ -162,8 +163,6 @@ void srn_nic_qp_del(struct srn_nic *nic, uint32_t qpn);
 #define SRN_GSI_QPN 1u
 int srn_nic_qp_add_gsi(struct srn_nic *nic, struct srn_qp *qp, uint32_t *qpn);
 struct srn_qp *srn_nic_qp_lookup(struct srn_nic *nic, uint32_t qpn);
-
-uint64_t srn_now_ns(void);
 
 /* Wake the progress thread (engine/progress.c) from its sleep. */
 void srn_nic_kick(struct srn_nic *nic);

@@ -14,6 +14,7 @@
  *   not become an I/O storm.  This is not per packet either way.
  */
 #include "diag/shm.h"
+#include "diag/clock.h"
 
 #include <pthread.h>
 #include <stdarg.h>
@@ -65,13 +66,6 @@ enum srn_log_level srn_log_threshold(void)
 		atomic_store_explicit(&cached, v, memory_order_relaxed);
 	}
 	return (enum srn_log_level)v;
-}
-
-uint64_t srn_diag_mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 /* Append one entry.  The message buffer is SRN_DIAG_LOG_MSG bytes, zero
@@ -158,7 +152,7 @@ static void log_line(struct srn_diag_obj *o, struct srn_diag *d, enum srn_log_le
 	char msg[SRN_DIAG_LOG_MSG];
 	memset(msg, 0, sizeof(msg));
 	vsnprintf(msg, sizeof(msg), fmt, ap);
-	uint64_t now = srn_diag_mono_ns();
+	uint64_t now = srn_now_ns();
 	uint32_t kind = o ? (uint32_t)o->kind : SRN_DIAG_FREE;
 	uint32_t qpn = kind == SRN_DIAG_QP ? SRN_DIAG_GET(o->s->qp.qpn) : 0;
 	uint32_t gen = o ? SRN_DIAG_GET(o->s->gen) : 0;

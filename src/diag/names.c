@@ -7,6 +7,7 @@
 
 #include <stdio.h>
 
+#include "diag/clock.h"
 #include "wire/roce_hdr.h"
 
 const char *srn_diag_qp_state_name(enum ibv_qp_state s)
@@ -89,7 +90,7 @@ void srn_diag_last_peer_str(struct srn_diag_obj *o, char *buf, size_t len)
 		return;
 	}
 	char s[48];
-	uint64_t ago = srn_diag_mono_ns() - SRN_DIAG_GET(o->s->qp.last_peer_ns);
+	uint64_t ago = srn_now_ns() - SRN_DIAG_GET(o->s->qp.last_peer_ns);
 	snprintf(buf, len, "%s PSN 0x%06x %.1f ms ago", srn_diag_syndrome_str((uint8_t)syn, s, sizeof(s)),
 		 SRN_DIAG_GET(o->s->qp.last_peer_psn), (double)ago / 1e6);
 }

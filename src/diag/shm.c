@@ -22,6 +22,7 @@
  *   process touches only as many slot pages as it has objects.
  */
 #include "diag/shm.h"
+#include "diag/clock.h"
 #include "diag/seg_file.h"
 
 #include <errno.h>
@@ -83,13 +84,6 @@ struct srn_diag {
  * program ends without closing its devices. */
 static pthread_mutex_t open_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct srn_diag *open_list;
-
-static uint64_t now_ns(clockid_t clk)
-{
-	struct timespec ts;
-	clock_gettime(clk, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static bool env_true(const char *name, bool dflt)
 {
@@ -183,8 +177,8 @@ static void fill_header(struct srn_diag *d, const char *devname, const uint8_t g
 	h->nqp_counters = SRN_QPC__MAX;
 	h->pid = pid;
 	h->proc_start_ticks = start_ticks;
-	h->start_realtime_ns = now_ns(CLOCK_REALTIME);
-	h->start_mono_ns = now_ns(CLOCK_MONOTONIC);
+	h->start_realtime_ns = srn_clock_ns(CLOCK_REALTIME);
+	h->start_mono_ns = srn_now_ns();
 	/* The process's name (its main thread's), not the calling thread's. */
 	char comm[17] = "";
 	int fd = open("/proc/self/comm", O_RDONLY | O_CLOEXEC);
@@ -225,7 +219,7 @@ struct srn_diag *srn_diag_create(const char *devname, const uint8_t gid[16], cha
 	d->pid = pid;
 	uint64_t start_ticks = srn_diag_proc_start_ticks(pid);
 	if (getrandom(&d->secret, sizeof(d->secret), GRND_NONBLOCK) != sizeof(d->secret))
-		d->secret = now_ns(CLOCK_MONOTONIC) ^ ((uint64_t)pid << 32);
+		d->secret = srn_now_ns() ^ ((uint64_t)pid << 32);
 	d->secret |= 1;
 	if (err && errlen)
 		err[0] = '\0';
@@ -393,7 +387,7 @@ struct srn_diag_obj *srn_diag_obj_add(struct srn_diag *d, enum srn_diag_kind kin
 	 * belong to this slot. */
 	SRN_DIAG_SET(o->s->gen, SRN_DIAG_GET(o->s->gen) + 1);
 	SRN_DIAG_SET(o->s->handle, srn_diag_handle(d, owner));
-	SRN_DIAG_SET(o->s->created_ns, now_ns(CLOCK_MONOTONIC));
+	SRN_DIAG_SET(o->s->created_ns, srn_now_ns());
 	clear_body(o->s);
 	if (kind == SRN_DIAG_QP)
 		SRN_DIAG_SET(o->s->qp.last_peer_syndrome, SRN_DIAG_PEER_NONE);
@@ -432,7 +426,7 @@ void srn_diag_qp_peer_said(struct srn_diag_obj *o, uint8_t syndrome, uint32_t ps
 	srn_diag_obj_begin(o);
 	SRN_DIAG_SET(o->s->qp.last_peer_syndrome, (uint32_t)syndrome);
 	SRN_DIAG_SET(o->s->qp.last_peer_psn, psn);
-	SRN_DIAG_SET(o->s->qp.last_peer_ns, mono_ns ? mono_ns : now_ns(CLOCK_MONOTONIC));
+	SRN_DIAG_SET(o->s->qp.last_peer_ns, mono_ns ? mono_ns : srn_now_ns());
 	srn_diag_obj_end(o);
 }
 

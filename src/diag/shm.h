@@ -148,8 +148,6 @@ void srn_diag_dev_log(struct srn_diag *d, enum srn_log_level lvl, const char *fm
 /* The SOFTRNIC_LOG threshold (parsed once). */
 enum srn_log_level srn_log_threshold(void);
 const char *srn_log_level_name(enum srn_log_level lvl);
-/* log.c: CLOCK_MONOTONIC in ns, the clock of every time in the segment. */
-uint64_t srn_diag_mono_ns(void);
 
 /* For the snapshot writer (core/snap.c) and the tick (engine/diag_tick.c):
  * the segment and the refresh clock.

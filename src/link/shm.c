@@ -37,6 +37,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 
+#include "diag/clock.h"
 #include "link/shm_file.h"
 
 #define SHM_MAGIC SRN_SHM_LOC_MAGIC            /* header and locator agree */
@@ -113,13 +114,6 @@ static uint64_t netns_id(void)
 	return stat("/proc/self/ns/net", &st) == 0 ? (uint64_t)st.st_ino : 0;
 }
 
-static uint64_t coarse_now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static bool same_addr(const struct sockaddr_storage *a, socklen_t alen, const struct sockaddr *b,
 		      socklen_t blen)
 {
@@ -160,7 +154,7 @@ static int create_inbox(struct srn_shm *s)
 	}
 	uint64_t cookie = 0;
 	if (getrandom(&cookie, sizeof(cookie), GRND_NONBLOCK) != (ssize_t)sizeof(cookie))
-		cookie = coarse_now_ns() ^ ((uint64_t)getpid() << 32);
+		cookie = srn_clock_ns(CLOCK_MONOTONIC_COARSE) ^ ((uint64_t)getpid() << 32);
 	g->h.layout = SHM_LAYOUT;
 	g->h.nslots = SRN_SHM_SLOTS;
 	g->h.ring_bytes = ring;
@@ -334,7 +328,7 @@ static int attach_inbox(struct srn_shm *s, struct srn_shm_peer *p,
 	p->published = p->prod;
 	p->cons_seen = atomic_load_explicit(&c->cons, memory_order_acquire);
 	p->dirty = false;
-	p->owner_check_ns = coarse_now_ns();
+	p->owner_check_ns = srn_clock_ns(CLOCK_MONOTONIC_COARSE);
 	atomic_fetch_or_explicit(&h->active, 1ull << slot, memory_order_release);
 	return 0;
 fail:
@@ -413,7 +407,7 @@ struct srn_shm_peer *srn_shm_route(struct srn_shm *s, const struct sockaddr *dst
 		memcpy(&p->addr, dst, dstlen);
 		p->addrlen = dstlen;
 	}
-	uint64_t now = coarse_now_ns();
+	uint64_t now = srn_clock_ns(CLOCK_MONOTONIC_COARSE);
 	if (p->seg) {
 		bool closed = atomic_load_explicit(&p->seg->h.closed, memory_order_relaxed);
 		if (!closed && now - p->owner_check_ns < SRN_SHM_OWNER_POLL_NS)
@@ -441,7 +435,7 @@ struct srn_shm_peer *srn_shm_route(struct srn_shm *s, const struct sockaddr *dst
  * paused by PFC); but a receiver killed without closing never drains. */
 static int full_ring(struct srn_shm *s, struct srn_shm_peer *p)
 {
-	uint64_t now = coarse_now_ns();
+	uint64_t now = srn_clock_ns(CLOCK_MONOTONIC_COARSE);
 	if (now - p->full_check_ns < SRN_SHM_OWNER_CHECK_NS)
 		return -EAGAIN;
 	p->full_check_ns = now;

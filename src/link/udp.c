@@ -39,6 +39,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "diag/clock.h"
 #include "link/pcap.h"
 
 #ifndef UDP_SEGMENT
@@ -158,13 +159,6 @@ static int bind_auto(struct srn_udp *u, struct srn_dev_cfg *cfg, char *err, size
 			 SRN_AUTO_LOOPBACK_LAST, cfg->port);
 	bind_error(cfg, target, e, err, errlen);
 	return -e;
-}
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 static void hooks_close(struct srn_udp *u)
@@ -321,7 +315,7 @@ int srn_udp_xmit(struct srn_udp *u, const struct sockaddr *dst, socklen_t dstlen
 	int r = raw_send(u, dst, dstlen, iov, iovcnt);
 	if (r == 0 && u->pcap)
 		srn_pcap_record(u->pcap, (const struct sockaddr *)&u->local, dst, iov, iovcnt, false,
-						mono_ns());
+						srn_now_ns());
 	return r;
 }
 
@@ -329,7 +323,7 @@ static int sendv_hooked(struct srn_udp *u, const struct sockaddr *dst, socklen_t
 						const struct iovec *iov, int iovcnt)
 {
 	if (u->fault)
-		return srn_fault_tx(u, dst, dstlen, iov, iovcnt, mono_ns());
+		return srn_fault_tx(u, dst, dstlen, iov, iovcnt, srn_now_ns());
 	return srn_udp_xmit(u, dst, dstlen, iov, iovcnt);
 }
 
@@ -489,7 +483,7 @@ int srn_udp_recv_into(struct srn_udp *u, struct srn_rx_batch *b, int first, int 
 {
 	int r = recv_raw(u, b, first, max, truncated);
 	if (u->pcap && r > 0) {
-		uint64_t now = mono_ns();
+		uint64_t now = srn_now_ns();
 		for (int i = first; i < first + r; i++) {
 			if (b->pkt[i].len == 0)
 				continue;   /* a same-host peer's doorbell (link/shm.h), not RoCE */
@@ -503,7 +497,7 @@ int srn_udp_recv_into(struct srn_udp *u, struct srn_rx_batch *b, int first, int 
 
 static int recv_hooked(struct srn_udp *u, struct srn_rx_batch *b, int *truncated)
 {
-	uint64_t now = mono_ns();
+	uint64_t now = srn_now_ns();
 	int n;
 	if (u->fault) {
 		/* Every progress pass receives, so held TX packets also leave on
