@@ -37,20 +37,20 @@ struct srn_qp;
 struct srn_mr;
 struct srn_xrcd;
 struct srn_srq;
-struct srn_txq;
+struct srn_egress;
 struct srn_gro_batch;
 
 #define SRN_QP_TABLE_BITS 12
 #define SRN_QP_TABLE_SIZE (1u << SRN_QP_TABLE_BITS)
 /* The link (link/): the socket and the same-host rings, and what the
  * transport and the engine keep next to them.  Written under nic->lock
- * by the receive path (rx, gro, rx_id_next), the transmit queue (txq,
- * engine/nic.c's unlock flush) and the engine at create/destroy. */
+ * by the receive path (rx, gro, rx_id_next), the transmit side (egress,
+ * through transport/txq.c and engine/nic.c's unlock flush) and the
+ * engine at create/destroy. */
 struct srn_nic_link {
 	struct srn_udp udp;
 	struct srn_rx_batch rx;        /* receive buffers, used under lock */
-	struct srn_txq *txq;           /* packets waiting for the end of the burst */
-	bool gso_ok;                   /* send runs with UDP GSO */
+	struct srn_egress *egress;     /* transmit side: rings, or the socket at burst end */
 	struct srn_gro_batch *gro;     /* receive with UDP GRO (NULL: plain recvmmsg) */
 	uint16_t rx_id_next;           /* IPv4 ID the next packet probably has (GSO) */
 	/* Same-host peers: shared-memory rings instead of the socket

@@ -16,6 +16,7 @@
 #include "core/device.h"
 #include "core/mcast.h"
 #include "core/qp.h"
+#include "link/egress.h"
 #include "link/gso.h"
 #include "link/pcap.h"
 #include "transport/tx.h"
@@ -47,15 +48,10 @@ int srn_nic_create(struct srn_device *dev, struct srn_nic **out, char *err, size
 	ret = srn_rx_batch_init(&nic->link.rx);
 	if (ret)
 		goto fail;
-	nic->link.txq = calloc(1, sizeof(*nic->link.txq));
-	if (!nic->link.txq) {
-		ret = -ENOMEM;
-		goto fail;
-	}
 	/* GSO/GRO batch packets below the link layer's per-packet hooks, so
 	 * with a fault injector or a packet trace every packet goes alone. */
-	nic->link.gso_ok = !nic->link.udp.hooked && !getenv("SOFTRNIC_NO_GSO");
-	if (nic->link.gso_ok && srn_udp_enable_gro(&nic->link.udp)) {
+	bool gso = !nic->link.udp.hooked && !getenv("SOFTRNIC_NO_GSO");
+	if (gso && srn_udp_enable_gro(&nic->link.udp)) {
 		nic->link.gro = calloc(1, sizeof(*nic->link.gro));
 		if (!nic->link.gro || srn_gro_batch_init(nic->link.gro)) {
 			free(nic->link.gro);
@@ -64,7 +60,7 @@ int srn_nic_create(struct srn_device *dev, struct srn_nic **out, char *err, size
 	}
 	/* Same-host rings bypass the fault injector, so with one every
 	 * packet stays on the socket where it acts.  The trace records ring
-	 * traffic too (transport/txq.c, rx.c). */
+	 * traffic too (link/egress.c, transport/rx.c). */
 	nic->engine.bg_spin_ns = srn_progress_spin_ns(getenv("SOFTRNIC_SPIN_US"));
 	const char *shm_env = getenv("SOFTRNIC_SHM");
 	bool shm_on = !nic->link.udp.fault && !(shm_env && !strcmp(shm_env, "0"));
@@ -79,6 +75,11 @@ int srn_nic_create(struct srn_device *dev, struct srn_nic **out, char *err, size
 		goto fail;
 	}
 	nic->diag.cnt = srn_diag_counters(nic->diag.seg);
+	nic->link.egress = srn_egress_create(&nic->link.udp, &nic->link.shm, nic->diag.cnt, gso);
+	if (!nic->link.egress) {
+		ret = -ENOMEM;
+		goto fail;
+	}
 	/* A name another user holds, or no inbox at all: said once. */
 	if (nic->link.shm.note[0])
 		srn_diag_dev_log(nic->diag.seg, SRN_LOG_WARN, "%s", nic->link.shm.note);
@@ -97,7 +98,7 @@ int srn_nic_create(struct srn_device *dev, struct srn_nic **out, char *err, size
 fail:
 	srn_shm_close(&nic->link.shm);
 	srn_diag_close(nic->diag.seg);
-	free(nic->link.txq);
+	srn_egress_destroy(nic->link.egress);
 	srn_rx_batch_free(&nic->link.rx);
 	srn_udp_close(&nic->link.udp);
 	free(nic);
@@ -123,7 +124,7 @@ void srn_nic_destroy(struct srn_nic *nic)
 	if (nic->link.gro)
 		srn_gro_batch_free(nic->link.gro);
 	free(nic->link.gro);
-	free(nic->link.txq);
+	srn_egress_destroy(nic->link.egress);
 	srn_udp_close(&nic->link.udp);
 	free(nic->tables.mrs);
 	free(nic->tables.mr_keybyte);
@@ -201,7 +202,7 @@ void srn_nic_exit_flush(struct srn_nic *nic)
 
 void srn_nic_unlock(struct srn_nic *nic)
 {
-	if (nic->link.txq->n || nic->link.shm.ndirty) {
+	if (srn_egress_pending(nic->link.egress)) {
 		/* ACKs held by the last poll leave with these packets. */
 		if (nic->lists.ack)
 			srn_ack_flush(nic);

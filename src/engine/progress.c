@@ -398,7 +398,7 @@ int srn_progress_poll(struct srn_nic *nic, bool from_app)
 	 * next verbs call that transmits or polls, or, if it goes quiet, until
 	 * the progress thread takes over (SRN_APP_IDLE_NS to
 	 * SRN_BG_RECHECK_NS later). */
-	bool hold = from_app && nic->lists.ack && !nic->link.txq->n && acks_all_plain(nic);
+	bool hold = from_app && nic->lists.ack && !srn_egress_queued(nic->link.egress) && acks_all_plain(nic);
 	if (hold) {
 		atomic_store(&nic->engine.acks_deferred, true);
 		if (atomic_load(&nic->engine.bg_deep_sleep)) {

@@ -7,7 +7,7 @@
  * shorter) as one message of a sendmmsg (srn_tx_msg.gso_seg, link/udp.h).  Receive: one recvmsg returns several
  * datagrams of one flow back to back with their size in a control message;
  * srn_udp_recv_gro splits them again and says each one's index within its
- * coalesced buffer (IPv4 ID guess, see transport/txq.c).
+ * coalesced buffer (IPv4 ID guess, see link/egress.c).
  */
 #ifndef SRN_LINK_GSO_H
 #define SRN_LINK_GSO_H

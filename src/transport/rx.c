@@ -46,7 +46,7 @@ static void rx_meta(const struct srn_nic *nic, const struct sockaddr *src,
 }
 
 /* Which IPv4 ID did the sender's kernel put in?  0 for a single send; k
- * for segment k of a GSO send (transport/txq.c).  Try the GRO index first
+ * for segment k of a GSO send (link/egress.c).  Try the GRO index first
  * (segments after the first of a bulk transfer: one CRC pass, not two),
  * then 0, then the successor of the last ID that matched, and only then
  * solve. */
@@ -197,7 +197,7 @@ void srn_rx_packet_local(struct srn_nic *nic, const uint8_t *data, uint32_t len,
 {
 	if (nic->link.udp.pcap && len >= SRN_ICRC_LEN) {
 		/* Traced as the UDP link would have carried it (shm_trace in
-		 * txq.c does the same on the sending side). */
+		 * link/egress.c does the same on the sending side). */
 		struct srn_ip_meta m;
 		rx_meta(nic, src, &nic->link.udp.local, &m);
 		uint8_t icrc[SRN_ICRC_LEN];

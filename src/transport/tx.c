@@ -3,8 +3,9 @@
  *
  * A packet is one gathered datagram: [headers][payload pieces straight
  * from registered memory][pad + ICRC], so payload bytes are never copied
- * in user space on the way out.  Packets wait in the transmit queue
- * (txq.c) until the burst ends.
+ * in user space on the way out.  Packets leave through txq.c to the
+ * link's egress (link/egress.h): into a same-host ring at once, or
+ * queued for the socket until the burst ends.
  */
 #include "transport/tx.h"
 
