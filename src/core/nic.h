@@ -121,7 +121,7 @@ struct srn_nic_tables {
  * transport (tx.c, timers.c, qp_effects.c), drained by the engine. */
 struct srn_nic_lists {
 	/* QPs with an ACK to send at the end of the current receive batch,
-	 * and QPs whose transmission stopped on a full socket buffer. */
+	 * and QPs whose transmission stopped on a full same-host ring. */
 	struct srn_qp *ack;
 	struct srn_qp *tx;
 	/* QPs with an armed retransmission or RNR timer; next_deadline is

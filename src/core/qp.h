@@ -33,7 +33,8 @@
  *
  *   comp.una       oldest unacknowledged PSN (the completer's)
  *   req.psn        next PSN to send
- *   req.psn_max    one past the highest PSN sent: go-back-N puts req.psn
+ *   req.psn_max    one past the highest PSN sent (a READ's: one past the
+ *                  last response PSN it reserved): go-back-N puts req.psn
  *                  behind it; an ACK is valid for [comp.una - 1, psn_max)
  *   req.next_psn   first PSN of the next WQE posted (the poster's)
  *
@@ -143,14 +144,16 @@ struct srn_sq {
 struct srn_req {
 	uint32_t cur;                  /* the WQE being transmitted */
 	uint32_t cur_off;              /* bytes of sq.wqe[cur] already sent */
-	bool cur_started;              /* sq.wqe[cur] has its PSNs assigned */
+	bool cur_started;              /* psn lies in sq.wqe[cur]'s range: a packet
+					* of it went out, or go-back-N restarted it */
 	uint32_t sent_end;             /* one past the newest WQE ever started */
 	uint32_t psn;                  /* next PSN to send */
 	uint32_t next_psn;             /* PSN the next posted WQE will start at */
 	uint32_t psn_max;              /* one past the highest PSN ever sent (go-back-N
 					* may put psn behind it) */
 	uint32_t pkts_since_ackreq;
-	bool blocked;                  /* socket full: resume from the progress loop */
+	bool blocked;                  /* a same-host ring was full: resume from the
+					* progress loop (nic->lists.tx) */
 	bool win_full;                 /* wait for SRN_SEND_WINDOW_REOPEN free PSNs */
 	uint32_t rd_atomic_inflight;   /* READ/atomic WQEs sent, not completed */
 };

@@ -18,9 +18,10 @@ enum srn_counter {
 	SRN_CNT_RCVD_PKTS,          /* rcvd_pkts */
 	SRN_CNT_SENT_BYTES,
 	SRN_CNT_RCVD_BYTES,
-	SRN_CNT_RDMA_SENDS,         /* rdma_sends: SEND messages started */
+	SRN_CNT_RDMA_SENDS,         /* rdma_sends: first packets of SENDs sent (resends too) */
 	SRN_CNT_RDMA_RECVS,         /* rdma_recvs: SEND messages delivered */
-	SRN_CNT_DUPLICATE_REQUEST,  /* duplicate_request */
+	SRN_CNT_DUPLICATE_REQUEST,  /* duplicate_request: a request the responder had (also a stale
+				     * ACK/NAK or response the completer drops) */
 	SRN_CNT_OUT_OF_SEQUENCE,    /* out_of_sequence (rxe: rcvd_seq_err): responder saw a PSN gap */
 	SRN_CNT_RCVD_SEQ_ERR,       /* packet_seq_err: NAK-sequence received (requester) */
 	SRN_CNT_SEQ_NAK_SENT,       /* NAK-sequence sent */
@@ -35,8 +36,8 @@ enum srn_counter {
 	SRN_CNT_ADDR_MISMATCH,      /* packet not from the QP's peer */
 	SRN_CNT_QP_STATE_DROP,      /* QP in a state that takes no packets */
 	SRN_CNT_RX_TRUNCATED,       /* datagram larger than the receive buffer */
-	SRN_CNT_TX_EAGAIN,          /* socket buffer full, transmit deferred */
-	SRN_CNT_TX_ERR,             /* send() failed */
+	SRN_CNT_TX_EAGAIN,          /* socket buffer full at flush: packets dropped (RC resends) */
+	SRN_CNT_TX_ERR,             /* a send or doorbell the kernel refused: packets dropped */
 	SRN_CNT_SEND_ERR,           /* send_err: requester error completions */
 	SRN_CNT_LOC_LEN_ERR,
 	SRN_CNT_CQ_OVERFLOW,
@@ -58,7 +59,10 @@ enum srn_counter {
 	SRN_CNT_SHM_RCVD_PKTS,      /* packets received from a same-host ring (also in rcvd_pkts) */
 	SRN_CNT_SHM_RING_FULL,      /* a same-host ring had no room: transmit deferred */
 	SRN_CNT_SHM_DOORBELLS,      /* empty datagrams sent to wake a sleeping receiver */
-	/* Names mlx5 uses for error completions by cause (`rdma statistic`). */
+	/* Names mlx5 uses for error completions by cause (`rdma statistic`)
+	 * and two of rxe's: named so tools written for those find them, but
+	 * nothing counts them yet, so they stay 0 (requester errors are in
+	 * send_err, coalesced ACKs are not counted). */
 	SRN_CNT_REQ_REMOTE_ACCESS_ERR,   /* req_remote_access_errors: NAK remote access received */
 	SRN_CNT_REQ_REMOTE_INVALID_REQ,  /* req_remote_invalid_request: NAK invalid request received */
 	SRN_CNT_RESP_REMOTE_ACCESS_ERR,  /* resp_remote_access_errors: NAK remote access sent */
@@ -69,10 +73,9 @@ enum srn_counter {
 	SRN_CNT_RESP_CQE_FLUSH_ERR,      /* resp_cqe_flush_error */
 	SRN_CNT_ACK_DEFERRED,            /* ack_deferred (rxe): ACKs coalesced into a later one */
 	SRN_CNT_COMPLETER_RETRY_ERR,     /* completer_retry_err (rxe): retries started by the completer */
-	/* Always 0: softrnic has no link to lose and does no ECN/DCQCN; kept
-	 * so tools written for mlx5 find the names they look for. */
 	/* What the fault injector (SOFTRNIC_FAULTS) did, mirrored from the
-	 * link layer once per progress round. */
+	 * link layer once per progress round (engine/progress.c), in this
+	 * order (TX then RX, struct srn_fault_stats). */
 	SRN_CNT_FAULT_TX_DROPPED,
 	SRN_CNT_FAULT_TX_DUPLICATED,
 	SRN_CNT_FAULT_TX_REORDERED,
@@ -83,6 +86,8 @@ enum srn_counter {
 	SRN_CNT_FAULT_RX_REORDERED,
 	SRN_CNT_FAULT_RX_DELAYED,
 	SRN_CNT_FAULT_RX_CORRUPTED,
+	/* Always 0: softrnic has no link to lose and does no ECN/DCQCN; kept
+	 * so tools written for mlx5 find the names they look for. */
 	SRN_CNT_LINK_DOWNED,             /* link_downed */
 	SRN_CNT_NP_CNP_SENT,             /* np_cnp_sent */
 	SRN_CNT_RP_CNP_HANDLED,          /* rp_cnp_handled */

@@ -10,13 +10,18 @@
  * every 64; asking more often keeps the window moving).
  *
  * READ/atomic WQEs are limited to max_rd_atomic outstanding; a FENCEd WQE
- * waits until none is outstanding.  A full socket buffer parks the QP
- * until the progress loop resumes it; nothing is dropped.
+ * waits until none is outstanding.  A full same-host ring refuses the
+ * packet (-EAGAIN): the QP parks on nic->lists.tx until the progress loop
+ * resumes it, nothing sent.  A full socket buffer does not stop us: the
+ * link drops what it cannot send at the flush, a loss on the wire that
+ * go-back-N repairs.
  *
- * Go-back-N: req.cur returns to sq.tail (the WQE holding the oldest
- * unacknowledged PSN) and req.psn to that PSN; send_one derives the packet
- * index from req.psn - first_psn, so the WQE resumes at exactly that
- * packet, and the WQEs after it are resent with the PSNs they had.
+ * Go-back-N: req.cur returns to sq.tail and req.psn to the PSN to resend
+ * from, never before comp.una nor the tail WQE's first PSN (the callers
+ * acknowledge what precedes a NAKed PSN first, so it is comp.una);
+ * send_one derives the packet index from req.psn - first_psn, so the WQE
+ * resumes at exactly that packet, and the WQEs after it are resent with
+ * the PSNs they had.
  */
 #include <errno.h>
 #include <string.h>

@@ -17,9 +17,9 @@ void srn_req_push(struct srn_qp *qp);
 /* Give a newly posted WQE its PSNs (one per packet; a READ one per
  * response packet; binds/invalidates none). */
 void srn_req_number(struct srn_qp *qp, struct srn_swqe *w);
-/* Resend everything from psn (the oldest unacknowledged PSN): the WQE
- * holding it restarts at that packet; a partly answered READ is asked
- * again for the remainder only. */
+/* Resend everything from psn (raised to comp.una and to the tail WQE's
+ * first PSN if behind them): the tail WQE restarts at that packet; a
+ * partly answered READ is asked again for the remainder only. */
 void srn_req_rewind(struct srn_qp *qp, uint32_t psn);
 /* A retry the retry count pays for (timeout, NAK-sequence, implied NAK;
  * `cause` names which, for the QP's event log and the explanation):

@@ -12,13 +12,19 @@
 struct srn_nic;
 struct srn_qp;
 
-/* A request packet left: start the ACK timer if it is not running. */
+/* A request packet left: start the ACK timer if it is not running (and
+ * timeout is not 0).  It expires into go-back-N, except while the QP
+ * waits for room in a same-host ring: then it waits on, unpaid. */
 void srn_timer_sent(struct srn_qp *qp);
-/* An ACK or response acknowledged something: restart or stop. */
+/* An ACK or response acknowledged something: the retry and RNR counts
+ * are restored and the rewound mark cleared; the ACK timer restarts, or
+ * stops when nothing is outstanding. */
 void srn_timer_progress(struct srn_qp *qp);
 /* Wait out an RNR NAK's timer, then resume at psn. */
 void srn_timer_rnr(struct srn_qp *qp, uint32_t psn, uint8_t timer_code);
-/* Stop everything (QP leaving RTS/SQD, destroyed). */
+/* Stop both timers and the RNR wait (the QP leaves RTS/SQD, or its
+ * retries are spent).  It may stay on the timer list: the next run
+ * finds nothing armed and drops it. */
 void srn_timer_stop(struct srn_qp *qp);
 /* Fire what has expired. */
 void srn_timers_run(struct srn_nic *nic, uint64_t now);

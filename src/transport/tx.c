@@ -82,7 +82,7 @@ void srn_ack_flush(struct srn_nic *nic)
 		srn_count(nic->diag.cnt, SRN_CNT_ACKS_SENT, 1);
 	}
 	nic->lists.ack = keep;
-	/* Any kept (socket full) are retried by the next flush, as before
+	/* Any kept (ring full) are retried by the next flush, as before
 	 * holding existed: they are not held for a post. */
 	atomic_store(&nic->engine.acks_deferred, false);
 }

@@ -18,7 +18,9 @@ struct srn_nic;
 struct srn_qp;
 
 /* Build headers, pad and ICRC around payload pieces and send to the QP's
- * peer.  Returns 0, -EAGAIN (socket full; nothing sent) or -errno. */
+ * peer.  Returns 0, -EAGAIN (the peer's same-host ring is full; nothing
+ * sent) or -errno.  A full socket buffer is not -EAGAIN: the link drops
+ * at the flush what it cannot send (link/egress.h). */
 int srn_xmit(struct srn_qp *qp, struct srn_pkt *p, const struct iovec *pay, int npay);
 /* The same to an explicit destination (UD: the address handle's). */
 int srn_xmit_to(struct srn_qp *qp, const struct sockaddr *dst, socklen_t dstlen,
@@ -30,10 +32,10 @@ int srn_xmit_to(struct srn_qp *qp, const struct sockaddr *dst, socklen_t dstlen,
 void srn_ack_schedule(struct srn_qp *qp, uint8_t syndrome, uint32_t psn);
 void srn_ack_flush(struct srn_nic *nic);
 
-/* The socket filled while this QP had more to send: retry it from the
- * progress loop. */
+/* A same-host ring filled while this QP had more to send: retry it from
+ * the progress loop. */
 void srn_tx_defer(struct srn_qp *qp);
-/* Retry QPs whose transmission stopped on a full socket buffer. */
+/* Retry QPs whose transmission stopped on a full ring. */
 void srn_tx_resume(struct srn_nic *nic);
 
 #endif
