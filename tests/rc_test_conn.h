@@ -9,7 +9,7 @@
  * fork is the out-of-band channel (QPN, PSN, GID, addresses, rkeys,
  * barriers), like the TCP exchange of ibv_rc_pingpong.
  *
- * Invariants: every wait here is bounded in time; a failed check prints
+ * Invariants: every wait here is bounded in time; a failed CHECK prints
  * where it failed and exits 1 (the parent then reaps or kills the child).
  */
 #ifndef SRN_TESTS_RC_TEST_CONN_H
@@ -22,17 +22,14 @@
 #include <sys/types.h>
 #include <infiniband/verbs.h>
 
-#define CHECK(c)                                                                         \
-	do {                                                                             \
-		if (!(c)) {                                                              \
-			fprintf(stderr, "[%s] %s:%d: CHECK(%s) failed\n", srn_tc_role,   \
-				__FILE__, __LINE__, #c);                                 \
-			exit(1);                                                         \
-		}                                                                        \
-	} while (0)
-
 /* "parent" or "child": prefixes failure messages so the side is known. */
 extern const char *srn_tc_role;
+
+/* A failed check ends this side at once, named (tests/check.h). */
+#define SRN_CHECK_FATAL
+#define SRN_CHECK_TAG srn_tc_role
+#include "check.h"
+
 
 /* Connection parameters of one RC QP (both ends use the same). */
 struct srn_tc_qp_opts {

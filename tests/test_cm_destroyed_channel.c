@@ -27,17 +27,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 #include <rdma/rdma_cma.h>
-
-static int fails;
-#define CHECK(c, ...)                                                                      \
-	do {                                                                               \
-		if (!(c)) {                                                                \
-			fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);               \
-			fprintf(stderr, __VA_ARGS__);                                      \
-			fputc('\n', stderr);                                               \
-			fails++;                                                           \
-		}                                                                          \
-	} while (0)
+#include "check.h"
 
 struct getter {
 	struct rdma_event_channel *ch;
@@ -122,7 +112,7 @@ int main(void)
 	}
 
 	pthread_detach(ta);
-	if (fails)
+	if (srn_check_failures)
 		return 1;
 	printf("ok: destroyed channels: a late call and a sleeper stay asleep, ids outlive them\n");
 	return 0;   /* exit with the sleepers still asleep, as rping does */

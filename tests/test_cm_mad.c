@@ -9,9 +9,7 @@
 #include <string.h>
 
 #include "cm/mad.h"
-
-static int fails;
-#define CHECK(c) do { if (!(c)) { printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, #c); fails++; } } while (0)
+#include "check.h"
 
 int main(void)
 {
@@ -75,7 +73,7 @@ int main(void)
 		int got = srn_cm_mad_parse(bad, sizeof(bad), &p);
 		if (got != -cases[i].why) {
 			printf("FAIL case %u: got %d want %d\n", i, got, -cases[i].why);
-			fails++;
+			srn_check_failures++;
 		}
 	}
 
@@ -91,6 +89,6 @@ int main(void)
 	      ((struct sockaddr_in *)&ch.dst)->sin_port == htons(7471));
 	h[1] = 0x50;
 	CHECK(srn_cma_hdr_parse(h, sizeof(h), 7471, &ch) == -22);
-	printf(fails ? "FAILED\n" : "ok\n");
-	return fails ? 1 : 0;
+	printf(srn_check_failures ? "FAILED\n" : "ok\n");
+	return srn_check_failures ? 1 : 0;
 }

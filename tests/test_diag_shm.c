@@ -39,19 +39,7 @@
 #include "diag/shm.h"
 #include "engine/diag_tick.h"
 #include "transport/explain.h"
-
-static int failures;
-
-#define CHECK(cond, ...)                                                             \
-	do {                                                                         \
-		if (!(cond)) {                                                       \
-			fprintf(stderr, "%s:%d: CHECK(%s) failed: ", __FILE__, __LINE__, \
-				#cond);                                              \
-			fprintf(stderr, __VA_ARGS__);                                \
-			fputc('\n', stderr);                                         \
-			failures++;                                                  \
-		}                                                                    \
-	} while (0)
+#include "check.h"
 
 static char dir[64];
 static const uint8_t gid5[16] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 127, 0, 0, 5 };
@@ -601,7 +589,7 @@ int main(void)
 	if (dp)
 		closedir(dp);
 	rmdir(dir);
-	if (failures)
-		fprintf(stderr, "%d check(s) failed\n", failures);
-	return failures ? 1 : 0;
+	if (srn_check_failures)
+		fprintf(stderr, "%d check(s) failed\n", srn_check_failures);
+	return srn_check_failures ? 1 : 0;
 }

@@ -13,19 +13,7 @@
 #include <unistd.h>
 
 #include "link/config.h"
-
-static int failures;
-
-#define CHECK(cond, ...)                                                       \
-	do {                                                                       \
-		if (!(cond)) {                                                         \
-			fprintf(stderr, "%s:%d: CHECK(%s) failed: ", __FILE__, __LINE__,   \
-					#cond);                                                    \
-			fprintf(stderr, __VA_ARGS__);                                      \
-			fputc('\n', stderr);                                               \
-			failures++;                                                        \
-		}                                                                      \
-	} while (0)
+#include "check.h"
 
 static struct srn_dev_cfg devs[SRN_MAX_DEVICES];
 static char err[512];
@@ -394,8 +382,8 @@ int main(void)
 	test_ib_mtu();
 	test_detect_mtu();
 	unsetenv("SOFTRNIC_DEVICES");
-	if (failures) {
-		fprintf(stderr, "test_link_config: %d failure(s)\n", failures);
+	if (srn_check_failures) {
+		fprintf(stderr, "test_link_config: %d failure(s)\n", srn_check_failures);
 		return 1;
 	}
 	printf("test_link_config: ok\n");

@@ -23,19 +23,7 @@
 
 #include "link/fault.h"
 #include "link/udp.h"
-
-static int failures;
-
-#define CHECK(cond, ...)                                                       \
-	do {                                                                       \
-		if (!(cond)) {                                                         \
-			fprintf(stderr, "%s:%d: CHECK(%s) failed: ", __FILE__, __LINE__,   \
-					#cond);                                                    \
-			fprintf(stderr, __VA_ARGS__);                                      \
-			fputc('\n', stderr);                                               \
-			failures++;                                                        \
-		}                                                                      \
-	} while (0)
+#include "check.h"
 
 #define N 2000
 #define CHUNK 100                 /* < SRN_FAULT_MAX_HELD: 100 % delay holds a whole chunk */
@@ -798,8 +786,8 @@ int main(void)
 	filter_case("drop=100,opcode=0x0a,qp=0x11", SRN_FAULT_RX, op_0a_and_qp_11);
 	same_seed_same_traffic();
 	srn_rx_batch_free(&rxb);
-	if (failures) {
-		fprintf(stderr, "%d check(s) failed\n", failures);
+	if (srn_check_failures) {
+		fprintf(stderr, "%d check(s) failed\n", srn_check_failures);
 		return 1;
 	}
 	printf("all fault injector checks passed\n");

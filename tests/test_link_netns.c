@@ -22,19 +22,7 @@
 #include <unistd.h>
 
 #include "link/udp.h"
-
-static int failures;
-
-#define CHECK(cond, ...)                                                       \
-	do {                                                                       \
-		if (!(cond)) {                                                         \
-			fprintf(stderr, "%s:%d: CHECK(%s) failed: ", __FILE__, __LINE__,   \
-					#cond);                                                    \
-			fprintf(stderr, __VA_ARGS__);                                      \
-			fputc('\n', stderr);                                               \
-			failures++;                                                        \
-		}                                                                      \
-	} while (0)
+#include "check.h"
 
 static struct srn_dev_cfg cfg[SRN_MAX_DEVICES];
 static struct srn_udp sock[SRN_MAX_DEVICES];
@@ -101,7 +89,7 @@ static int serve(uint32_t mtu)
 		}
 	}
 	CHECK(ndone == n, "serve: %d of %d devices said quit", ndone, n);
-	return failures ? 1 : 0;
+	return srn_check_failures ? 1 : 0;
 }
 
 /* Send len bytes to dst and wait for "pong:len"; retries every 100 ms, at
@@ -185,7 +173,7 @@ static int client(uint32_t mtu, int npeers, char **peers)
 		for (int k = 0; k < 3; k++)
 			srn_udp_sendv(&sock[i], (struct sockaddr *)&dst, dl, &q, 1);
 	}
-	return failures ? 1 : 0;
+	return srn_check_failures ? 1 : 0;
 }
 
 /* With a slow qdisc on the interface, sent packets stay charged to the
@@ -222,7 +210,7 @@ static int eagain(const char *peer)
 	CHECK(rc == 0, "send after drain: %d", rc);
 	printf("eagain: -EAGAIN after %d datagrams, writable again after %.0f ms\n", sent,
 		   (now_s() - t0) * 1e3);
-	return failures ? 1 : 0;
+	return srn_check_failures ? 1 : 0;
 }
 
 int main(int argc, char **argv)

@@ -28,19 +28,7 @@
 #include "link/pcap.h"
 #include "link/udp.h"
 #include "wire/icrc.h"
-
-static int failures;
-
-#define CHECK(cond, ...)                                                       \
-	do {                                                                       \
-		if (!(cond)) {                                                         \
-			fprintf(stderr, "%s:%d: CHECK(%s) failed: ", __FILE__, __LINE__,   \
-					#cond);                                                    \
-			fprintf(stderr, __VA_ARGS__);                                      \
-			fputc('\n', stderr);                                               \
-			failures++;                                                        \
-		}                                                                      \
-	} while (0)
+#include "check.h"
 
 static struct srn_rx_batch rxb;
 static char dir[64];
@@ -473,13 +461,13 @@ int main(void)
 	size_bound();
 	open_errors();
 	srn_rx_batch_free(&rxb);
-	if (!failures) {
+	if (!srn_check_failures) {
 		char cmd[128];
 		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 		if (system(cmd) != 0)
 			fprintf(stderr, "could not remove %s\n", dir);
 	} else {
-		fprintf(stderr, "%d check(s) failed; traces kept in %s\n", failures, dir);
+		fprintf(stderr, "%d check(s) failed; traces kept in %s\n", srn_check_failures, dir);
 		return 1;
 	}
 	printf("all pcap trace checks passed\n");

@@ -14,19 +14,7 @@
 #include <unistd.h>
 
 #include "link/udp.h"
-
-static int failures;
-
-#define CHECK(cond, ...)                                                       \
-	do {                                                                       \
-		if (!(cond)) {                                                         \
-			fprintf(stderr, "%s:%d: CHECK(%s) failed: ", __FILE__, __LINE__,   \
-					#cond);                                                    \
-			fprintf(stderr, __VA_ARGS__);                                      \
-			fputc('\n', stderr);                                               \
-			failures++;                                                        \
-		}                                                                      \
-	} while (0)
+#include "check.h"
 
 #define NPKT 20
 
@@ -186,7 +174,7 @@ static void test_auto_loopback(void)
 	CHECK(rc == 0, "open A: %d %s", rc, err);
 	rc = srn_udp_open(&b, &cb, err, sizeof(err));
 	CHECK(rc == 0, "open B: %d %s", rc, err);
-	if (failures)
+	if (srn_check_failures)
 		return;
 	const struct sockaddr_in *la = (const void *)&a.local, *lb = (const void *)&b.local;
 	printf("auto_loopback: A %s, B %s\n", srn_sockaddr_str((struct sockaddr *)&a.local, s1, sizeof(s1)),
@@ -349,7 +337,7 @@ static void test_ipv6(void)
 	CHECK(rc == 0, "open v6a: %d %s", rc, err);
 	rc = srn_udp_open(&b, &cb, err, sizeof(err));
 	CHECK(rc == 0, "open v6b: %d %s", rc, err);
-	if (failures)
+	if (srn_check_failures)
 		return;
 	CHECK(a.port != 0 && a.port != b.port && ca.port == a.port, "kernel-chosen ports %u %u", a.port, b.port);
 	CHECK(a.family == AF_INET6 && a.local_len == sizeof(struct sockaddr_in6), "v6 local");
@@ -472,8 +460,8 @@ int main(void)
 	test_ipv6();
 	srn_rx_batch_free(&rx);
 	CHECK(rx.bufs == NULL, "free clears");
-	if (failures) {
-		fprintf(stderr, "test_link_udp: %d failure(s)\n", failures);
+	if (srn_check_failures) {
+		fprintf(stderr, "test_link_udp: %d failure(s)\n", srn_check_failures);
 		return 1;
 	}
 	printf("test_link_udp: ok\n");

@@ -33,20 +33,9 @@
 #include <unistd.h>
 
 #include "link/udp.h"
+#include "check.h"
 
-static int failures;
 static int ran;   /* capture sections that ran (not skipped) */
-
-#define CHECK(cond, ...)                                                       \
-	do {                                                                       \
-		if (!(cond)) {                                                         \
-			fprintf(stderr, "%s:%d: CHECK(%s) failed: ", __FILE__, __LINE__,   \
-					#cond);                                                    \
-			fprintf(stderr, __VA_ARGS__);                                      \
-			fputc('\n', stderr);                                               \
-			failures++;                                                        \
-		}                                                                      \
-	} while (0)
 
 #define NSEND 8
 
@@ -160,7 +149,7 @@ static void test_ipv4(void)
 	CHECK(rc == 0, "%s", err);
 	rc = srn_udp_open(&b, &cb, err, sizeof(err));
 	CHECK(rc == 0, "%s", err);
-	if (failures) {
+	if (srn_check_failures) {
 		close(raw);
 		return;
 	}
@@ -312,7 +301,7 @@ static int tun_child(void)
 	ifr.ifr_flags |= IFF_UP;
 	CHECK(ifioctl(sk, SIOCSIFFLAGS, &ifr) == 0, "SIOCSIFFLAGS");
 	close(sk);
-	if (failures)
+	if (srn_check_failures)
 		return 1;
 
 	struct srn_dev_cfg c = { .name = "tun", .family = AF_INET, .port = SRN_ROCE_PORT };
@@ -354,7 +343,7 @@ static int tun_child(void)
 	}
 	srn_udp_close(&u);
 	close(fd);
-	return failures ? 1 : 0;
+	return srn_check_failures ? 1 : 0;
 }
 
 static void test_tun(void)
@@ -363,7 +352,7 @@ static void test_tun(void)
 	pid_t pid = fork();
 	if (pid == 0) {
 		alarm(20);   /* bound the child whatever happens */
-		failures = 0; /* the parent counts its own */
+		srn_check_failures = 0; /* the parent counts its own */
 		exit(tun_child());
 	}
 	int st = 0;
@@ -384,8 +373,8 @@ int main(void)
 	test_ipv4();
 	test_ipv6();
 	test_tun();
-	if (failures) {
-		fprintf(stderr, "test_link_wire: %d failure(s)\n", failures);
+	if (srn_check_failures) {
+		fprintf(stderr, "test_link_wire: %d failure(s)\n", srn_check_failures);
 		return 1;
 	}
 	if (!ran) {

@@ -15,19 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int failures;
-
-#define CHECK(cond, ...)                                                      \
-	do {                                                                  \
-		if (!(cond)) {                                                \
-			if (++failures <= 60) {                               \
-				fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-				fprintf(stderr, __VA_ARGS__);                 \
-				fputc('\n', stderr);                          \
-			}                                                     \
-		}                                                             \
-	} while (0)
+#include "check.h"
 
 static const enum ibv_qp_type types[] = {
 	IBV_QPT_RC, IBV_QPT_UC, IBV_QPT_UD, IBV_QPT_XRC_SEND, IBV_QPT_XRC_RECV,
@@ -608,8 +596,8 @@ int main(void)
 	test_names();
 	test_values();
 	test_cap();
-	if (failures) {
-		fprintf(stderr, "%d failure(s)\n", failures);
+	if (srn_check_failures) {
+		fprintf(stderr, "%d failure(s)\n", srn_check_failures);
 		return 1;
 	}
 	printf("qp rules: all checks passed\n");

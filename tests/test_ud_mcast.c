@@ -23,7 +23,16 @@
 #include <unistd.h>
 #include <infiniband/verbs.h>
 
-#define CHECK(c) do { if (!(c)) { fprintf(stderr, "[%d] %s:%d: CHECK(%s) failed\n", getpid(), __FILE__, __LINE__, #c); exit(1); } } while (0)
+/* Each process stops at its first failed check, named by its pid. */
+static const char *pid_tag(void)
+{
+	static char b[16];
+	snprintf(b, sizeof(b), "%d", (int)getpid());
+	return b;
+}
+#define SRN_CHECK_FATAL
+#define SRN_CHECK_TAG pid_tag()
+#include "check.h"
 #define NRECV 3
 #define NMSG 200
 #define NLATE 50

@@ -28,17 +28,7 @@
 #include <rdma/ib_user_verbs.h>
 #include <rdma/ib_user_sa.h>
 #include <rdma/rdma_user_ioctl_cmds.h>
-
-static int failures;
-
-#define CHECK(cond)                                                            \
-	do {                                                                   \
-		if (!(cond)) {                                                 \
-			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, \
-				__LINE__, #cond);                              \
-			failures++;                                            \
-		}                                                              \
-	} while (0)
+#include "check.h"
 
 #define CHECK_STR(got, want)                                                   \
 	do {                                                                   \
@@ -47,7 +37,7 @@ static int failures;
 			fprintf(stderr, "%s:%d: %s = \"%s\", want \"%s\"\n",   \
 				__FILE__, __LINE__, #got,                      \
 				got_ ? got_ : "(null)", want_);                \
-			failures++;                                            \
+			srn_check_failures++;                                            \
 		}                                                              \
 	} while (0)
 
@@ -872,7 +862,6 @@ static struct ibv_command_buffer *new_cmdb(unsigned int capacity,
 	return b;
 }
 
-
 static void test_private_cmds(void)
 {
 	struct ibv_send_wr swr = { 0 }, *bad_swr = NULL;
@@ -1013,9 +1002,9 @@ int main(void)
 	test_private_cmds();
 	test_private_plumbing();
 
-	if (failures) {
+	if (srn_check_failures) {
 		fprintf(stderr, "test_util_verbs: %d check(s) failed\n",
-			failures);
+			srn_check_failures);
 		return 1;
 	}
 	printf("test_util_verbs: ok\n");

@@ -27,6 +27,7 @@
 
 #include "wire/icrc.h"
 #include "wire/roce_hdr.h"
+#include "check.h"
 
 /* test_wire_util.c */
 int wt_load_vectors(const char *path);
@@ -35,19 +36,6 @@ const uint8_t *wt_vec_frame(int i, size_t *len);
 int wt_vec_find(const char *id);
 int wt_hex(const char *hex, uint8_t *out, size_t max);
 uint64_t wt_rand(uint64_t *state);
-
-static int fails;
-
-#define CHECK(cond, ...)						\
-	do {								\
-		if (!(cond)) {						\
-			fails++;					\
-			fprintf(stderr, "%s:%d: CHECK(%s) failed: ",	\
-				__FILE__, __LINE__, #cond);		\
-			fprintf(stderr, __VA_ARGS__);			\
-			fputc('\n', stderr);				\
-		}							\
-	} while (0)
 
 /* Masking-invariance pair (docs/wire.md §5.3): the two frames differ only
  * in masked fields (TOS, TTL, IP and UDP checksums, BTH byte 4), so they
@@ -407,7 +395,7 @@ int main(int argc, char **argv)
 	solve_vector("E2", 0x0478);
 	test_solve_random();
 
-	if (fails)
-		fprintf(stderr, "test_wire_icrc: %d check(s) failed\n", fails);
-	return fails ? 1 : 0;
+	if (srn_check_failures)
+		fprintf(stderr, "test_wire_icrc: %d check(s) failed\n", srn_check_failures);
+	return srn_check_failures ? 1 : 0;
 }

@@ -27,6 +27,7 @@
 #include "wire/icrc.h"
 #include "wire/opcode.h"
 #include "wire/roce_hdr.h"
+#include "check.h"
 
 /* test_wire_util.c */
 int wt_load_vectors(const char *path);
@@ -34,19 +35,6 @@ const char *wt_vec_id(int i);
 const uint8_t *wt_vec_frame(int i, size_t *len);
 int wt_vec_find(const char *id);
 uint64_t wt_rand(uint64_t *state);
-
-static int fails;
-
-#define CHECK(cond, ...)						\
-	do {								\
-		if (!(cond)) {						\
-			fails++;					\
-			fprintf(stderr, "%s:%d: CHECK(%s) failed: ",	\
-				__FILE__, __LINE__, #cond);		\
-			fprintf(stderr, __VA_ARGS__);			\
-			fputc('\n', stderr);				\
-		}							\
-	} while (0)
 
 /* Every scalar field of struct srn_pkt, for field-by-field comparison. */
 #define PKT_FIELDS(X)							\
@@ -396,7 +384,6 @@ struct vec_expect {
 #define V(_id, pl, ...)	{ .id = _id, .payload = pl, \
 			  .p = { .pkey = 0xffff, __VA_ARGS__ } }
 
-
 /* The UDP (or GRH) payload of vector i, copied to an exact-size buffer. */
 static uint8_t *vector_payload(int i, size_t *len)
 {
@@ -637,7 +624,7 @@ int main(int argc, char **argv)
 	test_rejects(n);
 	test_udp_sport();
 
-	if (fails)
-		fprintf(stderr, "test_wire_pkt: %d check(s) failed\n", fails);
-	return fails ? 1 : 0;
+	if (srn_check_failures)
+		fprintf(stderr, "test_wire_pkt: %d check(s) failed\n", srn_check_failures);
+	return srn_check_failures ? 1 : 0;
 }

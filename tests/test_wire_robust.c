@@ -18,25 +18,13 @@
 
 #include "wire/icrc.h"
 #include "wire/opcode.h"
+#include "check.h"
 
 /* test_wire_util.c */
 uint64_t wt_rand(uint64_t *state);
 
 #define ITERATIONS	200000
 #define MAX_LEN		400
-
-static int fails;
-
-#define CHECK(cond, ...)						\
-	do {								\
-		if (!(cond)) {						\
-			fails++;					\
-			fprintf(stderr, "%s:%d: CHECK(%s) failed: ",	\
-				__FILE__, __LINE__, #cond);		\
-			fprintf(stderr, __VA_ARGS__);			\
-			fputc('\n', stderr);				\
-		}							\
-	} while (0)
 
 static uint8_t known_ops[256];
 static int nknown;
@@ -238,7 +226,7 @@ int main(void)
 	      "%d of %d mutated accepted", accepted_mut, mutated);
 	printf("test_wire_robust: %d buffers, %d accepted, %d of %d mutated "
 	       "accepted\n", ITERATIONS, accepted, accepted_mut, mutated);
-	if (fails)
-		fprintf(stderr, "test_wire_robust: %d check(s) failed\n", fails);
-	return fails ? 1 : 0;
+	if (srn_check_failures)
+		fprintf(stderr, "test_wire_robust: %d check(s) failed\n", srn_check_failures);
+	return srn_check_failures ? 1 : 0;
 }
