@@ -176,6 +176,7 @@ if [ "$IDLE_S" != 0 ]; then
 	ldd "$BUILD/lib/libibverbs.so.1" 2>/dev/null | grep -q libasan && san="-fsanitize=address,undefined"
 	ldd "$BUILD/lib/libibverbs.so.1" 2>/dev/null | grep -q libtsan && san="-fsanitize=thread"
 	if cc -std=gnu11 -O2 -Wall -Wextra -Werror $san -o "$tmp/idle_qps" "$SRC/bench/idle_qps.c" \
+		"$SRC/tools/common/qp_up.c" -I"$SRC/tools" \
 		-L"$BUILD/lib" -l:libibverbs.so.1 -Wl,-rpath,"$BUILD/lib" 2>"$tmp/cc.err"; then
 		HAVE_IDLE=1
 	else

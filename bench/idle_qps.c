@@ -32,6 +32,8 @@
 #include <unistd.h>
 #include <infiniband/verbs.h>
 
+#include "common/qp_up.h"     /* tools/common: the shared bring-up */
+
 #define BUF_SIZE   4096
 #define WRITES     16
 #define XCHG_MS    10000
@@ -103,34 +105,13 @@ static long long proc_ticks(void)
 
 static void to_rts(struct ibv_qp *qp, const struct info *peer)
 {
-	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
-				 .qp_access_flags = IBV_ACCESS_REMOTE_WRITE };
-
-	CHECK(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-			    IBV_QP_ACCESS_FLAGS) == 0);
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = IBV_MTU_1024;
-	a.dest_qp_num = peer->qpn;
-	a.rq_psn = 0;
-	a.max_dest_rd_atomic = 1;
+	struct srn_qp_up_attr a = srn_qp_up_defaults();
+	a.hop_limit = 1;
+	a.access = IBV_ACCESS_REMOTE_WRITE;
 	a.min_rnr_timer = 12;
-	a.ah_attr.is_global = 1;
-	a.ah_attr.grh.dgid = peer->gid;
-	a.ah_attr.grh.hop_limit = 1;
-	a.ah_attr.port_num = 1;
-	CHECK(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-			    IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
-			    IBV_QP_MIN_RNR_TIMER) == 0);
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.sq_psn = 0;
-	a.timeout = 14;
-	a.retry_cnt = 7;
-	a.rnr_retry = 7;
-	a.max_rd_atomic = 1;
-	CHECK(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-			    IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC) == 0);
+	const struct srn_qp_up_peer p = { .qpn = peer->qpn, .psn = 0, .gid = peer->gid };
+	const char *step;
+	CHECK(srn_qp_up(qp, &a, 0, &p, &step) == 0);
 }
 
 static void write_and_wait(struct ibv_qp *qp, struct ibv_cq *cq, struct ibv_mr *mr,

@@ -16,6 +16,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/qp_up.h"
+
 static int die(const char *what)
 {
 	fprintf(stderr, "diag_leak_prog: %s failed\n", what);
@@ -84,37 +86,14 @@ int main(void)
 	union ibv_gid gid;
 	if (ibv_query_gid(ctx, 1, 0, &gid))
 		return die("ibv_query_gid");
-	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
-				 .qp_access_flags = IBV_ACCESS_REMOTE_WRITE };
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-					 IBV_QP_ACCESS_FLAGS))
-		return die("modify INIT");
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = IBV_MTU_1024;
-	a.dest_qp_num = qp->qp_num;
-	a.rq_psn = 0x100;
-	a.max_dest_rd_atomic = 1;
+	/* Connected to itself: both directions start at PSN 0x100. */
+	struct srn_qp_up_attr a = srn_qp_up_defaults();
+	a.access = IBV_ACCESS_REMOTE_WRITE;
 	a.min_rnr_timer = 12;
-	a.ah_attr.is_global = 1;
-	a.ah_attr.grh.dgid = gid;
-	a.ah_attr.grh.hop_limit = 64;
-	a.ah_attr.port_num = 1;
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-					 IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
-					 IBV_QP_MIN_RNR_TIMER))
-		return die("modify RTR");
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.sq_psn = 0x100;
-	a.timeout = 14;
-	a.retry_cnt = 7;
-	a.rnr_retry = 7;
-	a.max_rd_atomic = 1;
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT |
-					 IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-					 IBV_QP_MAX_QP_RD_ATOMIC))
-		return die("modify RTS");
+	const struct srn_qp_up_peer self = { .qpn = qp->qp_num, .psn = 0x100, .gid = gid };
+	const char *step;
+	if (srn_qp_up(qp, &a, 0x100, &self, &step))
+		return die(step);
 
 	struct ibv_sge rsge = { .addr = (uintptr_t)mr[1]->addr, .length = 64, .lkey = mr[1]->lkey };
 	struct ibv_recv_wr rwr = { .wr_id = 1, .sg_list = &rsge, .num_sge = 1 }, *bad_r;

@@ -19,6 +19,8 @@
 #include <sys/socket.h>
 #include <sys/wait.h>
 
+#include "common/qp_up.h"
+
 const char *srn_tc_role = "parent";
 
 double srn_tc_now(void)
@@ -188,33 +190,19 @@ struct srn_tc_qp_opts srn_tc_default_opts(void)
 void srn_tc_connect(struct ibv_qp *qp, const union ibv_gid *dgid, uint32_t dqpn,
 		    uint32_t rq_psn, uint32_t sq_psn, const struct srn_tc_qp_opts *o)
 {
-	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
-				 .qp_access_flags = (unsigned)o->access };
-	CHECK(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-			    IBV_QP_ACCESS_FLAGS) == 0);
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = o->mtu;
-	a.dest_qp_num = dqpn;
-	a.rq_psn = rq_psn;
-	a.max_dest_rd_atomic = o->rd_atomic;
+	struct srn_qp_up_attr a = srn_qp_up_defaults();
+	a.hop_limit = 1;
+	a.mtu = o->mtu;
+	a.access = (unsigned)o->access;
+	a.max_rd_atomic = o->rd_atomic;
 	a.min_rnr_timer = o->min_rnr_timer;
-	a.ah_attr.is_global = 1;
-	a.ah_attr.grh.dgid = *dgid;
-	a.ah_attr.grh.hop_limit = 1;
-	a.ah_attr.port_num = 1;
-	CHECK(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-			    IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
-			    IBV_QP_MIN_RNR_TIMER) == 0);
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.sq_psn = sq_psn;
 	a.timeout = o->timeout;
 	a.retry_cnt = o->retry_cnt;
 	a.rnr_retry = o->rnr_retry;
-	a.max_rd_atomic = o->rd_atomic;
-	CHECK(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-			    IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC) == 0);
+	const struct srn_qp_up_peer peer = { .qpn = dqpn, .psn = rq_psn, .gid = *dgid };
+	const char *step;
+	int ret = srn_qp_up(qp, &a, sq_psn, &peer, &step);
+	CHECK(ret == 0, "%s: %s", step, strerror(-ret));
 }
 
 struct ibv_wc srn_tc_poll_one(struct ibv_cq *cq, double timeout_s)

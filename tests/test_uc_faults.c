@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <sys/socket.h>
 
+#include "common/qp_up.h"
 #include "rc_test_conn.h"
 
 #define NMSG 600
@@ -33,27 +34,16 @@ struct hdr {
 	uint32_t seq, len, crc, pad;
 };
 
+/* UC to the peer, both directions starting at PSN 77. */
 static void uc_connect(struct ibv_qp *qp, const union ibv_gid *dgid, uint32_t dqpn)
 {
-	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
-				 .qp_access_flags = IBV_ACCESS_REMOTE_WRITE };
-	CHECK(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-			    IBV_QP_ACCESS_FLAGS) == 0);
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = IBV_MTU_1024;
-	a.dest_qp_num = dqpn;
-	a.rq_psn = 77;
-	a.ah_attr.is_global = 1;
-	a.ah_attr.grh.dgid = *dgid;
-	a.ah_attr.grh.hop_limit = 1;
-	a.ah_attr.port_num = 1;
-	CHECK(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-			    IBV_QP_RQ_PSN) == 0);
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.sq_psn = 77;
-	CHECK(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN) == 0);
+	struct srn_qp_up_attr a = srn_qp_up_defaults();
+	a.hop_limit = 1;
+	a.access = IBV_ACCESS_REMOTE_WRITE;
+	const struct srn_qp_up_peer peer = { .qpn = dqpn, .psn = 77, .gid = *dgid };
+	const char *step;
+	int ret = srn_qp_up(qp, &a, 77, &peer, &step);
+	CHECK(ret == 0, "%s: %s", step, strerror(-ret));
 }
 
 /* FNV-1a over the payload. */

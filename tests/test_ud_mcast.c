@@ -23,6 +23,8 @@
 #include <unistd.h>
 #include <infiniband/verbs.h>
 
+#include "common/qp_up.h"
+
 /* Each process stops at its first failed check, named by its pid. */
 static const char *pid_tag(void)
 {
@@ -108,13 +110,11 @@ static void ep_open(struct ep *e, size_t bufsz)
 		.cap = { .max_send_wr = 64, .max_recv_wr = 512, .max_send_sge = 1, .max_recv_sge = 1 } };
 	e->qp = ibv_create_qp(e->pd, &ia);
 	CHECK(e->mr && e->qp);
-	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = QKEY };
-	CHECK(ibv_modify_qp(e->qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY) == 0);
-	a.qp_state = IBV_QPS_RTR;
-	CHECK(ibv_modify_qp(e->qp, &a, IBV_QP_STATE) == 0);
-	a.qp_state = IBV_QPS_RTS;
-	a.sq_psn = 0;
-	CHECK(ibv_modify_qp(e->qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN) == 0);
+	struct srn_qp_up_attr a = srn_qp_up_defaults();
+	a.qkey = QKEY;
+	const char *step;
+	int ret = srn_qp_up(e->qp, &a, 0, NULL, &step);
+	CHECK(ret == 0, "%s: %s", step, strerror(-ret));
 }
 
 static void post_recvs(struct ep *e, int n)

@@ -29,6 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/qp_up.h"
 #include "perf_conn.h"
 
 #define CONN_MAGIC 0x53524e63u /* "SRNc" */
@@ -468,57 +469,33 @@ int srn_conn_local_qp(struct ibv_qp *qp, uint8_t port, int gid_index,
 	return 0;
 }
 
-/* The address of `remote` as RTR (RC, UC) and address handles (UD) take it. */
-static void fill_ah_attr(struct ibv_ah_attr *ah, const struct srn_conn_qp_attr *a,
-			 const struct srn_conn_qp *remote)
+/* The shared bring-up's view of a perf connection: its defaults (RC
+ * timers, hop limit 64) with this run's port, GID, MTU, depth and rights. */
+static void up_attr(struct srn_qp_up_attr *u, struct srn_qp_up_peer *peer,
+		    const struct srn_conn_qp_attr *a, const struct srn_conn_qp *remote)
 {
-	memset(ah, 0, sizeof(*ah));
-	/* RoCE: the GRH carries the address, so is_global is mandatory. */
-	ah->is_global = 1;
-	ah->grh.dgid = remote->gid;
-	ah->grh.sgid_index = (uint8_t)a->gid_index;
-	ah->grh.hop_limit = 64;
-	ah->dlid = remote->lid;
-	ah->port_num = a->port;
-}
-
-/* UD: no peer in the QP, no path MTU, no ACKs; only the Q_Key that
- * incoming datagrams must carry (INIT) and the first PSN (RTS). */
-static int ud_qp_up(struct ibv_qp *qp, const struct srn_conn_qp_attr *a,
-		    const struct srn_conn_qp *local, const char **step)
-{
-	struct ibv_qp_attr attr = {
-		.qp_state = IBV_QPS_INIT,
-		.pkey_index = 0,
-		.port_num = a->port,
-		.qkey = SRN_CONN_UD_QKEY,
-	};
-	int ret;
-
-	*step = "INIT";
-	ret = ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-					      IBV_QP_QKEY);
-	if (ret)
-		return -ret;
-	memset(&attr, 0, sizeof(attr));
-	attr.qp_state = IBV_QPS_RTR;
-	*step = "RTR";
-	ret = ibv_modify_qp(qp, &attr, IBV_QP_STATE);
-	if (ret)
-		return -ret;
-	attr.qp_state = IBV_QPS_RTS;
-	attr.sq_psn = local->psn;
-	*step = "RTS";
-	ret = ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_SQ_PSN);
-	return ret ? -ret : 0;
+	*u = srn_qp_up_defaults();
+	u->port = a->port;
+	u->sgid_index = (uint8_t)a->gid_index;
+	u->mtu = a->mtu;
+	u->max_rd_atomic = a->max_rd_atomic;
+	u->access = a->access;
+	u->qkey = SRN_CONN_UD_QKEY;
+	*peer = (struct srn_qp_up_peer){ 0 };
+	if (remote)     /* UD names its peers per send */
+		*peer = (struct srn_qp_up_peer){ .qpn = remote->qpn, .psn = remote->psn,
+						 .lid = remote->lid, .gid = remote->gid };
 }
 
 struct ibv_ah *srn_conn_ud_ah(struct ibv_pd *pd, const struct srn_conn_qp_attr *a,
 			      const struct srn_conn_qp *remote)
 {
+	struct srn_qp_up_attr u;
+	struct srn_qp_up_peer peer;
 	struct ibv_ah_attr ah;
 
-	fill_ah_attr(&ah, a, remote);
+	up_attr(&u, &peer, a, remote);
+	srn_qp_up_ah_attr(&ah, &u, &peer);
 	return ibv_create_ah(pd, &ah);
 }
 
@@ -526,56 +503,11 @@ int srn_conn_qp_up(struct ibv_qp *qp, const struct srn_conn_qp_attr *a,
 		   const struct srn_conn_qp *local,
 		   const struct srn_conn_qp *remote, const char **step)
 {
-	bool rc = qp->qp_type == IBV_QPT_RC;
-	struct ibv_qp_attr attr = {
-		.qp_state = IBV_QPS_INIT,
-		.pkey_index = 0,
-		.port_num = a->port,
-		.qp_access_flags = a->access,
-	};
-	int mask, ret;
+	struct srn_qp_up_attr u;
+	struct srn_qp_up_peer peer;
 
-	if (qp->qp_type == IBV_QPT_UD)
-		return ud_qp_up(qp, a, local, step);
-	*step = "INIT";
-	ret = ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-					      IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
-	if (ret)
-		return -ret;
-
-	memset(&attr, 0, sizeof(attr));
-	attr.qp_state = IBV_QPS_RTR;
-	attr.path_mtu = a->mtu;
-	attr.dest_qp_num = remote->qpn;
-	attr.rq_psn = remote->psn;
-	fill_ah_attr(&attr.ah_attr, a, remote);
-	mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-	       IBV_QP_RQ_PSN;
-	if (rc) {
-		attr.max_dest_rd_atomic = a->max_rd_atomic;
-		attr.min_rnr_timer = 1; /* 0.01 ms: receivers here repost at once */
-		mask |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
-	}
-	*step = "RTR";
-	ret = ibv_modify_qp(qp, &attr, mask);
-	if (ret)
-		return -ret;
-
-	memset(&attr, 0, sizeof(attr));
-	attr.qp_state = IBV_QPS_RTS;
-	attr.sq_psn = local->psn;
-	mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
-	if (rc) {
-		attr.timeout = 14;   /* 4.096 us << 14 = 67 ms */
-		attr.retry_cnt = 7;
-		attr.rnr_retry = 7;  /* infinite: a slow receiver is not an error */
-		attr.max_rd_atomic = a->max_rd_atomic;
-		mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-			IBV_QP_MAX_QP_RD_ATOMIC;
-	}
-	*step = "RTS";
-	ret = ibv_modify_qp(qp, &attr, mask);
-	return ret ? -ret : 0;
+	up_attr(&u, &peer, a, remote);
+	return srn_qp_up(qp, &u, local->psn, &peer, step);
 }
 
 const char *srn_conn_gid_str(const union ibv_gid *gid, char *buf, size_t len)
