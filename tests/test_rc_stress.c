@@ -57,6 +57,7 @@
 #include <unistd.h>
 #include <sys/mman.h>
 
+#include "diag/qp_state.h"
 #include "rc_test_conn.h"
 
 #define NQP 4
@@ -722,9 +723,6 @@ static void dump_state(void)
 		}
 }
 
-static const char *const qp_state_name[] = { "RESET", "INIT", "RTR", "RTS", "SQD", "SQE",
-					     "ERR" };
-
 /* A failure: say everything that may explain it, then exit 1.  The first
  * error of a QP is often on the other CQ or only an async event. */
 static void die(void)
@@ -736,10 +734,9 @@ static void die(void)
 	for (int i = 0; i < NQP; i++) {
 		struct ibv_qp_attr a;
 		struct ibv_qp_init_attr ia;
-		if (q[i].qp && ibv_query_qp(q[i].qp, &a, IBV_QP_STATE, &ia) == 0 &&
-		    a.qp_state <= IBV_QPS_ERR)
+		if (q[i].qp && ibv_query_qp(q[i].qp, &a, IBV_QP_STATE, &ia) == 0)
 			fprintf(stderr, "[%s]   qp %d state %s\n", srn_tc_role, i,
-				qp_state_name[a.qp_state]);
+				srn_qp_state_name(a.qp_state));
 	}
 	double end = srn_tc_now() + 0.2;
 	unsigned ok = 0, flushed = 0;

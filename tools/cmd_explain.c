@@ -335,7 +335,7 @@ static int explain_qp_log(const struct srn_seg_filter *f, uint32_t qpn)
 			bool gone = sl.kind != SRN_DIAG_QP;
 			printf("%sqp 0x%06x  pid %d (%s) %s  %s %s%s\n", found ? "\n" : "", qpn, s->pid,
 			       s->comm, s->dev, srn_qp_type_str(sl.qp.type),
-			       srn_qp_state_str(sl.qp.state), gone ? "  (destroyed)" : "");
+			       srn_qp_state_name(sl.qp.state), gone ? "  (destroyed)" : "");
 			found++;
 			size_t k = srn_seg_qp_log(s, idx, sl.gen, e, SRN_DIAG_LOG_ENTRIES);
 			for (size_t j = 0; j < k; j++) {

@@ -205,7 +205,7 @@ static void print_qp(struct srn_out *o, const struct live_set *ls, const struct 
 
 	srn_out_hex(o, "qpn", q->qpn, 6);
 	srn_out_str(o, "type", srn_qp_type_str(q->type));
-	srn_out_str(o, "state", srn_qp_state_str(q->state));
+	srn_out_str(o, "state", srn_qp_state_name(q->state));
 	out_ref(o, "pd", ls, q->pd, SRN_DIAG_PD);
 	out_ref(o, "scq", ls, q->scq, SRN_DIAG_CQ);
 	out_ref(o, "rcq", ls, q->rcq, SRN_DIAG_CQ);

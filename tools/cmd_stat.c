@@ -182,10 +182,10 @@ static void print_qps(struct srn_out *o, const struct stat_opts *op, const struc
 		srn_out_obj_begin(o, NULL);
 		if (o->mode == SRN_OUT_TABLE)
 			fprintf(o->f, "  %s  %s %s\n", head, srn_qp_type_str(sl.qp.type),
-				srn_qp_state_str(sl.qp.state));
+				srn_qp_state_name(sl.qp.state));
 		srn_out_u64(o, "qpn", sl.qp.qpn);
 		srn_out_str(o, "type", srn_qp_type_str(sl.qp.type));
-		srn_out_str(o, "state", srn_qp_state_str(sl.qp.state));
+		srn_out_str(o, "state", srn_qp_state_name(sl.qp.state));
 		/* Keyed by slot and generation: a new QP in the slot starts afresh. */
 		uint64_t key_scope = (uint64_t)(i + 1) << 32 | sl.gen;
 		print_set(o, op, s->path, key_scope, s->qpcnames, sl.qp.cnt, s->nqp_counters, smp,

@@ -277,16 +277,6 @@ const char *srn_level_str(uint32_t level)
 	return level < sizeof(names) / sizeof(names[0]) ? names[level] : "?";
 }
 
-const char *srn_qp_state_str(uint32_t state)
-{
-	static const char *const names[] = {
-		[IBV_QPS_RESET] = "RESET", [IBV_QPS_INIT] = "INIT", [IBV_QPS_RTR] = "RTR",
-		[IBV_QPS_RTS] = "RTS",     [IBV_QPS_SQD] = "SQD",   [IBV_QPS_SQE] = "SQE",
-		[IBV_QPS_ERR] = "ERR",
-	};
-	return state < sizeof(names) / sizeof(names[0]) && names[state] ? names[state] : "?";
-}
-
 const char *srn_qp_type_str(uint32_t type)
 {
 	switch (type) {

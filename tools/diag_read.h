@@ -20,6 +20,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "diag/qp_state.h"     /* srn_qp_state_name: the library's table */
 #include "diag_seg.h"
 
 struct srn_seg_filter {
@@ -58,7 +59,6 @@ const char *srn_proc_state_name(enum srn_proc_state s);
 uint64_t srn_mono_now(void);
 const char *srn_kind_name(uint32_t kind);
 const char *srn_level_str(uint32_t level);    /* enum srn_log_level */
-const char *srn_qp_state_str(uint32_t state);
 const char *srn_qp_type_str(uint32_t type);
 void srn_access_str(uint32_t access, char *buf, size_t len);
 void srn_gid_addr_str(const uint8_t gid[16], char *buf, size_t len);

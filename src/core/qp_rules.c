@@ -174,11 +174,6 @@ static const struct qp_transition qp_table[SRN_QP_NUM_STATES][SRN_QP_NUM_STATES]
 	},
 };
 
-static const char *const state_names[SRN_QP_NUM_STATES] = {
-	[IBV_QPS_RESET] = "RESET", [IBV_QPS_INIT] = "INIT", [IBV_QPS_RTR] = "RTR",
-	[IBV_QPS_RTS] = "RTS",     [IBV_QPS_SQD] = "SQD",   [IBV_QPS_SQE] = "SQE",
-	[IBV_QPS_ERR] = "ERR",
-};
 _Static_assert(IBV_QPS_RESET == 0 && IBV_QPS_ERR == 6, "state numbering");
 
 /* Names of attr_mask bits 0..25; 21..24 were kernel-only (SMAC, VID). */
@@ -222,11 +217,6 @@ static int type_col(enum ibv_qp_type t)
 static bool state_ok(int s)
 {
 	return s >= IBV_QPS_RESET && s <= IBV_QPS_ERR;
-}
-
-const char *srn_qp_state_name(enum ibv_qp_state s)
-{
-	return state_ok((int)s) ? state_names[s] : "?";
 }
 
 const char *srn_qp_type_name(enum ibv_qp_type t)
@@ -327,8 +317,8 @@ int srn_qp_explain_transition(enum ibv_qp_type type, enum ibv_qp_state cur,
 	int next = (mask & IBV_QP_STATE) ? (int)attr->qp_state : (int)cur;
 	if (!state_ok(next))
 		return reject(buf, len, "%s %s: qp_state %d is not a QP state", tn,
-			      state_names[cur], next);
-	const char *cn = state_names[cur], *nn = state_names[next];
+			      srn_qp_state_name(cur), next);
+	const char *cn = srn_qp_state_name(cur), *nn = srn_qp_state_name(next);
 
 	/* CUR_STATE lets the caller assert what it believes the state is;
 	 * only meaningful in the states from which the QP can move on its own

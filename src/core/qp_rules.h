@@ -32,6 +32,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "diag/qp_state.h"     /* srn_qp_state_name */
+
 #define SRN_QP_NUM_STATES (IBV_QPS_ERR + 1)
 #define SRN_QP_QPN_MASK 0xffffffu /* BTH DestQP is 24 bits */
 /* Every attr_mask bit the verbs header has ever defined: 0..25. */
@@ -88,8 +90,6 @@ int srn_qp_mask_supported(int mask);
 int srn_qp_transition_masks(enum ibv_qp_type type, enum ibv_qp_state cur,
 			    enum ibv_qp_state next, int *required, int *optional);
 
-/* "RESET", "INIT", "RTR", "RTS", "SQD", "SQE", "ERR"; "?" if out of range. */
-const char *srn_qp_state_name(enum ibv_qp_state s);
 /* "RC", "UC", "UD", "XRC_SEND", "XRC_RECV", ...; "?" if unknown. */
 const char *srn_qp_type_name(enum ibv_qp_type t);
 /* Name of one mask bit without the IBV_QP_ prefix ("PKEY_INDEX"); NULL if

@@ -1,5 +1,5 @@
 /*
- * names.c - names for what the diagnostics print: QP states, completion
+ * names.c - names for what the diagnostics print: completion
  * statuses, AETH syndromes, and what a QP's peer said last (from its slot).
  * Pure functions of their arguments and the slot; no object is read.
  */
@@ -9,16 +9,6 @@
 
 #include "diag/clock.h"
 #include "wire/roce_hdr.h"
-
-const char *srn_diag_qp_state_name(enum ibv_qp_state s)
-{
-	static const char *const names[] = {
-		[IBV_QPS_RESET] = "RESET", [IBV_QPS_INIT] = "INIT", [IBV_QPS_RTR] = "RTR",
-		[IBV_QPS_RTS] = "RTS",     [IBV_QPS_SQD] = "SQD",   [IBV_QPS_SQE] = "SQE",
-		[IBV_QPS_ERR] = "ERR",
-	};
-	return (unsigned)s < sizeof(names) / sizeof(names[0]) && names[s] ? names[s] : "?";
-}
 
 static const char *const wc_status_names[] = {
 	[IBV_WC_SUCCESS] = "SUCCESS",

@@ -10,8 +10,6 @@
 
 #include "diag/shm.h"
 
-/* "RTS" for IBV_QPS_RTS, for state-change lines. */
-const char *srn_diag_qp_state_name(enum ibv_qp_state s);
 /* "RETRY_EXC_ERR" for IBV_WC_RETRY_EXC_ERR. */
 const char *srn_diag_wc_status_name(enum ibv_wc_status st);
 /* "ACK", "RNR NAK (timer 14)", "NAK remote access error", ... */

@@ -17,6 +17,7 @@
 #include "core/qp_rules.h"
 #include "core/srq.h"
 #include "diag/names.h"
+#include "diag/qp_state.h"
 #include "transport/complete.h"
 #include "transport/qp_effects.h"
 #include "transport/requester.h"
@@ -181,8 +182,8 @@ SRN_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int 
 	if (!ret)
 		ret = srn_qp_modify(qp, attr, mask);
 	if (!ret && qp->state != from)
-		srn_diag_log(qp->diag, SRN_LOG_INFO, "state %s -> %s", srn_diag_qp_state_name(from),
-			     srn_diag_qp_state_name(qp->state));
+		srn_diag_log(qp->diag, SRN_LOG_INFO, "state %s -> %s", srn_qp_state_name(from),
+			     srn_qp_state_name(qp->state));
 	srn_diag_snap(qp->diag);
 	srn_nic_unlock(nic);
 	return -ret;
