@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "common/qp_up.h"
+#include "diag/clock.h"
 
 static int die(const char *what)
 {
@@ -28,8 +29,7 @@ static int die(const char *what)
 static int wait_cqes(struct ibv_cq *cq, int n)
 {
 	struct ibv_wc wc[4];
-	struct timespec start, now;
-	clock_gettime(CLOCK_MONOTONIC, &start);
+	uint64_t end = srn_now_ns() + 5000000000ull;
 	while (n > 0) {
 		int got = ibv_poll_cq(cq, 4, wc);
 		if (got < 0)
@@ -41,8 +41,7 @@ static int wait_cqes(struct ibv_cq *cq, int n)
 				return -1;
 			}
 		n -= got;
-		clock_gettime(CLOCK_MONOTONIC, &now);
-		if (now.tv_sec - start.tv_sec > 5)
+		if (srn_now_ns() > end)
 			return -1;
 	}
 	return 0;

@@ -20,14 +20,13 @@
 #include <sys/wait.h>
 
 #include "common/qp_up.h"
+#include "diag/clock.h"
 
 const char *srn_tc_role = "parent";
 
 double srn_tc_now(void)
 {
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+	return (double)srn_now_ns() / 1e9;
 }
 
 double srn_tc_cpu_s(void)

@@ -40,16 +40,10 @@
 #include "engine/diag_tick.h"
 #include "transport/explain.h"
 #include "check.h"
+#include "diag/clock.h"
 
 static char dir[64];
 static const uint8_t gid5[16] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 127, 0, 0, 5 };
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static void seg_path(const char *dev, char *buf, size_t len)
 {
@@ -145,8 +139,8 @@ static void race_write(struct race *r, uint32_t i)
 static void *writer(void *arg)
 {
 	struct race *r = arg;
-	uint64_t until = mono_ns() + 5ull * 1000000000ull;
-	while (!atomic_load(&r->reading) && mono_ns() < until)
+	uint64_t until = srn_now_ns() + 5ull * 1000000000ull;
+	while (!atomic_load(&r->reading) && srn_now_ns() < until)
 		sched_yield();
 	for (uint32_t i = 1; i <= WRITES; i++) {
 		race_write(r, i);
@@ -161,7 +155,7 @@ static void *reader(void *arg)
 	struct race *r = arg;
 	struct srn_diag_slot copy;
 	uint32_t last = 0;
-	uint64_t deadline = mono_ns() + 30ull * 1000000000ull;
+	uint64_t deadline = srn_now_ns() + 30ull * 1000000000ull;
 	atomic_store(&r->reading, true);
 	for (unsigned long n = 0; n < 50000000ul; n++) {
 		bool finished = atomic_load(&r->done);
@@ -177,7 +171,7 @@ static void *reader(void *arg)
 				r->consistent++;
 			last = i;
 		}
-		if (finished || mono_ns() > deadline)
+		if (finished || srn_now_ns() > deadline)
 			break;
 	}
 	return NULL;
@@ -356,7 +350,7 @@ static void test_snapshots(struct srn_diag *d, const struct srn_diag_seg *ro)
 	CHECK(ro->slots[opd->idx].pd.users == 2, "pd users");
 
 	/* srn_diag_tick refreshes at most every SRN_DIAG_TICK_NS. */
-	uint64_t t0 = mono_ns() + 2 * SRN_DIAG_TICK_NS;
+	uint64_t t0 = srn_now_ns() + 2 * SRN_DIAG_TICK_NS;
 	srn_diag_tick(d, t0);
 	CHECK(srn_diag_deadline(d) == 0, "deadline right after a refresh");
 	mr.length = 4096;

@@ -24,6 +24,7 @@
 #include "link/fault.h"
 #include "link/udp.h"
 #include "check.h"
+#include "diag/clock.h"
 
 #define N 2000
 #define CHUNK 100                 /* < SRN_FAULT_MAX_HELD: 100 % delay holds a whole chunk */
@@ -31,13 +32,6 @@
 #define PHASE_LIMIT_NS 10000000000ull  /* a phase that has not seen its datagrams by then fails */
 
 static struct srn_rx_batch rxb;
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static struct srn_dev_cfg lo_cfg(const char *name)
 {
@@ -244,9 +238,9 @@ static uint64_t taken(const struct chunk *c, const struct srn_udp *rx, bool held
 static void drain(struct srn_udp *tx, struct srn_udp *rx, struct obs *o, struct chunk *c,
 				  int phase)
 {
-	uint64_t start = now_ns();
-	while (now_ns() - start < PHASE_LIMIT_NS) {
-		uint64_t t = now_ns();
+	uint64_t start = srn_now_ns();
+	while (srn_now_ns() - start < PHASE_LIMIT_NS) {
+		uint64_t t = srn_now_ns();
 		uint64_t rx_next = srn_udp_fault_next_ns(rx);
 		if (phase == 1) {
 			if (taken(c, rx, true) == on_wire(c, tx, true))
@@ -282,7 +276,7 @@ static void run_traffic(struct srn_udp *tx, struct srn_udp *rx, int n, struct ob
 	o->n = 0;
 	for (int i0 = 0; i0 < n; i0 += CHUNK) {
 		struct chunk c = { *stats_or_zero(tx), *stats_or_zero(rx), 0, 0 };
-		uint64_t t = now_ns();
+		uint64_t t = srn_now_ns();
 		for (int i = i0; i < i0 + CHUNK && i < n; i++) {
 			int rc = send_pkt_at(tx, rx, (uint32_t)i, t);
 			CHECK(rc == 0, "send %d: %s", i, strerror(-rc));
@@ -460,10 +454,10 @@ static void delay_needs_flush(void)
 	if (rc)
 		return;
 	pattern_plain();
-	uint64_t t0 = now_ns();
+	uint64_t t0 = srn_now_ns();
 	for (uint32_t i = 0; i < 50; i++)
 		CHECK(send_pkt(&a, &b, i) == 0, "send");
-	uint64_t t1 = now_ns();
+	uint64_t t1 = srn_now_ns();
 	uint64_t next = srn_udp_fault_next_ns(&a);
 	CHECK(next >= t0 + 40000000ull && next <= t1 + 40000000ull,
 		  "next_ns %llu not 40 ms after the first send (%llu)", (unsigned long long)next,
@@ -472,18 +466,18 @@ static void delay_needs_flush(void)
 	CHECK(srn_udp_recv_batch(&b, &rxb, NULL) == 0, "a delayed packet arrived without a flush");
 	/* One clock reading for the comparison and the flush: read twice, a
 	 * preemption in between could carry the flush past the deadline. */
-	uint64_t t = now_ns();
+	uint64_t t = srn_now_ns();
 	if (t < next)
 		CHECK(srn_udp_fault_flush(&a, t) == 0, "flush before the deadline sent packets");
 	/* Every packet's own deadline (the last was sent at t1) has passed. */
-	while (now_ns() < t1 + 40000000ull)
+	while (srn_now_ns() < t1 + 40000000ull)
 		usleep(1000);
-	CHECK(srn_udp_fault_flush(&a, now_ns()) == 50, "flush after the deadline did not send 50");
+	CHECK(srn_udp_fault_flush(&a, srn_now_ns()) == 50, "flush after the deadline did not send 50");
 	CHECK(srn_udp_fault_next_ns(&a) == 0, "next_ns after the flush");
 	static struct obs o;
 	o.n = 0;
-	uint64_t end = now_ns() + 1000000000ull;
-	while (o.n < 50 && now_ns() < end) {
+	uint64_t end = srn_now_ns() + 1000000000ull;
+	while (o.n < 50 && srn_now_ns() < end) {
 		int n = srn_udp_recv_batch(&b, &rxb, NULL);
 		for (int i = 0; i < n; i++)
 			record(&o, rxb.pkt[i].data, rxb.pkt[i].len, 2);
@@ -514,8 +508,8 @@ static void held_bound(void)
 	/* a sent the 44 past its bound at once; b, far from its own bound,
 	 * holds all of them. */
 	int got = 0;
-	uint64_t end = now_ns() + 200000000ull;
-	while (now_ns() < end) {
+	uint64_t end = srn_now_ns() + 200000000ull;
+	while (srn_now_ns() < end) {
 		int n = srn_udp_recv_batch(&b, &rxb, NULL);
 		got += n > 0 ? n : 0;
 	}
@@ -528,8 +522,8 @@ static void held_bound(void)
 		CHECK(send_pkt(&a, &b, i) == 0, "send");
 	CHECK(srn_udp_fault_stats(&a)->tx_delayed == SRN_FAULT_MAX_HELD, "tx bound passed");
 	got = 0;
-	end = now_ns() + 500000000ull;
-	while (now_ns() < end && got < 44) {
+	end = srn_now_ns() + 500000000ull;
+	while (srn_now_ns() < end && got < 44) {
 		int n = srn_udp_recv_batch(&b, &rxb, NULL);
 		got += n > 0 ? n : 0;
 	}
@@ -756,7 +750,7 @@ static void parser_invalid(void)
 	CHECK(strstr(err, "badfaults") && strstr(err, "dup=lots"), "open message: %s", err);
 	rc = open_with(&u, "nofaults", NULL, err, sizeof(err));
 	CHECK(rc == 0 && !u.hooked && !srn_udp_fault_stats(&u) && !srn_udp_fault_next_ns(&u) &&
-			  srn_udp_fault_flush(&u, now_ns()) == 0,
+			  srn_udp_fault_flush(&u, srn_now_ns()) == 0,
 		  "without SOFTRNIC_FAULTS: no hooks");
 	if (!rc)
 		srn_udp_close(&u);

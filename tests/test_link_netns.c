@@ -23,19 +23,13 @@
 
 #include "link/udp.h"
 #include "check.h"
+#include "diag/clock.h"
 
 static struct srn_dev_cfg cfg[SRN_MAX_DEVICES];
 static struct srn_udp sock[SRN_MAX_DEVICES];
 static int nopen;
 static struct srn_rx_batch rx;
 static uint8_t big[65536];
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 /* Open every configured device; expect_mtu 0 skips the MTU check. */
 static int open_all(uint32_t expect_mtu)
@@ -66,8 +60,8 @@ static int serve(uint32_t mtu)
 		return 1;
 	bool done[SRN_MAX_DEVICES] = { false };
 	int ndone = 0;
-	double end = now_s() + 20.0;
-	while (ndone < n && now_s() < end) {
+	double end = (srn_now_ns() / 1e9) + 20.0;
+	while (ndone < n && (srn_now_ns() / 1e9) < end) {
 		struct pollfd p[SRN_MAX_DEVICES];
 		for (int i = 0; i < n; i++)
 			p[i] = (struct pollfd){ .fd = sock[i].fd, .events = POLLIN };
@@ -198,7 +192,7 @@ static int eagain(const char *peer)
 		sent++;
 	}
 	CHECK(rc == -EAGAIN, "after %d sends: %d, want -EAGAIN", sent, rc);
-	double t0 = now_s();
+	double t0 = (srn_now_ns() / 1e9);
 	struct pollfd p = { .fd = sock[0].fd, .events = POLLOUT };
 	CHECK(poll(&p, 1, 5000) == 1, "socket never became writable again");
 	rc = -EAGAIN;
@@ -209,7 +203,7 @@ static int eagain(const char *peer)
 	}
 	CHECK(rc == 0, "send after drain: %d", rc);
 	printf("eagain: -EAGAIN after %d datagrams, writable again after %.0f ms\n", sent,
-		   (now_s() - t0) * 1e3);
+		   ((srn_now_ns() / 1e9) - t0) * 1e3);
 	return srn_check_failures ? 1 : 0;
 }
 

@@ -29,16 +29,10 @@
 #include "link/udp.h"
 #include "wire/icrc.h"
 #include "check.h"
+#include "diag/clock.h"
 
 static struct srn_rx_batch rxb;
 static char dir[64];
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static void unhex(const char *h, uint8_t *out)
 {
@@ -129,8 +123,8 @@ static int send_roce(struct srn_udp *from, const struct srn_udp *to, uint32_t ps
 static int recv_until(struct srn_udp *u, uint64_t *delivered, uint64_t want)
 {
 	const struct srn_fault_stats *st = srn_udp_fault_stats(u);
-	uint64_t start = *delivered, end = now_ns() + 10000000000ull;
-	while (*delivered + (st ? st->rx_dropped : 0) < want && now_ns() < end) {
+	uint64_t start = *delivered, end = srn_now_ns() + 10000000000ull;
+	while (*delivered + (st ? st->rx_dropped : 0) < want && srn_now_ns() < end) {
 		int n = srn_udp_recv_batch(u, &rxb, NULL);
 		if (n > 0)
 			*delivered += (uint64_t)n;
@@ -146,12 +140,12 @@ static int recv_until(struct srn_udp *u, uint64_t *delivered, uint64_t want)
 static int drain(struct srn_udp *u)
 {
 	int got = 0;
-	uint64_t end = now_ns() + 2000000000ull, quiet = now_ns();
-	while (now_ns() < end && now_ns() - quiet < 5000000ull) {
+	uint64_t end = srn_now_ns() + 2000000000ull, quiet = srn_now_ns();
+	while (srn_now_ns() < end && srn_now_ns() - quiet < 5000000ull) {
 		int n = srn_udp_recv_batch(u, &rxb, NULL);
 		if (n > 0) {
 			got += n;
-			quiet = now_ns();
+			quiet = srn_now_ns();
 		} else {
 			usleep(100);
 		}
@@ -377,18 +371,18 @@ static void buffering(void)
 		return;
 	CHECK(file_size(p) == 24 && srn_udp_fault_next_ns(&a) == 0, "fresh trace: %lld bytes",
 		  (long long)file_size(p));
-	uint64_t t0 = now_ns();
+	uint64_t t0 = srn_now_ns();
 	CHECK(send_roce(&a, &b, 1, 100, 0) == 0, "send");
-	uint64_t t1 = now_ns(), next = srn_udp_fault_next_ns(&a);
+	uint64_t t1 = srn_now_ns(), next = srn_udp_fault_next_ns(&a);
 	CHECK(next >= t0 + SRN_PCAP_FLUSH_NS && next <= t1 + SRN_PCAP_FLUSH_NS,
 		  "next_ns not 100 ms after the record");
-	/* next - 1, not now_ns(): the rule under test is "nothing before the
+	/* next - 1, not srn_now_ns(): the rule under test is "nothing before the
 	 * deadline", and a stall of this thread must not pass the deadline. */
 	CHECK(srn_udp_fault_flush(&a, next - 1) == 0 && file_size(p) == 24,
 		  "written before 100 ms: %lld bytes", (long long)file_size(p));
-	while (now_ns() < next)
+	while (srn_now_ns() < next)
 		usleep(2000);
-	srn_udp_fault_flush(&a, now_ns());
+	srn_udp_fault_flush(&a, srn_now_ns());
 	CHECK(file_size(p) == 24 + 16 + 42 + 12 + 100 + 4 && srn_udp_fault_next_ns(&a) == 0,
 		  "after the deadline: %lld bytes", (long long)file_size(p));
 	srn_udp_close(&a);

@@ -34,6 +34,7 @@
 
 #include "link/udp.h"
 #include "check.h"
+#include "diag/clock.h"
 
 static int ran;   /* capture sections that ran (not skipped) */
 
@@ -49,13 +50,6 @@ struct seen {
 
 static char magic[48];
 
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 /* Collect up to NSEND captured IPv4 packets whose UDP payload starts with
  * magic+tag, for at most 2 s. */
 static void capture4(int raw, const char *tag, struct seen *s)
@@ -63,8 +57,8 @@ static void capture4(int raw, const char *tag, struct seen *s)
 	uint8_t buf[2048];
 	size_t ml = strlen(magic), tl = strlen(tag);
 	memset(s, 0, sizeof(*s));
-	double end = now_s() + 2.0;
-	for (int iter = 0; iter < 100000 && s->count < NSEND && now_s() < end; iter++) {
+	double end = (srn_now_ns() / 1e9) + 2.0;
+	for (int iter = 0; iter < 100000 && s->count < NSEND && (srn_now_ns() / 1e9) < end; iter++) {
 		struct pollfd p = { .fd = raw, .events = POLLIN };
 		if (poll(&p, 1, 100) != 1)
 			continue;
@@ -91,8 +85,8 @@ static void capture6(int raw, const char *tag, struct seen *s)
 	uint8_t buf[2048];
 	size_t ml = strlen(magic), tl = strlen(tag);
 	memset(s, 0, sizeof(*s));
-	double end = now_s() + 2.0;
-	for (int iter = 0; iter < 100000 && s->count < NSEND && now_s() < end; iter++) {
+	double end = (srn_now_ns() / 1e9) + 2.0;
+	for (int iter = 0; iter < 100000 && s->count < NSEND && (srn_now_ns() / 1e9) < end; iter++) {
 		struct pollfd p = { .fd = raw, .events = POLLIN };
 		if (poll(&p, 1, 100) != 1)
 			continue;
@@ -237,8 +231,8 @@ static int tun_read(int fd, struct seen *s, int want, size_t *len)
 {
 	uint8_t buf[70000];
 	memset(s, 0, sizeof(*s));
-	double end = now_s() + 2.0;
-	for (int iter = 0; iter < 1000 && s->count < want && now_s() < end; iter++) {
+	double end = (srn_now_ns() / 1e9) + 2.0;
+	for (int iter = 0; iter < 1000 && s->count < want && (srn_now_ns() / 1e9) < end; iter++) {
 		struct pollfd p = { .fd = fd, .events = POLLIN };
 		if (poll(&p, 1, 100) != 1)
 			continue;

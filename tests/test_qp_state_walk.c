@@ -27,6 +27,7 @@
  * Exit 0 pass, 1 fail, 77 skip (no device).
  */
 #include "core/qp_rules.h"
+#include "diag/clock.h"
 
 #include <errno.h>
 #include <infiniband/verbs.h>
@@ -95,14 +96,6 @@ static const char *bits(int mask)
 
 	turn = (turn + 1) % 4;
 	return srn_qp_mask_str(mask, buf[turn], sizeof(buf[turn]));
-}
-
-static int64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000ll + ts.tv_nsec;
 }
 
 /*
@@ -208,10 +201,10 @@ static int query(struct walk *w, struct ibv_qp_attr *q)
  * leave SQD (except to ERR) until it has.  Bounded wait. */
 static int wait_drained(struct walk *w)
 {
-	int64_t deadline = now_ns() + DRAIN_WAIT_NS;
+	int64_t deadline = (int64_t)srn_now_ns() + DRAIN_WAIT_NS;
 	struct ibv_qp_attr q;
 
-	for (int i = 0; i < 20000 && now_ns() < deadline; i++) {
+	for (int i = 0; i < 20000 && (int64_t)srn_now_ns() < deadline; i++) {
 		if (query(w, &q))
 			return -1;
 		if (q.qp_state == IBV_QPS_SQD && !q.sq_draining)

@@ -35,6 +35,7 @@ static const char *pid_tag(void)
 #define SRN_CHECK_FATAL
 #define SRN_CHECK_TAG pid_tag()
 #include "check.h"
+#include "diag/clock.h"
 #define NRECV 3
 #define NMSG 200
 #define NLATE 50
@@ -59,13 +60,6 @@ struct ep {
 	struct ibv_mr *mr;
 	uint8_t *buf;
 };
-
-static double now_s(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + t.tv_nsec / 1e9;
-}
 
 /* Optionally move this (single-threaded) process into a namespace and pin
  * its device to an address, before the device is opened. */
@@ -131,8 +125,8 @@ static void post_recvs(struct ep *e, int n)
 static int receive(struct ep *e, int want, double secs, uint8_t *seen, int credit_fd, int idx)
 {
 	int got = 0;
-	double t0 = now_s();
-	while (got < want && now_s() - t0 < secs) {
+	double t0 = (srn_now_ns() / 1e9);
+	while (got < want && (srn_now_ns() / 1e9) - t0 < secs) {
 		struct ibv_wc wc[16];
 		int n = ibv_poll_cq(e->cq, 16, wc);
 		CHECK(n >= 0);
@@ -197,14 +191,14 @@ static void receiver(int idx, union ibv_gid grp, int ready_fd, int go_fd, int re
  * and then the sender goes on and the count at the end fails the test. */
 static void wait_credit(int fd, int *taken, int need)
 {
-	double t0 = now_s();
+	double t0 = (srn_now_ns() / 1e9);
 	for (;;) {
 		int low = taken[0];
 		for (int i = 1; i < NRECV; i++)
 			low = taken[i] < low ? taken[i] : low;
 		if (low >= need)
 			return;
-		double left = CREDIT_WAIT_S - (now_s() - t0);
+		double left = CREDIT_WAIT_S - ((srn_now_ns() / 1e9) - t0);
 		if (left <= 0) {
 			fprintf(stderr, "sender: a receiver reported only %d of %d messages in %.0f s; "
 				"going on\n", low, need, CREDIT_WAIT_S);
@@ -276,10 +270,10 @@ int main(void)
 		wr.wr.ud.remote_qkey = QKEY;
 		CHECK(ibv_post_send(s.qp, &wr, &bad) == 0);
 		struct ibv_wc wc;
-		double t0 = now_s();
+		double t0 = (srn_now_ns() / 1e9);
 		int n;
 		while ((n = ibv_poll_cq(s.cq, 1, &wc)) == 0)
-			CHECK(now_s() - t0 < 5);
+			CHECK((srn_now_ns() / 1e9) - t0 < 5);
 		CHECK(n == 1 && wc.status == IBV_WC_SUCCESS);
 	}
 	for (int i = 0; i < NRECV; i++) {

@@ -310,7 +310,7 @@ static void print_kind(struct srn_out *o, const struct res_opts *op, const struc
 static void print_seg(struct srn_out *o, const struct res_opts *op, const struct srn_seg *s,
 		      const struct live_set *ls)
 {
-	uint64_t now = srn_mono_now();
+	uint64_t now = srn_now_ns();
 	unsigned count[SRN_DIAG__KINDS] = { 0 };
 	uint64_t mr_bytes = 0;
 	for (size_t i = 0; i < ls->n; i++) {

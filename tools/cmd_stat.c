@@ -298,7 +298,7 @@ static int watch(const struct stat_opts *op)
 			while (nanosleep(&ts, &ts) && errno == EINTR)
 				;
 		}
-		uint64_t now = srn_mono_now();
+		uint64_t now = srn_now_ns();
 		struct sample smp = { .prev = prev, .dt = n ? (double)(now - last) / 1e9 : 0,
 				      .have_prev = n > 0 };
 		last = now;

@@ -33,13 +33,6 @@ const char *srn_diag_dir(void)
 	return d && *d ? d : SRN_DIAG_DEFAULT_DIR;
 }
 
-uint64_t srn_mono_now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static const char *file_type(mode_t m)
 {
 	return S_ISFIFO(m) ? "a FIFO"

@@ -20,6 +20,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "diag/clock.h"         /* srn_now_ns: the segment's time base */
 #include "diag/qp_state.h"     /* srn_qp_state_name: the library's table */
 #include "diag_seg.h"
 
@@ -56,7 +57,6 @@ void srn_segs_note_others(FILE *f, const struct srn_seg_set *set);
 
 const char *srn_proc_state_name(enum srn_proc_state s);
 
-uint64_t srn_mono_now(void);
 const char *srn_kind_name(uint32_t kind);
 const char *srn_level_str(uint32_t level);    /* enum srn_log_level */
 const char *srn_qp_type_str(uint32_t type);

@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "common/qp_up.h"
+#include "diag/clock.h"
 #include "perf_conn.h"
 
 #define CONN_MAGIC 0x53524e63u /* "SRNc" */
@@ -38,10 +39,7 @@
 
 static int64_t now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return (int64_t)(srn_now_ns() / 1000000);
 }
 
 /* ---- payload writer / reader ---- */

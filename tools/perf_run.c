@@ -132,14 +132,6 @@ bool srn_perf_op_atomic(enum srn_perf_op op)
 	return op == SRN_PERF_CAS || op == SRN_PERF_FAA;
 }
 
-uint64_t srn_perf_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 int srn_perf_fail(struct srn_perf_ctx *c, int err, const char *fmt, ...)
 {
 	va_list ap;
@@ -336,7 +328,7 @@ struct waiter {
 
 static void waiter_init(struct waiter *w, const struct srn_perf_run *run, const char *what)
 {
-	uint64_t now = srn_perf_now_ns();
+	uint64_t now = srn_now_ns();
 
 	*w = (struct waiter){ .run = run, .start = now, .last_progress = now,
 			      .last_peer = now, .last_cb = now, .what = what };
@@ -375,7 +367,7 @@ static int reap(struct srn_perf_ctx *c, struct waiter *w)
 
 			if (n < 0)
 				return n;
-			uint64_t now = srn_perf_now_ns();
+			uint64_t now = srn_now_ns();
 			if (n)
 				w->last_progress = now;
 			ret = tick(c, w, now);
@@ -463,7 +455,7 @@ static int post_one(struct srn_perf_ctx *c, uint32_t q, uint32_t size, struct wa
 
 		if (n < 0)
 			return n;
-		ret = tick(c, w, srn_perf_now_ns());
+		ret = tick(c, w, srn_now_ns());
 		if (ret)
 			return ret;
 	}
@@ -542,7 +534,7 @@ static int wait_ping(struct srn_perf_ctx *c, int q, uint32_t size, uint8_t want,
 				return b;
 			}
 		}
-		ret = tick(c, w, srn_perf_now_ns());
+		ret = tick(c, w, srn_now_ns());
 		if (ret == -ETIMEDOUT) {
 			const struct srn_perf_qp *x = &c->qps[q];
 			size_t len = strlen(c->err);
@@ -592,7 +584,7 @@ static int client_lat(struct srn_perf_ctx *c, const struct srn_perf_run *run,
 		uint32_t q = (uint32_t)(i % c->p.qps);
 		struct srn_perf_qp *x = &c->qps[q];
 		uint8_t mark = (uint8_t)(1 + x->uses++ % 254);
-		uint64_t t0 = srn_perf_now_ns(), t1, idx = x->posted;
+		uint64_t t0 = srn_now_ns(), t1, idx = x->posted;
 		bool final = i + 1 == iters || (deadline && t0 >= deadline);
 		int from;
 
@@ -611,7 +603,7 @@ static int client_lat(struct srn_perf_ctx *c, const struct srn_perf_run *run,
 
 				if (n < 0)
 					return n;
-				ret = n ? 0 : tick(c, &w, srn_perf_now_ns());
+				ret = n ? 0 : tick(c, &w, srn_now_ns());
 				if (ret)
 					return ret;
 			}
@@ -624,7 +616,7 @@ static int client_lat(struct srn_perf_ctx *c, const struct srn_perf_run *run,
 						     "0x%02x, expected QP index %u, 0x%02x", from, ret, q,
 						     mark);
 		}
-		t1 = srn_perf_now_ns();
+		t1 = srn_now_ns();
 		c->samples[i++] = t1 - t0;
 		w.done = i;
 		w.last_progress = t1;
@@ -638,7 +630,7 @@ static int client_lat(struct srn_perf_ctx *c, const struct srn_perf_run *run,
 			break;
 	}
 	res->iters = i;
-	res->elapsed_ns = srn_perf_now_ns() - w.start;
+	res->elapsed_ns = srn_now_ns() - w.start;
 	res->samples = c->samples;
 	return reap(c, &w);
 }
@@ -661,7 +653,7 @@ static int serve_pingpong(struct srn_perf_ctx *c, const struct srn_perf_run *run
 		b = wait_ping(c, (int)q, run->size, want, &w, &from);
 		if (b < 0)
 			return b;
-		w.last_progress = srn_perf_now_ns();
+		w.last_progress = srn_now_ns();
 		c->qps[from].tx[run->size - 1] = (uint8_t)b;
 		ret = post_one(c, (uint32_t)from, run->size, &w);
 		if (ret)
@@ -718,7 +710,7 @@ static int client_bw(struct srn_perf_ctx *c, const struct srn_perf_run *run,
 		active += !x->final_posted;
 	}
 	while (active) {
-		uint64_t now = srn_perf_now_ns();
+		uint64_t now = srn_now_ns();
 		int n;
 
 		for (uint32_t q = 0; q < p->qps; q++) {
@@ -756,7 +748,7 @@ static int client_bw(struct srn_perf_ctx *c, const struct srn_perf_run *run,
 			return ret;
 	}
 	res->iters = total;
-	res->elapsed_ns = srn_perf_now_ns() - w.start;
+	res->elapsed_ns = srn_now_ns() - w.start;
 	res->samples = NULL;
 	return 0;
 }
@@ -817,7 +809,7 @@ static int receive(struct srn_perf_ctx *c, const struct srn_perf_run *run, uint6
 					goto out;
 			}
 		}
-		now = srn_perf_now_ns();
+		now = srn_now_ns();
 		if (n)
 			w.last_progress = now;
 		w.done = r.count;

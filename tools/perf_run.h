@@ -39,6 +39,7 @@
 
 #include <infiniband/verbs.h>
 
+#include "diag/clock.h"
 #include "perf_conn.h"
 
 enum srn_perf_op {
@@ -160,7 +161,6 @@ const char *srn_perf_qp_type_title(enum ibv_qp_type t); /* "UD" */
 int srn_perf_qp_type_parse(const char *s);
 /* The only types the tool runs: it still faces types from a peer. */
 bool srn_perf_qp_type_known(enum ibv_qp_type t);
-uint64_t srn_perf_now_ns(void);
 
 /* Leave a message in c->err and return err (a negative errno). */
 int srn_perf_fail(struct srn_perf_ctx *c, int err, const char *fmt, ...)

@@ -586,9 +586,9 @@ static int server_check(struct session *s, const struct srn_perf_run *run,
 	if (p->test == SRN_PERF_LAT)
 		return srn_perf_check_rx(&s->c, run->size - 1, run->seed, sent);
 	/* write bw: RC completions mean placed; UC packets may be in flight. */
-	until = srn_perf_now_ns() + (p->qp_type == IBV_QPT_UC ? UC_CHECK_NS : 0);
+	until = srn_now_ns() + (p->qp_type == IBV_QPT_UC ? UC_CHECK_NS : 0);
 	while ((ret = srn_perf_check_rx(&s->c, run->size, run->seed, sent)) &&
-	       srn_perf_now_ns() < until)
+	       srn_now_ns() < until)
 		usleep(1000);
 	*received = total;
 	return ret;
