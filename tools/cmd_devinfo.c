@@ -27,6 +27,7 @@
 
 #include <infiniband/verbs.h>
 
+#include "link/config.h"     /* the library's configuration parser */
 #include "subcommands.h"
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
@@ -34,9 +35,6 @@
 /* Caps on device-reported table lengths (see the file comment). */
 #define DEVINFO_MAX_GIDS 1024
 #define DEVINFO_MAX_PKEYS 1024
-
-/* RoCEv2's IANA-assigned UDP port (IBTA Annex A17). */
-#define ROCEV2_UDP_PORT 4791
 
 struct devinfo_opts {
 	const char *devname; /* -d: only this device */
@@ -514,57 +512,21 @@ static int show_pkeys(struct ibv_context *ctx, uint8_t port,
 }
 
 /*
- * The "port=" of one configuration entry ("name=...,addr=...,port=...")
- * if the entry describes devname, else 0.  An entry without "name=" names
- * device softrnic<index>, as the library numbers them.
- */
-static unsigned entry_udp_port(char *entry, int index, const char *devname)
-{
-	char *kv, *save = NULL, defname[32];
-	const char *name = defname;
-	long port = ROCEV2_UDP_PORT;
-
-	snprintf(defname, sizeof(defname), "softrnic%d", index);
-	for (kv = strtok_r(entry, ", \t\n", &save); kv;
-	     kv = strtok_r(NULL, ", \t\n", &save)) {
-		if (!strncmp(kv, "name=", 5))
-			name = kv + 5;
-		else if (!strncmp(kv, "port=", 5))
-			port = strtol(kv + 5, NULL, 10);
-	}
-	if (strcmp(name, devname) || port <= 0 || port > 65535)
-		return 0;
-	return (unsigned)port;
-}
-
-/*
- * The UDP port of device devname, from the configuration the library read:
- * SOFTRNIC_DEVICES (entries split by ';'), else the SOFTRNIC_CONFIG file
- * (one entry per line, '#' comments); 4791 when neither names a port.
+ * The UDP port of device devname, from the configuration the library
+ * read, parsed by the library's own parser (link/config.c: the same
+ * sources, syntax and defaults); SRN_ROCE_PORT if it does not parse or
+ * does not name the device (then the library did not open it either).
  */
 static unsigned config_udp_port(const char *devname)
 {
-	const char *env = getenv("SOFTRNIC_DEVICES");
-	const char *file = getenv("SOFTRNIC_CONFIG");
-	unsigned port = 0;
-	char *copy, *entry, *save = NULL, line[1024];
-	int index = 0;
-	FILE *f;
+	struct srn_dev_cfg cfg[SRN_MAX_DEVICES];
+	char err[256];
+	int n = srn_config_load(cfg, SRN_MAX_DEVICES, err, sizeof(err));
 
-	if (env && (copy = strdup(env))) {
-		for (entry = strtok_r(copy, ";", &save); entry && !port;
-		     entry = strtok_r(NULL, ";", &save))
-			port = entry_udp_port(entry, index++, devname);
-		free(copy);
-	} else if (!env && file && *file && (f = fopen(file, "re"))) {
-		while (!port && fgets(line, sizeof(line), f)) {
-			line[strcspn(line, "#")] = '\0';
-			if (line[strspn(line, " \t\n")])
-				port = entry_udp_port(line, index++, devname);
-		}
-		fclose(f);
-	}
-	return port ? port : ROCEV2_UDP_PORT;
+	for (int i = 0; i < n; i++)
+		if (!strcmp(cfg[i].name, devname))
+			return cfg[i].port;
+	return SRN_ROCE_PORT;
 }
 
 /* softrnic's own lines: where the device's packets come from. */
