@@ -18,10 +18,7 @@
  * provider sizes a stack array with it), verbs_init_cq (fills public
  * struct ibv_cq fields) and ibv_query_gid_type (answers from the GID table).
  *
- * The prototypes are rdma-core 44's (libibverbs/driver.h, cmd_ioctl.h),
- * which are not installed; the structures only pass through as pointers,
- * so they stay incomplete here except struct ibv_command_buffer, whose
- * head is read by __ioctl_final_num_attrs.
+ * The prototypes are rdma-core 44's, in private_abi.h.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -33,89 +30,7 @@
 #include <rdma/rdma_user_ioctl_cmds.h>
 
 #include "abi/export.h"
-
-/* Provider-side structures: opaque here. */
-struct verbs_device_ops;
-struct verbs_context_ops;
-struct verbs_sysfs_dev;
-struct verbs_xrcd;
-struct verbs_mr;
-struct verbs_cq;
-struct verbs_srq;
-struct verbs_qp;
-struct verbs_flow_action;
-struct verbs_counters;
-struct verbs_dm;
-
-/* The legacy write() command and response structures: opaque here. */
-struct ibv_get_context;
-struct ibv_query_port;
-struct ibv_alloc_pd;
-struct ibv_open_xrcd;
-struct ibv_reg_mr;
-struct ibv_rereg_mr;
-struct ibv_alloc_mw;
-struct ibv_create_cq;
-struct ibv_create_cq_ex;
-struct ibv_resize_cq;
-struct ibv_modify_cq;
-struct ibv_create_srq;
-struct ibv_create_xsrq;
-struct ibv_modify_srq;
-struct ibv_query_srq;
-struct ibv_create_qp;
-struct ibv_create_qp_ex;
-struct ibv_open_qp;
-struct ibv_query_qp;
-struct ibv_modify_qp;
-struct ibv_modify_qp_ex;
-struct ibv_create_wq;
-struct ibv_modify_wq;
-struct ib_uverbs_get_context_resp;
-struct ib_uverbs_ex_query_device_resp;
-struct ib_uverbs_alloc_pd_resp;
-struct ib_uverbs_open_xrcd_resp;
-struct ib_uverbs_reg_mr_resp;
-struct ib_uverbs_rereg_mr_resp;
-struct ib_uverbs_alloc_mw_resp;
-struct ib_uverbs_create_cq_resp;
-struct ib_uverbs_ex_create_cq_resp;
-struct ib_uverbs_resize_cq_resp;
-struct ib_uverbs_create_srq_resp;
-struct ib_uverbs_create_qp_resp;
-struct ib_uverbs_ex_create_qp_resp;
-struct ib_uverbs_ex_modify_qp_resp;
-struct ib_uverbs_create_ah_resp;
-struct ib_uverbs_ex_create_wq_resp;
-struct ib_uverbs_ex_create_rwq_ind_table_resp;
-
-/*
- * rdma-core 44's ioctl command buffer: a linked list of attribute blocks,
- * each frame's block ending in the ioctl header whose attrs[] the block
- * fills from attrs[0] up to next_attr.  Layout from cmd_ioctl.h; part of
- * the private ABI 34, so it cannot change without a new node name.
- */
-struct ibv_command_buffer {
-	struct ibv_command_buffer *next;
-	struct ib_uverbs_attr *next_attr;
-	struct ib_uverbs_attr *last_attr;
-	uint8_t uhw_in_idx;
-	uint8_t uhw_out_idx;
-	uint8_t uhw_in_headroom_dwords;
-	uint8_t uhw_out_headroom_dwords;
-	uint8_t buffer_error : 1;
-	uint8_t fallback_require_ex : 1;
-	uint8_t fallback_ioctl_only : 1;
-	struct ib_uverbs_ioctl_hdr hdr;
-};
-_Static_assert(offsetof(struct ibv_command_buffer, hdr) == 32,
-	       "rdma-core 44 layout of struct ibv_command_buffer");
-
-/* rdma-core's enum ibv_gid_type_sysfs (driver.h). */
-enum ibv_gid_type_sysfs {
-	IBV_GID_TYPE_SYSFS_IB_ROCE_V1,
-	IBV_GID_TYPE_SYSFS_ROCE_V2,
-};
+#include "abi/private_abi.h"
 
 /* A bool in .bss, as in rdma-core (set there from RDMAV_ALLOW_DISASSOC_DESTROY). */
 SRN_EXPORT bool verbs_allow_disassociate_destroy;

@@ -9,6 +9,7 @@
 #include <netdb.h>
 #include <stdlib.h>
 #include <string.h>
+#include <rdma/rdma_verbs.h>     /* the rdma_*_srq prototypes */
 
 #include "cm/cm.h"
 #include "rdmacm/export.h"
