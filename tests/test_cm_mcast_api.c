@@ -26,17 +26,8 @@
 #include <time.h>
 #include <unistd.h>
 #include <rdma/rdma_cma.h>
-
-static int fails;
-#define CHECK(c, ...)                                                                      \
-	do {                                                                               \
-		if (!(c)) {                                                                \
-			fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);               \
-			fprintf(stderr, __VA_ARGS__);                                      \
-			fputc('\n', stderr);                                               \
-			fails++;                                                           \
-		}                                                                          \
-	} while (0)
+#include "check.h"
+#include "diag/clock.h"
 
 #define NMSG 8
 #define MSG 64
@@ -110,13 +101,6 @@ static struct ibv_qp_init_attr qp_attr(struct ibv_cq *cq)
 		.cap = { .max_send_wr = NMSG, .max_recv_wr = NMSG, .max_send_sge = 1, .max_recv_sge = 1 } };
 }
 
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 int main(void)
 {
 	alarm(60);
@@ -185,12 +169,12 @@ int main(void)
 		CHECK(ibv_post_send(tx->qp, &wr, &bad) == 0, "post_send %d", i);
 		struct ibv_wc wc;
 		int n = 0;
-		for (double end = now() + 10; n == 0 && now() < end;)
+		for (double end = (srn_now_ns() / 1e9) + 10; n == 0 && (srn_now_ns() / 1e9) < end;)
 			n = ibv_poll_cq(scq, 1, &wc);   /* one in flight: the payload buffer is reused */
 		CHECK(n == 1 && wc.status == IBV_WC_SUCCESS, "send completion %d", i);
 	}
 	int got = 0;
-	for (double end = now() + 20; got < NMSG && now() < end;) {
+	for (double end = (srn_now_ns() / 1e9) + 20; got < NMSG && (srn_now_ns() / 1e9) < end;) {
 		struct ibv_wc wc;
 		if (ibv_poll_cq(rcq, 1, &wc) != 1)
 			continue;
@@ -224,7 +208,7 @@ int main(void)
 	rdma_destroy_id(rx);
 	rdma_destroy_id(tx);
 	rdma_destroy_event_channel(ch);
-	if (fails)
+	if (srn_check_failures)
 		return 1;
 	printf("ok\n");
 	return 0;

@@ -11,9 +11,7 @@
 #include <string.h>
 
 #include "cm/mad.h"
-
-static int fails;
-#define CHECK(c) do { if (!(c)) { printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, #c); fails++; } } while (0)
+#include "check.h"
 
 static void sidr_req(void)
 {
@@ -80,7 +78,7 @@ static void sidr_rep(void)
 		int want = st <= SRN_SIDR_UNSUPPORTED_VERSION ? 0 : -SRN_CM_BAD_FIELD;
 		if (srn_cm_mad_parse(bad, sizeof(bad), &p) != want) {
 			printf("FAIL status %d\n", st);
-			fails++;
+			srn_check_failures++;
 		}
 	}
 	/* Additional information: up to its 72 bytes. */
@@ -101,7 +99,7 @@ int main(void)
 {
 	sidr_req();
 	sidr_rep();
-	if (fails)
+	if (srn_check_failures)
 		return 1;
 	printf("ok\n");
 	return 0;
