@@ -40,15 +40,9 @@ static uint64_t rnd(void)
 	return rng;
 }
 
-#define CHECK(cond, ...)                                                                          \
-	do {                                                                                      \
-		if (!(cond)) {                                                                    \
-			fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                      \
-			fprintf(stderr, __VA_ARGS__);                                             \
-			fputc('\n', stderr);                                                      \
-			exit(1);                                                                  \
-		}                                                                                 \
-	} while (0)
+/* A failed check ends the test at once (tests/check.h). */
+#define SRN_CHECK_FATAL
+#include "check.h"
 
 static uint8_t *slot_mem(struct bs_cache *c, uint32_t s)
 {
