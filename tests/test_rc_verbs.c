@@ -31,8 +31,6 @@ static struct ibv_mr *mr_a, *mr_b;
 static uint8_t *buf_a, *buf_b;
 static union ibv_gid gid;
 
-static double now_s(void);
-
 static struct ibv_qp *make_qp(struct ibv_cq *cq, int sig_all)
 {
 	struct ibv_qp_init_attr ia = {
@@ -262,8 +260,8 @@ static void test_event_withdrawn(void)
 	CHECK(ibv_post_send(qa, &wr, &bad) == 0);
 	struct ibv_wc w;
 	int got = 0;
-	double end = now_s() + 10;
-	while (!got && now_s() < end)
+	uint64_t end = srn_now_ns() + 10000000000ull;
+	while (!got && srn_now_ns() < end)
 		got = ibv_poll_cq(ecq, 1, &w);
 	CHECK(got == 1 && w.wr_id == 56);
 	poll_one(cq_a);
