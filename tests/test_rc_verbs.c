@@ -11,9 +11,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/time.h>
 #include <time.h>
 #include <infiniband/verbs.h>
 
@@ -278,6 +280,32 @@ static void test_event_withdrawn(void)
 	CHECK(poll(&pfd, 1, 0) == 0);
 	CHECK(ibv_destroy_qp(qa) == 0);
 	CHECK(ibv_destroy_qp(r) == 0);
+	CHECK(ibv_destroy_cq(ecq) == 0);
+}
+
+static void on_alarm(int sig)
+{
+	(void)sig;
+}
+
+/* A signal interrupts a blocking ibv_get_cq_event as it interrupts the
+ * read() on the kernel's channel fd: EINTR without SA_RESTART (qperf ends
+ * each run with SIGALRM and waits for it there), a restart with it. */
+static void test_event_signal(void)
+{
+	struct ibv_cq *ecq = ibv_create_cq(ctx, 16, NULL, chan, 0);
+	CHECK(ecq);
+	CHECK(ibv_req_notify_cq(ecq, 0) == 0);
+	struct sigaction sa = { .sa_handler = on_alarm }, old;
+	sigemptyset(&sa.sa_mask);
+	CHECK(sigaction(SIGALRM, &sa, &old) == 0);
+	struct itimerval it = { .it_value = { .tv_usec = 100000 } };
+	CHECK(setitimer(ITIMER_REAL, &it, NULL) == 0);
+	struct ibv_cq *ev_cq;
+	void *ev_ctx;
+	errno = 0;
+	CHECK(ibv_get_cq_event(chan, &ev_cq, &ev_ctx) == -1 && errno == EINTR);
+	CHECK(sigaction(SIGALRM, &old, NULL) == 0);
 	CHECK(ibv_destroy_cq(ecq) == 0);
 }
 
@@ -681,6 +709,7 @@ int main(void)
 	test_write();
 	test_events();
 	test_event_withdrawn();
+	test_event_signal();
 	test_errors();
 	test_read(IBV_MTU_1024);
 	test_read(IBV_MTU_256);

@@ -7,7 +7,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -90,9 +89,15 @@ int srn_channel_init(struct srn_channel *ch, struct srn_context *ctx)
 	if (!ch->events)
 		return -ENOMEM;
 	ch->ibch.fd = eventfd(0, EFD_CLOEXEC | EFD_SEMAPHORE);
-	if (ch->ibch.fd < 0) {
+	ch->wait_fd = eventfd(0, EFD_CLOEXEC | EFD_SEMAPHORE);
+	if (ch->ibch.fd < 0 || ch->wait_fd < 0) {
+		int e = errno;
+		if (ch->ibch.fd >= 0)
+			close(ch->ibch.fd);
+		if (ch->wait_fd >= 0)
+			close(ch->wait_fd);
 		free(ch->events);
-		return -errno;
+		return -e;
 	}
 	return 0;
 }
@@ -100,6 +105,7 @@ int srn_channel_init(struct srn_channel *ch, struct srn_context *ctx)
 void srn_channel_fini(struct srn_channel *ch)
 {
 	close(ch->ibch.fd);
+	close(ch->wait_fd);
 	free(ch->events);
 	pthread_mutex_destroy(&ch->lock);
 }
@@ -129,6 +135,10 @@ void srn_channel_notify(struct srn_channel *ch, struct srn_cq *cq)
 	 * length, which is what lets forget and get read without blocking. */
 	if (write(ch->ibch.fd, &one, sizeof(one)) < 0) {
 		/* cannot overflow: bounded by the queue */
+	}
+	if (ch->waiters && write(ch->wait_fd, &one, sizeof(one)) < 0) {
+		/* one count per event a sleeper may take; a count whose event
+		 * another thread took costs a sleeper one look */
 	}
 	pthread_mutex_unlock(&ch->lock);
 }
@@ -160,10 +170,14 @@ bool srn_channel_forget(struct srn_channel *ch, struct srn_cq *cq)
 
 int srn_channel_get(struct srn_channel *ch, struct srn_cq **cq)
 {
-	/* The eventfd counts the queued events (one each, taken with the
-	 * event), so it is readable exactly while an event waits, as the
-	 * kernel's channel fd is.  An empty queue blocks in poll(), or answers
-	 * EAGAIN if the application set O_NONBLOCK on the fd. */
+	/* The eventfd the application sees counts the queued events (one
+	 * each, taken with the event), so it is readable exactly while an
+	 * event waits, as the kernel's channel fd is.  An empty queue answers
+	 * EAGAIN if the application set O_NONBLOCK on that fd; otherwise the
+	 * thread sleeps in read() on wait_fd, which notify writes while anyone
+	 * sleeps there.  read(), not poll(): a signal then interrupts it
+	 * (EINTR, qperf ends its runs with SIGALRM) or restarts it
+	 * (SA_RESTART) exactly as it would the kernel's fd. */
 	for (;;) {
 		pthread_mutex_lock(&ch->lock);
 		if (ch->head != ch->tail) {
@@ -174,14 +188,20 @@ int srn_channel_get(struct srn_channel *ch, struct srn_cq **cq)
 			pthread_mutex_unlock(&ch->lock);
 			return 0;
 		}
-		pthread_mutex_unlock(&ch->lock);
 		int fl = fcntl(ch->ibch.fd, F_GETFL);
-		if (fl < 0)
-			return -errno;
-		if (fl & O_NONBLOCK)
-			return -EAGAIN;
-		struct pollfd pfd = { .fd = ch->ibch.fd, .events = POLLIN };
-		if (poll(&pfd, 1, -1) < 0 && errno != EINTR)
-			return -errno;
+		if (fl < 0 || (fl & O_NONBLOCK)) {
+			pthread_mutex_unlock(&ch->lock);
+			return fl < 0 ? -errno : -EAGAIN;
+		}
+		ch->waiters++;
+		pthread_mutex_unlock(&ch->lock);
+		uint64_t v;
+		ssize_t r = read(ch->wait_fd, &v, sizeof(v));
+		int e = errno;
+		pthread_mutex_lock(&ch->lock);
+		ch->waiters--;
+		pthread_mutex_unlock(&ch->lock);
+		if (r < 0)
+			return -e;
 	}
 }

@@ -25,6 +25,8 @@ struct srn_channel {
 	struct srn_cq **events;        /* FIFO of CQs with a pending event */
 	unsigned head, tail, cap;      /* free-running, cap a power of two */
 	int ncqs;                      /* CQs bound to this channel */
+	int wait_fd;                   /* eventfd blocking ibv_get_cq_event sleeps in */
+	unsigned waiters;              /* threads asleep in wait_fd (under lock) */
 };
 
 enum srn_cq_arm { SRN_CQ_DISARMED, SRN_CQ_ARM_NEXT, SRN_CQ_ARM_SOLICITED };
