@@ -34,6 +34,7 @@ LAYERS = [
     ("verbs",),             # ibv_* entry points
     ("cm",),                # connection manager: QP1, CM MADs, rdma_cm ids (librdmacm.so.1)
     ("rdmacm",),            # rdma_* entry points and librdmacm's version map
+    ("rsocket",),           # rsockets (r* calls of librdmacm) on the rdma_* API
     ("abi",),               # symbol-version shims so binaries load
 ]
 RANK = {d: i for i, group in enumerate(LAYERS) for d in group}
