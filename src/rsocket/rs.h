@@ -47,6 +47,7 @@
 #define SRN_RS_MAX_MEM (1u << 28)    /* a buffer size option past this is refused */
 #define SRN_RS_RESOLVE_MS 2000
 #define SRN_RS_CLOSE_MS 3000
+#define SRN_RS_PROBE_MS 5000         /* a blocked wait checks that the peer lives this often */
 #define SRN_RS_WR_RECV (1ull << 63)  /* work request id of a receive; sends carry their immediate */         /* rclose waits this long for sends to finish */
 
 enum srn_rs_state {
@@ -96,6 +97,7 @@ struct srn_rs {
 	struct ibv_comp_channel *cq_ch;
 	struct ibv_cq *cq;
 	bool cq_armed;
+	int64_t next_probe_ms;       /* when a blocked wait next probes the peer (0: not armed) */
 	uint8_t *sbuf, *rbuf;
 	struct srn_rs_sge *tslots;   /* SGL slots the peer writes, then our iomap table */
 	struct ibv_mr *smr, *rmr, *tmr;
@@ -161,6 +163,10 @@ int srn_rs_post_ctrl(struct srn_rs *rs, enum srn_rs_ctrl c);
 int srn_rs_post_write(struct srn_rs *rs, uint32_t imm, bool with_imm, const void *buf,
 		      uint32_t len, uint64_t raddr, uint32_t rkey, bool from_sbuf);
 bool srn_rs_all_sent(const struct srn_rs *rs);
+/* Blocked and nothing heard: a zero-length Write the peer's NIC must
+ * acknowledge, so a peer that died without a word fails our QP (retries
+ * exhausted) instead of leaving us asleep for ever.  now_ms: monotonic. */
+void srn_rs_probe(struct srn_rs *rs, int64_t now_ms);
 bool srn_rs_connected(const struct srn_rs *rs);
 
 /* wait.c: progress until test(rs) holds; -EAGAIN if it does not and the

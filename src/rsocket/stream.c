@@ -192,15 +192,26 @@ static int send_one(struct srn_rs *rs, struct iov_cursor *c, uint32_t len)
 		src = (const uint8_t *)c->iov->iov_base + c->off;
 		gather(c, NULL, len);
 	}
-	int ret = srn_rs_post_write(rs, srn_rs_imm(SRN_RS_OP_DATA, len), true, src, len, t->addr,
-				    t->key, true);
-	if (ret)
-		return ret;
-	rs->sseq_no++;
+	/* Move the slot on before the Write goes out: the moment it does,
+	 * the peer may read it, free the buffer and write the slot anew (a
+	 * grant we must not then overwrite with our old arithmetic). */
+	uint64_t raddr = t->addr;
+	uint32_t rkey = t->key;
+	int slot = rs->tslot;
 	t->addr += len;
 	t->length -= len;
 	if (t->length == 0)
 		rs->tslot = (rs->tslot + 1) % SRN_RS_SGL_SLOTS;
+	int ret = srn_rs_post_write(rs, srn_rs_imm(SRN_RS_OP_DATA, len), true, src, len, raddr,
+				    rkey, true);
+	if (ret) {
+		/* Not sent, so the peer saw nothing: the slot is still ours. */
+		t->addr = raddr;
+		t->length += len;
+		rs->tslot = slot;
+		return ret;
+	}
+	rs->sseq_no++;
 	return (int)len;
 }
 

@@ -92,6 +92,7 @@ int srn_rs_wait(struct srn_rs *rs, bool nonblock, int timeout_ms, bool (*test)(c
 			if (left < slice)
 				slice = (int)left;
 		}
+		srn_rs_probe(rs, now_ms());
 		struct pollfd p[2];
 		int n = sleep_fds(rs, p);
 		if (n == 0)
@@ -123,7 +124,12 @@ static short rs_revents(const struct srn_rs *rs, short events)
 			r |= POLLOUT;
 		break;
 	case SRN_RS_DISCONNECTED:
-		r |= POLLIN | POLLHUP;
+		/* As TCP after the peer's FIN: readable (data, then end of
+		 * stream); hung up only once nothing is left to read, so a
+		 * program that treats POLLHUP as the end loses no data. */
+		r |= POLLIN;
+		if (!srn_rs_have_data(rs))
+			r |= POLLHUP;
 		if (srn_rs_can_send(rs))
 			r |= POLLOUT;
 		break;
@@ -151,6 +157,8 @@ static short rs_check(int fd, short events, struct pollfd *sleep, int *nsleep)
 		r = rs_revents(rs, events);
 	}
 	*nsleep = r ? 0 : sleep_fds(rs, sleep);
+	if (!r)
+		srn_rs_probe(rs, now_ms());
 	srn_rs_put(rs);
 	return r;
 }

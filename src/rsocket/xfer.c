@@ -150,6 +150,27 @@ int srn_rs_post_ctrl(struct srn_rs *rs, enum srn_rs_ctrl c)
 			 rs->peer_slots.key);
 }
 
+void srn_rs_probe(struct srn_rs *rs, int64_t now_ms)
+{
+	if (!srn_rs_connected(rs) || !rs->cq)
+		return;
+	int every = rs->keepalive_time > 0 && (rs->so_opts & (1ull << SO_KEEPALIVE))
+		    ? rs->keepalive_time * 1000 : SRN_RS_PROBE_MS;
+	if (!rs->next_probe_ms) {
+		rs->next_probe_ms = now_ms + every;
+		return;
+	}
+	if (now_ms < rs->next_probe_ms || !srn_rs_ctrl_avail(rs))
+		return;
+	rs->next_probe_ms = now_ms + every;
+	/* rdma-core's keepalive: a plain Write (no immediate, so no receive
+	 * is used at the peer) of no bytes, counted as a control message. */
+	rs->ctrl_seq++;
+	if (post(rs, NULL, 0, srn_rs_imm(SRN_RS_OP_CTRL, SRN_RS_CTRL_KEEPALIVE), false, 0,
+		 rs->peer_slots.addr, rs->peer_slots.key))
+		rs->ctrl_seq--;
+}
+
 void srn_rs_credits(struct srn_rs *rs)
 {
 	uint32_t half = rs->rbuf_size / 2;
