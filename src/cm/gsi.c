@@ -319,6 +319,11 @@ static void *cm_thread(void *arg)
 {
 	(void)arg;
 	for (;;) {
+		/* Looked at before every sleep too: the kick srn_cm_fini writes
+		 * after setting stop may already have been read (and taken for
+		 * a timer's kick) by the pass that is ending. */
+		if (atomic_load(&srn_cm.stop))
+			return NULL;
 		pthread_mutex_lock(&srn_cm.lock);
 		uint64_t now = srn_cm_now_ns();
 		uint64_t next = srn_cm_timers(now);
