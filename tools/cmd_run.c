@@ -39,13 +39,15 @@ struct run_opts {
 	const char *devices; /* --devices: value for SOFTRNIC_DEVICES */
 	const char *pcap;    /* --pcap: value for SOFTRNIC_PCAP */
 	int no_sysfs;        /* --no-sysfs or SOFTRNIC_SYSFS=0: no private view */
+	int rs_preload;      /* --rsocket-preload: librspreload.so in LD_PRELOAD */
 	char **prog_argv;    /* PROG ARGS..., NULL-terminated */
 };
 
 void srn_usage_run(FILE *out)
 {
 	fprintf(out,
-		"Usage: softrnic run [--devices SPEC] [--pcap FILE] [--no-sysfs] [--] PROG [ARGS...]\n"
+		"Usage: softrnic run [--devices SPEC] [--pcap FILE] [--no-sysfs] [--rsocket-preload]\n"
+		"                   [--] PROG [ARGS...]\n"
 		"\n"
 		"Runs PROG with softrnic as its verbs library: the directory holding\n"
 		"softrnic's " RUN_LIB_NAME " and librdmacm.so.1 (<prefix>/lib/softrnic\n"
@@ -68,6 +70,10 @@ void srn_usage_run(FILE *out)
 		"  --devices SPEC  set SOFTRNIC_DEVICES=SPEC for PROG\n"
 		"  --pcap FILE     set SOFTRNIC_PCAP=FILE for PROG\n"
 		"  --no-sysfs      no private /dev and /sys view (also SOFTRNIC_SYSFS=0)\n"
+		"  --rsocket-preload\n"
+		"                  put rdma-core's librspreload.so (package librdmacm1)\n"
+		"                  first in LD_PRELOAD: PROG's TCP sockets become\n"
+		"                  rsockets, carried by softrnic's RDMA\n"
 		"  -h, --help      show this help\n"
 		"\n"
 		"Environment (read by the softrnic library inside PROG):\n"
@@ -164,7 +170,39 @@ static int prepend_library_path(const char *dir)
 	return rc;
 }
 
-enum { OPT_DEVICES = 256, OPT_PCAP, OPT_NO_SYSFS };
+enum { OPT_DEVICES = 256, OPT_PCAP, OPT_NO_SYSFS, OPT_RS_PRELOAD };
+
+/* Where distributions put rdma-core's rsockets preload library. */
+static const char *const rs_preload_paths[] = {
+	"/usr/lib/x86_64-linux-gnu/rsocket/librspreload.so",   /* Debian, Ubuntu */
+	"/usr/lib/aarch64-linux-gnu/rsocket/librspreload.so",
+	"/usr/lib64/rsocket/librspreload.so",                  /* Fedora, SUSE */
+	"/usr/lib/rsocket/librspreload.so",
+};
+
+/* Prepend librspreload.so to LD_PRELOAD.  Our librdmacm.so.1 (first in
+ * LD_LIBRARY_PATH) is the one it then calls. */
+static int add_rs_preload(void)
+{
+	const char *lib = NULL;
+	for (size_t i = 0; i < sizeof(rs_preload_paths) / sizeof(rs_preload_paths[0]); i++)
+		if (access(rs_preload_paths[i], R_OK) == 0) {
+			lib = rs_preload_paths[i];
+			break;
+		}
+	if (!lib) {
+		fprintf(stderr, "softrnic run: librspreload.so not found (tried %s and others); "
+				"install librdmacm1\n", rs_preload_paths[0]);
+		return -ENOENT;
+	}
+	const char *old = getenv("LD_PRELOAD");
+	char *value;
+	if (asprintf(&value, "%s%s%s", lib, old && *old ? ":" : "", old && *old ? old : "") < 0)
+		return -ENOMEM;
+	int rc = setenv("LD_PRELOAD", value, 1) ? -errno : 0;
+	free(value);
+	return rc;
+}
 
 /* Returns -1 to go on, or the exit status to return right away. */
 static int parse_run_args(int argc, char *argv[], struct run_opts *o)
@@ -173,6 +211,7 @@ static int parse_run_args(int argc, char *argv[], struct run_opts *o)
 		{ "devices", required_argument, NULL, OPT_DEVICES },
 		{ "pcap", required_argument, NULL, OPT_PCAP },
 		{ "no-sysfs", no_argument, NULL, OPT_NO_SYSFS },
+		{ "rsocket-preload", no_argument, NULL, OPT_RS_PRELOAD },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -189,6 +228,9 @@ static int parse_run_args(int argc, char *argv[], struct run_opts *o)
 			break;
 		case OPT_NO_SYSFS:
 			o->no_sysfs = 1;
+			break;
+		case OPT_RS_PRELOAD:
+			o->rs_preload = 1;
 			break;
 		case 'h':
 			srn_usage_run(stdout);
@@ -215,6 +257,8 @@ static int set_environment(const struct run_opts *o, const char *libdir)
 		rc = -errno;
 	if (!rc && o->pcap && setenv("SOFTRNIC_PCAP", o->pcap, 1))
 		rc = -errno;
+	if (!rc && o->rs_preload && (rc = add_rs_preload()) == -ENOENT)
+		return rc;      /* add_rs_preload said what is missing */
 	if (rc)
 		fprintf(stderr, "softrnic run: cannot set environment: %s\n",
 			strerror(-rc));
