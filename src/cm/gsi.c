@@ -319,11 +319,6 @@ static void *cm_thread(void *arg)
 {
 	(void)arg;
 	for (;;) {
-		/* Looked at before every sleep too: the kick srn_cm_fini writes
-		 * after setting stop may already have been read (and taken for
-		 * a timer's kick) by the pass that is ending. */
-		if (atomic_load(&srn_cm.stop))
-			return NULL;
 		pthread_mutex_lock(&srn_cm.lock);
 		uint64_t now = srn_cm_now_ns();
 		uint64_t next = srn_cm_timers(now);
@@ -415,7 +410,19 @@ __attribute__((destructor)) static void srn_cm_fini(void)
 	srn_cm_exit_abort();
 	pthread_mutex_unlock(&srn_cm.lock);
 	atomic_store(&srn_cm.stop, true);
-	srn_cm_kick();
-	pthread_join(srn_cm.thread, NULL);
+	/* Kick until it has ended: a pass that was already running may read
+	 * this kick (taking it for a timer's) and then sleep again. */
+	for (;;) {
+		srn_cm_kick();
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 10000000;
+		if (ts.tv_nsec >= 1000000000) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000;
+		}
+		if (pthread_timedjoin_np(srn_cm.thread, NULL, &ts) == 0)
+			break;
+	}
 	srn_cm.thread_started = false;
 }
