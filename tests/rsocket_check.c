@@ -314,7 +314,11 @@ int main(int argc, char **argv)
 		double t0 = now();
 		errno = 0;
 		ssize_t r = rrecv(s, &c, 1, 0);
-		CHECK(r == -1 && errno == ECONNRESET);
+		/* A same-host peer's death reaches the CM at once (its pidfd) as
+		 * the DREQ a kernel peer's exit sends: an orderly end, EOF.  A
+		 * peer the CM cannot watch is found dead by the 5 s probe:
+		 * ECONNRESET.  Either way, no hang. */
+		CHECK(r == 0 || (r == -1 && errno == ECONNRESET));
 		printf("rrecv returned %zd (%s) after %.1f s\n", r, strerror(errno), now() - t0);
 		rclose(s);
 		rclose(l);

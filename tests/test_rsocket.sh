@@ -12,7 +12,8 @@
 #   riostream  riostream (riomap + riowrite) at several sizes and modes
 #   check      tests/rsocket_check.c: rpoll/rselect with mixed fds, O_NONBLOCK,
 #              the writer or the reader closing mid-stream
-#   killed     the peer SIGKILLed while we block in rrecv: ECONNRESET
+#   killed     the peer SIGKILLed while we block in rrecv: EOF (its death
+#              seen by the CM) or ECONNRESET (the probe), never a hang
 #   preload    a plain TCP echo program under Debian's librspreload.so
 # Every run is bounded (timeout); exit 0 pass, 1 fail, 77 skip.
 set -u
