@@ -49,7 +49,7 @@ int main(int argc, char **argv)
 	sigprocmask(SIG_BLOCK, &set, NULL);
 
 	static struct srn_shm s;
-	int ret = srn_shm_open(&s, (const struct sockaddr *)&a, sizeof(a), true);
+	int ret = srn_shm_open(&s, (const struct sockaddr *)&a, sizeof(a), true, -1);
 	if (ret || !s.in) {
 		printf("plant failed: %s\n", strerror(-ret));
 		return 1;

@@ -78,7 +78,7 @@ static int open_receiver_guarded(void)
 {
 	uintptr_t lo, hi;
 	for (int attempt = 0; attempt < 4; attempt++) {
-		if (srn_shm_open(&R, (const struct sockaddr *)&raddr, sizeof(raddr), true) || !R.in)
+		if (srn_shm_open(&R, (const struct sockaddr *)&raddr, sizeof(raddr), true, -1) || !R.in)
 			return -1;
 		if (mapping_of(R.in, &lo, &hi))
 			return -1;
@@ -94,7 +94,7 @@ static int open_receiver_guarded(void)
 		if (r == MAP_FAILED)
 			return -1;
 		munmap(r, len);
-		if (srn_shm_open(&R, (const struct sockaddr *)&raddr, sizeof(raddr), true) || !R.in)
+		if (srn_shm_open(&R, (const struct sockaddr *)&raddr, sizeof(raddr), true, -1) || !R.in)
 			return -1;
 		if (!mapping_of(R.in, &lo, &hi) && hi == (uintptr_t)(r + len))
 			return 0;
@@ -127,7 +127,7 @@ int main(void)
 	struct srn_shm_peer *p[NSEND];
 	for (int i = 0; i < NSEND; i++) {
 		struct sockaddr_in a = addr(sub, 10 + (unsigned)i, port);
-		srn_shm_open(&S[i], (const struct sockaddr *)&a, sizeof(a), true);
+		srn_shm_open(&S[i], (const struct sockaddr *)&a, sizeof(a), true, -1);
 		p[i] = srn_shm_route(&S[i], (const struct sockaddr *)&raddr, sizeof(raddr));
 		if (!p[i] || p[i]->slot != (uint32_t)i) {
 			printf("FAIL: sender %d did not get slot %d\n", i, i);

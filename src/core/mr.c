@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/direct_pub.h"
 #include "core/limits.h"
 #include "core/nic.h"
 
@@ -110,8 +111,11 @@ static uint32_t next_key(struct srn_nic *nic, uint32_t slot)
 void srn_mr_rekey(struct srn_nic *nic, struct srn_mr *mr)
 {
 	uint32_t slot = SRN_KEY_SLOT(mr->key);
-	if (slot < nic->tables.mr_cap && nic->tables.mrs[slot] == mr)
+	if (slot < nic->tables.mr_cap && nic->tables.mrs[slot] == mr) {
 		mr->key = next_key(nic, slot);
+		/* Same slot, new key: peers' copies of the old key stop. */
+		srn_direct_pub_mr(nic, mr);
+	}
 }
 
 int srn_mr_insert(struct srn_nic *nic, struct srn_mr *mr)
@@ -126,6 +130,7 @@ int srn_mr_insert(struct srn_nic *nic, struct srn_mr *mr)
 			mr->key = next_key(nic, slot);
 			nic->tables.mrs[slot] = mr;
 			nic->tables.mr_free_hint = slot + 1;
+			srn_direct_pub_mr(nic, mr);
 			return 0;
 		}
 		int ret = grow(nic);
@@ -137,8 +142,11 @@ int srn_mr_insert(struct srn_nic *nic, struct srn_mr *mr)
 void srn_mr_remove(struct srn_nic *nic, struct srn_mr *mr)
 {
 	uint32_t slot = SRN_KEY_SLOT(mr->key);
-	if (slot < nic->tables.mr_cap && nic->tables.mrs[slot] == mr)
+	if (slot < nic->tables.mr_cap && nic->tables.mrs[slot] == mr) {
 		nic->tables.mrs[slot] = NULL;
+		/* Fenced: no peer's placement into it runs past this point. */
+		srn_direct_unpub_mr(nic, mr);
+	}
 }
 
 int srn_sge_copy_in(struct srn_nic *nic, struct srn_pd *pd, uint32_t qpn,
@@ -206,14 +214,27 @@ void *srn_mr_resolve(struct srn_nic *nic, struct srn_pd *pd, uint32_t qpn, uint3
 		*why = "the region's memory was unmapped or replaced under the registration";
 		return NULL;
 	}
-	if ((mr->access & need) != need) {
-		*why = "region lacks the required access right";
+	if (!srn_mr_rights_range_ok(mr->access, mr->iova, mr->length, need, va, len, why))
 		return NULL;
+	return region->base + (va - region->iova);
+}
+
+bool srn_mr_rights_range_ok(unsigned access, uint64_t iova, uint64_t length, unsigned need,
+			    uint64_t va, uint64_t len, const char **why)
+{
+	if ((access & need) != need) {
+		*why = "region lacks the required access right";
+		return false;
 	}
 	/* [va, va+len) inside [iova, iova+length), written to avoid overflow */
-	if (va < mr->iova || va - mr->iova > mr->length || len > mr->length - (va - mr->iova)) {
+	if (va < iova || va - iova > length || len > length - (va - iova)) {
 		*why = "address range outside the region";
-		return NULL;
+		return false;
 	}
-	return region->base + (va - region->iova);
+	return true;
+}
+
+uint32_t srn_mr_key_slot(uint32_t key)
+{
+	return SRN_KEY_SLOT(key);
 }

@@ -82,6 +82,15 @@ void *srn_mr_resolve(struct srn_nic *nic, struct srn_pd *pd, uint32_t qpn, uint3
 int srn_sge_copy_in(struct srn_nic *nic, struct srn_pd *pd, uint32_t qpn,
 		    const struct ibv_sge *sge, uint32_t nsge, uint32_t off,
 		    const uint8_t *src, uint32_t len);
+/* The slot a key names in the key table (and in the direct-placement
+ * table, link/direct.h). */
+uint32_t srn_mr_key_slot(uint32_t key);
+/* The rights and range part of srn_mr_resolve, for a region described by
+ * its access flags, iova and length (the same-host direct path checks a
+ * peer's published region with it).  True if [va, va+len) lies inside and
+ * the rights cover need; else false and *why. */
+bool srn_mr_rights_range_ok(unsigned access, uint64_t iova, uint64_t length, unsigned need,
+			    uint64_t va, uint64_t len, const char **why);
 /* The key table entry of key (region or window), or NULL. */
 struct srn_mr *srn_key_lookup(struct srn_nic *nic, uint32_t key);
 

@@ -7,6 +7,7 @@
  * through the hooks); regions leave the list lock with map_users raised,
  * which keeps untrack (and so dereg) from freeing them meanwhile.
  */
+#include "core/direct_pub.h"
 #include "core/mr_map.h"
 
 #include <errno.h>
@@ -251,6 +252,8 @@ void srn_mr_unmapping(uintptr_t start, size_t len, int prot)
 			struct srn_nic *nic = batch[i]->pd->nic;
 			srn_nic_lock(nic);
 			batch[i]->revoked = true;
+			/* Fenced: no same-host peer still places into it. */
+			srn_direct_pub_mr(nic, batch[i]);
 			/* Nothing was queued, and no packet should leave from
 			 * inside the program's munmap. */
 			/* raw nic unlock: a flag flip inside munmap */

@@ -4,6 +4,7 @@
  * thread (its eventfd and the flag a deferred transmission raises).  Creating, running and destroying the nic
  * is the engine's (engine/nic.c, engine/progress.c).
  */
+#include "core/direct_pub.h"
 #include "core/nic.h"
 
 #include <errno.h>
@@ -66,6 +67,7 @@ void srn_nic_qp_del(struct srn_nic *nic, uint32_t qpn)
 	if (nic->tables.qps[slot] && nic->tables.qps[slot]->qpn == qpn) {
 		nic->tables.qps[slot] = NULL;
 		nic->tables.nqps--;
+		srn_direct_unpub_qpn(nic, qpn);
 	}
 }
 

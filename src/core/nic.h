@@ -28,6 +28,7 @@
 #include "diag/counters.h"
 #include "diag/shm.h"
 #include "link/config.h"
+#include "link/direct.h"
 #include "link/shm.h"
 #include "link/udp.h"
 #include "wire/icrc.h"
@@ -56,6 +57,13 @@ struct srn_nic_link {
 	/* Same-host peers: shared-memory rings instead of the socket
 	 * (link/shm.h). */
 	struct srn_shm shm;
+	/* Same-host direct placement (link/direct.h): this device's table,
+	 * which core/direct_pub.c keeps current, and the targets' tables this
+	 * device places into as a requester (transport/direct.c).  direct_on:
+	 * SOFTRNIC_DIRECT is not 0 and the rings are on without link hooks. */
+	struct srn_direct_own direct;
+	struct srn_direct_req direct_req;
+	bool direct_on;
 };
 /* The engine (engine/): progress is driven by application threads in
  * post/poll, and a thread takes over when none has for a while

@@ -7,6 +7,7 @@
  * transport (flushing, events, timers, transmission) is
  * transport/qp_effects.c, which calls srn_qp_apply.  Must hold nic->lock.
  */
+#include "core/direct_pub.h"
 #include "core/qp.h"
 
 #include <errno.h>
@@ -215,5 +216,6 @@ done:
 	qp->state = next;
 	qp->attr.qp_state = next;
 	qp->ibqp_ex.qp_base.state = next;
+	srn_direct_pub_qp(qp);
 	return 0;
 }

@@ -59,6 +59,12 @@ enum srn_counter {
 	SRN_CNT_SHM_RCVD_PKTS,      /* packets received from a same-host ring (also in rcvd_pkts) */
 	SRN_CNT_SHM_RING_FULL,      /* a same-host ring had no room: transmit deferred */
 	SRN_CNT_SHM_DOORBELLS,      /* empty datagrams sent to wake a sleeping receiver */
+	SRN_CNT_DIRECT_WRITE,       /* RDMA Writes this requester placed directly in a same-host target */
+	SRN_CNT_DIRECT_WRITE_BYTES,
+	SRN_CNT_DIRECT_READ,        /* RDMA Reads this requester served directly from a same-host target */
+	SRN_CNT_DIRECT_READ_BYTES,
+	SRN_CNT_DIRECT_FALLBACK,    /* eligible Writes/Reads that took the rings after all (a check failed) */
+	SRN_CNT_DIRECT_FENCE_WAITS, /* dereg/revoke/QP changes that waited for a peer's placement */
 	/* Names mlx5 uses for error completions by cause (`rdma statistic`)
 	 * and two of rxe's: named so tools written for those find them, but
 	 * nothing counts them yet, so they stay 0 (requester errors are in

@@ -64,9 +64,20 @@ int srn_nic_create(struct srn_device *dev, struct srn_nic **out, char *err, size
 	nic->engine.bg_spin_ns = srn_progress_spin_ns(getenv("SOFTRNIC_SPIN_US"));
 	const char *shm_env = getenv("SOFTRNIC_SHM");
 	bool shm_on = !nic->link.udp.fault && !(shm_env && !strcmp(shm_env, "0"));
+	/* Direct placement (link/direct.h) rides on the rings' discovery and
+	 * trust checks; with a trace or fault hook every operation must stay
+	 * a packet, so it is off then, and with SOFTRNIC_DIRECT=0. */
+	const char *direct_env = getenv("SOFTRNIC_DIRECT");
+	nic->link.direct_on = shm_on && !nic->link.udp.hooked &&
+			      !(direct_env && !strcmp(direct_env, "0"));
+	nic->link.direct.fd = -1;
+	if (nic->link.direct_on && srn_direct_own_open(&nic->link.direct))
+		nic->link.direct_on = false;
 	if (srn_shm_open(&nic->link.shm, (const struct sockaddr *)&nic->link.udp.local,
-			 nic->link.udp.local_len, shm_on))
+			 nic->link.udp.local_len, shm_on, nic->link.direct.fd))
 		nic->link.shm.in = NULL;     /* sends may still use peers' inboxes */
+	if (nic->link.shm.in)
+		srn_direct_own_publish(&nic->link.direct, nic->link.shm.in_cookie);
 	srn_sockaddr_to_gid((const struct sockaddr *)&nic->cfg.addr, nic->gid);
 	nic->ib_mtu = srn_link_ib_mtu(nic->cfg.link_mtu);
 	nic->diag.seg = srn_diag_create(nic->cfg.name, nic->gid, err, errlen);
@@ -97,6 +108,7 @@ int srn_nic_create(struct srn_device *dev, struct srn_nic **out, char *err, size
 	return 0;
 fail:
 	srn_shm_close(&nic->link.shm);
+	srn_direct_own_close(&nic->link.direct);
 	srn_diag_close(nic->diag.seg);
 	srn_egress_destroy(nic->link.egress);
 	srn_rx_batch_free(&nic->link.rx);
@@ -116,6 +128,8 @@ void srn_nic_destroy(struct srn_nic *nic)
 	srn_txq_flush(nic);
 	pthread_mutex_unlock(&nic->lock);
 	srn_mcast_fini(nic);
+	srn_direct_req_close(&nic->link.direct_req);
+	srn_direct_own_close(&nic->link.direct);
 	srn_shm_close(&nic->link.shm);
 	srn_nic_mirror_faults(nic);
 	stats_at_exit(nic);

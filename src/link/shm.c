@@ -165,6 +165,7 @@ static int create_inbox(struct srn_shm *s)
 	struct srn_shm_locator loc = {
 		.magic = SRN_SHM_LOC_MAGIC, .layout = SHM_LAYOUT, .fd = fd, .ring_bytes = ring,
 		.netns = s->netns, .pid = (int32_t)getpid(), .cookie = cookie,
+		.direct_fd = s->direct_fd >= 0 ? s->direct_fd + 1 : 0,
 	};
 	int ret = srn_shm_locator_publish(&loc, (const struct sockaddr *)&s->local, s->in_name,
 					  sizeof(s->in_name), s->note, sizeof(s->note));
@@ -180,10 +181,12 @@ static int create_inbox(struct srn_shm *s)
 	return 0;
 }
 
-int srn_shm_open(struct srn_shm *s, const struct sockaddr *local, socklen_t len, bool enabled)
+int srn_shm_open(struct srn_shm *s, const struct sockaddr *local, socklen_t len, bool enabled,
+		 int direct_fd)
 {
 	memset(s, 0, sizeof(*s));
 	s->in_fd = -1;
+	s->direct_fd = direct_fd;
 	s->enabled = enabled;
 	s->pid = getpid();
 	if (!enabled)
@@ -296,6 +299,8 @@ static int attach_inbox(struct srn_shm *s, struct srn_shm_peer *p,
 	if (p->owner_fd < 0 && errno == ESRCH)
 		return -ENOENT;
 	p->owner_pid = loc->pid;
+	p->direct_fd = loc->direct_fd > 0 ? loc->direct_fd - 1 : -1;
+	p->cookie = loc->cookie;
 	int fd = srn_shm_memfd_open(loc, seg_bytes(ring));
 	struct srn_shm_seg *g = fd < 0 ? NULL : map_seg(fd, seg_bytes(ring));
 	struct inbox_hdr *h = g ? &g->h : NULL;

@@ -72,6 +72,8 @@ struct srn_shm_peer {
 	uint64_t full_check_ns;        /* when a full ring last had its owner checked */
 	uint64_t owner_check_ns;       /* when the owner was last looked at */
 	int32_t owner_pid;             /* the receiver, from its locator */
+	int32_t direct_fd;             /* its direct-placement table's descriptor, -1: none */
+	uint64_t cookie;               /* its inbox's cookie (the table carries it too) */
 	int owner_fd;                  /* its pidfd (readable once it exited), -1: none */
 };
 
@@ -79,6 +81,7 @@ struct srn_shm {
 	bool enabled;                  /* SOFTRNIC_SHM not 0, and no link hooks */
 	struct srn_shm_seg *in;        /* this device's inbox (NULL: none) */
 	int in_fd;                     /* its memfd, kept open: peers open /proc/PID/fd/N */
+	int direct_fd;                 /* the direct-placement table the locator names, -1: none */
 	uint64_t in_ring;              /* its ring size */
 	uint64_t in_cookie;            /* in its header and its locator */
 	char in_name[128];             /* the locator's path */
@@ -97,9 +100,11 @@ struct srn_shm {
 /* Create the inbox of a device bound to `local` (replacing a stale one of
  * a dead owner), with rings of SOFTRNIC_SHM_RING_KB (default 4096).  With
  * enabled false, or on any failure, the device simply has no inbox and
- * receives over UDP; returns 0 or -errno.  s->note then says what the
+ * receives over UDP; returns 0 or -errno.  direct_fd (-1: none) is the
+ * device's direct-placement table, which the locator names for peers.  s->note then says what the
  * device log should (a name held by another user, or why no inbox). */
-int srn_shm_open(struct srn_shm *s, const struct sockaddr *local, socklen_t len, bool enabled);
+int srn_shm_open(struct srn_shm *s, const struct sockaddr *local, socklen_t len, bool enabled,
+		 int direct_fd);
 /* Mark the inbox closed, unlink it, release claimed slots, unmap all. */
 void srn_shm_close(struct srn_shm *s);
 /* The process exits with the device open: mark the inbox closed and

@@ -124,8 +124,13 @@ int srn_shm_memfd_create(size_t bytes, size_t reserve)
 
 int srn_shm_memfd_open(const struct srn_shm_locator *loc, size_t bytes)
 {
+	return srn_shm_peer_fd_open(loc->pid, loc->fd, bytes);
+}
+
+int srn_shm_peer_fd_open(int32_t pid, int32_t pfd, size_t bytes)
+{
 	char path[48];
-	snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)loc->pid, (int)loc->fd);
+	snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)pid, (int)pfd);
 	/* A magic link: following it is the point (no O_NOFOLLOW).  The
 	 * kernel lets only the owner's user (and root) through. */
 	int fd = open(path, O_RDWR | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
@@ -237,7 +242,7 @@ static bool read_ours(const char *path, struct srn_shm_locator *loc, struct stat
 	if (fd < 0)
 		return false;
 	bool ok = fstat(fd, st) == 0 && S_ISREG(st->st_mode) && st->st_uid == geteuid() &&
-		  pread(fd, loc, sizeof(*loc), 0) >= (ssize_t)offsetof(struct srn_shm_locator, reserved);
+		  pread(fd, loc, sizeof(*loc), 0) >= (ssize_t)offsetof(struct srn_shm_locator, direct_fd);
 	close(fd);
 	return ok;
 }

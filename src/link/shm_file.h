@@ -43,7 +43,7 @@ struct srn_shm_locator {
 	uint64_t ring_bytes;
 	uint64_t netns;
 	int32_t pid;                /* the owner */
-	uint32_t reserved;
+	int32_t direct_fd;          /* its direct-placement table (link/direct.h) + 1, 0 = none */
 	uint64_t cookie;            /* random; the memfd's header carries the same */
 };
 _Static_assert(sizeof(struct srn_shm_locator) == 48, "locator layout");
@@ -66,6 +66,9 @@ int srn_shm_memfd_create(size_t bytes, size_t reserve);
 /* Open the memfd a locator names, read-write, and check it: ours, 0600,
  * `bytes` long, sealed against shrinking.  fd or -errno. */
 int srn_shm_memfd_open(const struct srn_shm_locator *loc, size_t bytes);
+/* The same for descriptor pfd of process pid (the direct-placement table,
+ * link/direct.h, whose descriptor the locator also names). */
+int srn_shm_peer_fd_open(int32_t pid, int32_t pfd, size_t bytes);
 
 /* Publish loc for the device bound to local: remove files of our own user
  * under its names (dead owners'), then create the locator exclusively

@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 
+#include "core/direct_pub.h"
 #include "core/cq.h"
 #include "core/device.h"
 #include "core/nic.h"
@@ -172,6 +173,7 @@ void srn_qp_fail(struct srn_qp *qp, int event)
 	qp->state = IBV_QPS_ERR;
 	qp->ibqp_ex.qp_base.state = IBV_QPS_ERR;
 	qp->attr.qp_state = IBV_QPS_ERR;
+	srn_direct_pub_qp(qp);     /* same-host peers stop placing */
 	uint32_t outstanding = (qp->sq.head - qp->sq.tail) + srn_rq_count(&qp->rq) +
 			       qp->resp.recv_valid;
 	srn_diag_log(qp->diag, SRN_LOG_WARN, "QP to ERR: %u outstanding work requests flushed",

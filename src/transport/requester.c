@@ -35,6 +35,7 @@
 #include "diag/names.h"
 #include "diag/shm.h"
 #include "transport/complete.h"
+#include "transport/direct.h"
 #include "transport/qp_count.h"
 #include "transport/requester.h"
 #include "transport/timers.h"
@@ -292,6 +293,9 @@ void srn_req_push(struct srn_qp *qp)
 		 * being resent was admitted when it first went out. */
 		if (qp->req.cur == qp->req.sent_end && !may_start(qp, w))
 			return;
+		/* A same-host peer's memory: placed now by us, no packet. */
+		if (qp->req.cur == qp->req.sent_end && srn_direct_try(qp, w))
+			continue;
 		if (srn_wr_is_local(w->opcode)) {
 			enum ibv_wc_status st = run_local(qp, w);
 			if (st != IBV_WC_SUCCESS) {

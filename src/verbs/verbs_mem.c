@@ -3,6 +3,7 @@
  */
 #include <stdlib.h>
 
+#include "core/direct_pub.h"
 #include "core/device.h"
 #include "core/mr.h"
 #include "core/mr_map.h"
@@ -155,6 +156,8 @@ static int rereg_apply(struct srn_mr *mr, const struct rereg *n)
 			mr->length = n->length;
 			srn_mr_rekey(nic, mr);
 		}
+		/* PD or rights changed: same-host peers see it before we return. */
+		srn_direct_pub_mr(nic, mr);
 		srn_diag_snap(mr->diag);
 	}
 	srn_nic_unlock(nic);

@@ -1,0 +1,82 @@
+/*
+ * direct_pub.c - publishing QPs and regions for same-host direct placement
+ * (direct_pub.h, link/direct.h).
+ *
+ * A QP accepts direct placement when it is RC and this device has direct
+ * placement on; every other QP is published too (so a peer's read finds
+ * it and sees "no"), and its QPN, state and rights say the rest.  Only
+ * regions with a remote right are published: a key without one could
+ * only fail, and the rings give that failure its NAK and its async event.
+ */
+#include "core/direct_pub.h"
+
+#include <string.h>
+
+#include "core/mr.h"
+#include "core/nic.h"
+#include "core/qp.h"
+
+#define REMOTE_RIGHTS (IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE)
+
+static void fence(struct srn_nic *nic)
+{
+	if (srn_direct_own_fence(&nic->link.direct))
+		srn_count(nic->diag.cnt, SRN_CNT_DIRECT_FENCE_WAITS, 1);
+}
+
+void srn_direct_pub_qp(struct srn_qp *qp)
+{
+	struct srn_nic *nic = qp->nic;
+	if (!nic->link.direct.tab)
+		return;
+	struct srn_direct_qp_ent e = {
+		.qpn = qp->qpn,
+		.state = (uint32_t)qp->state,
+		.access = qp->attr.qp_access_flags,
+		.flags = qp->type == IBV_QPT_RC && nic->link.direct_on ? SRN_DIRECT_QP_OK : 0,
+		.pd = (uint64_t)(uintptr_t)qp->pd,
+	};
+	srn_direct_own_set_qp(&nic->link.direct, qp->qpn & (SRN_QP_TABLE_SIZE - 1), &e);
+	/* Rights may have gone (state, access): nothing that read the old
+	 * entry may still run when the verb returns. */
+	fence(nic);
+}
+
+void srn_direct_unpub_qpn(struct srn_nic *nic, uint32_t qpn)
+{
+	if (!nic->link.direct.tab)
+		return;
+	struct srn_direct_qp_ent e;
+	memset(&e, 0, sizeof(e));
+	srn_direct_own_set_qp(&nic->link.direct, qpn & (SRN_QP_TABLE_SIZE - 1), &e);
+	fence(nic);
+}
+
+void srn_direct_pub_mr(struct srn_nic *nic, const struct srn_mr *mr)
+{
+	if (!nic->link.direct.tab || mr->is_mw)
+		return;
+	struct srn_direct_mr_ent e;
+	memset(&e, 0, sizeof(e));
+	if (mr->access & REMOTE_RIGHTS) {
+		e.key = mr->key;
+		e.access = mr->access;
+		e.flags = mr->revoked ? SRN_DIRECT_MR_REVOKED : 0;
+		e.pd = (uint64_t)(uintptr_t)mr->pd;
+		e.iova = mr->iova;
+		e.length = mr->length;
+		e.base = (uint64_t)(uintptr_t)mr->base;
+	}
+	srn_direct_own_set_mr(&nic->link.direct, srn_mr_key_slot(mr->key), &e);
+	fence(nic);
+}
+
+void srn_direct_unpub_mr(struct srn_nic *nic, const struct srn_mr *mr)
+{
+	if (!nic->link.direct.tab || mr->is_mw)
+		return;
+	struct srn_direct_mr_ent e;
+	memset(&e, 0, sizeof(e));
+	srn_direct_own_set_mr(&nic->link.direct, srn_mr_key_slot(mr->key), &e);
+	fence(nic);
+}

@@ -1,0 +1,409 @@
+/*
+ * direct.c - the direct-placement table (direct.h): its layout in a sealed
+ * memfd, the seqlocked entries, the requester slots that fence dereg, and
+ * the cross-memory copy itself.
+ *
+ * Layout (one page of header and slots, then the QP entries, then the
+ * region entries; sizes fixed, so a peer checks the file's size and the
+ * counts in the header against its own):
+ *
+ *   hdr    magic (stored last), layout, owner pid, cookie, closed, counts
+ *   slots  SRN_DIRECT_SLOTS x { claim = requester pid, seq }, a cache line each
+ *   qps    SRN_DIRECT_QPS  x { seq, entry }
+ *   mrs    SRN_DIRECT_MRS  x { seq, entry }
+ *
+ * Every field a peer may read while the owner writes it is accessed with
+ * relaxed atomics (word by word), ordered by the entry's sequence number:
+ * the writer makes it odd, writes, makes it even (release); a reader
+ * accepts a copy only when the number was the same even value before and
+ * after (acquire).  This is the seqlock of the Linux kernel's
+ * include/linux/seqlock.h, written in C11 atomics.
+ */
+#include "link/direct.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdalign.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "link/shm_file.h"
+
+#define DIRECT_MAGIC 0x3154434552494453ull   /* "SDIRECT1", little-endian */
+#define DIRECT_LAYOUT 1u
+#define READ_TRIES 64                        /* a seqlock read gives up after this many */
+#define PEER_RETRY_NS 1000000000ull          /* a target without a usable table: look again in 1 s */
+
+struct tab_hdr {
+	_Atomic uint64_t magic;
+	uint32_t layout;
+	int32_t owner_pid;
+	uint64_t cookie;                     /* the inbox's (locator) cookie */
+	_Atomic uint32_t closed;
+	uint32_t nqps, nmrs, nslots;
+};
+
+struct tab_slot {
+	alignas(64) _Atomic uint64_t claim;  /* the requester's pid, 0 = free */
+	_Atomic uint64_t seq;                /* odd while a placement runs */
+};
+
+struct qp_rec {
+	_Atomic uint32_t seq;
+	uint32_t pad;
+	uint64_t w[sizeof(struct srn_direct_qp_ent) / 8];
+};
+
+struct mr_rec {
+	_Atomic uint32_t seq;
+	uint32_t pad;
+	uint64_t w[sizeof(struct srn_direct_mr_ent) / 8];
+};
+
+_Static_assert(sizeof(struct srn_direct_qp_ent) % 8 == 0, "QP entry in whole words");
+_Static_assert(sizeof(struct srn_direct_mr_ent) % 8 == 0, "region entry in whole words");
+
+struct srn_direct_tab {
+	struct tab_hdr h;
+	struct tab_slot slot[SRN_DIRECT_SLOTS];
+};
+
+#define HEAD_BYTES ((sizeof(struct srn_direct_tab) + 4095) & ~(size_t)4095)
+#define QPS_OFF HEAD_BYTES
+#define MRS_OFF (QPS_OFF + (size_t)SRN_DIRECT_QPS * sizeof(struct qp_rec))
+#define TAB_BYTES ((MRS_OFF + (size_t)SRN_DIRECT_MRS * sizeof(struct mr_rec) + 4095) & \
+		   ~(size_t)4095)
+
+static struct qp_rec *qp_rec(struct srn_direct_tab *t, uint32_t slot)
+{
+	return (struct qp_rec *)((uint8_t *)t + QPS_OFF) + slot;
+}
+
+static struct mr_rec *mr_rec(struct srn_direct_tab *t, uint32_t slot)
+{
+	return (struct mr_rec *)((uint8_t *)t + MRS_OFF) + slot;
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static struct srn_direct_tab *map_tab(int fd)
+{
+	void *p = mmap(NULL, TAB_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED)
+		return NULL;
+	/* A forked child does not use the parent's device (as link/shm.c). */
+	madvise(p, TAB_BYTES, MADV_DONTFORK);
+	return p;
+}
+
+/* Seqlock writer: one writer per entry (the owner, under nic->lock). */
+static void seq_write(_Atomic uint32_t *seq, uint64_t *dst, const void *src, size_t words)
+{
+	uint32_t s = atomic_load_explicit(seq, memory_order_relaxed);
+	atomic_store_explicit(seq, s + 1, memory_order_relaxed);
+	/* The odd number is visible before any word changes (pairs with the
+	 * reader's acquire fence before its second look). */
+	atomic_thread_fence(memory_order_release);
+	const uint64_t *w = src;
+	for (size_t i = 0; i < words; i++)
+		__atomic_store_n(&dst[i], w[i], __ATOMIC_RELAXED);
+	/* Pairs with the reader's first acquire load. */
+	atomic_store_explicit(seq, s + 2, memory_order_release);
+}
+
+/* Seqlock reader: a consistent copy, or false after READ_TRIES. */
+static bool seq_read(_Atomic uint32_t *seq, const uint64_t *src, void *dst, size_t words)
+{
+	uint64_t *w = dst;
+	for (int t = 0; t < READ_TRIES; t++) {
+		uint32_t s1 = atomic_load_explicit(seq, memory_order_acquire);
+		if (s1 & 1)
+			continue;
+		for (size_t i = 0; i < words; i++)
+			w[i] = __atomic_load_n(&src[i], __ATOMIC_RELAXED);
+		atomic_thread_fence(memory_order_acquire);
+		if (atomic_load_explicit(seq, memory_order_relaxed) == s1)
+			return true;
+	}
+	return false;
+}
+
+int srn_direct_own_open(struct srn_direct_own *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->fd = -1;
+	o->pid = getpid();
+	int fd = srn_shm_memfd_create(TAB_BYTES, HEAD_BYTES);
+	if (fd < 0)
+		return fd;
+	struct srn_direct_tab *t = map_tab(fd);
+	if (!t) {
+		int ret = -errno;
+		close(fd);
+		return ret;
+	}
+	t->h.layout = DIRECT_LAYOUT;
+	t->h.owner_pid = o->pid;
+	t->h.nqps = SRN_DIRECT_QPS;
+	t->h.nmrs = SRN_DIRECT_MRS;
+	t->h.nslots = SRN_DIRECT_SLOTS;
+	o->tab = t;
+	o->fd = fd;
+	return 0;
+}
+
+void srn_direct_own_publish(struct srn_direct_own *o, uint64_t cookie)
+{
+	if (!o->tab)
+		return;
+	o->tab->h.cookie = cookie;
+	/* Pairs with the peer's acquire load of the magic in open_tab. */
+	atomic_store_explicit(&o->tab->h.magic, DIRECT_MAGIC, memory_order_release);
+}
+
+void srn_direct_own_close(struct srn_direct_own *o)
+{
+	if (!o->tab)
+		return;
+	if (o->pid == getpid()) {
+		atomic_store(&o->tab->h.closed, 1);
+		srn_direct_own_fence(o);
+		munmap(o->tab, TAB_BYTES);
+	}
+	close(o->fd);
+	o->tab = NULL;
+	o->fd = -1;
+}
+
+void srn_direct_own_set_qp(struct srn_direct_own *o, uint32_t slot,
+			   const struct srn_direct_qp_ent *e)
+{
+	if (!o->tab || slot >= SRN_DIRECT_QPS)
+		return;
+	struct qp_rec *r = qp_rec(o->tab, slot);
+	seq_write(&r->seq, r->w, e, sizeof(*e) / 8);
+}
+
+void srn_direct_own_set_mr(struct srn_direct_own *o, uint32_t slot,
+			   const struct srn_direct_mr_ent *e)
+{
+	if (!o->tab || slot >= SRN_DIRECT_MRS)
+		return;
+	struct mr_rec *r = mr_rec(o->tab, slot);
+	seq_write(&r->seq, r->w, e, sizeof(*e) / 8);
+}
+
+bool srn_direct_own_fence(struct srn_direct_own *o)
+{
+	if (!o->tab)
+		return false;
+	/* The entry changes above happen before the slot reads below; pairs
+	 * with the fence in srn_direct_enter (store-buffer pattern: one of
+	 * the two sides sees the other). */
+	atomic_thread_fence(memory_order_seq_cst);
+	bool waited = false;
+	for (uint32_t i = 0; i < SRN_DIRECT_SLOTS; i++) {
+		struct tab_slot *sl = &o->tab->slot[i];
+		uint64_t pid = atomic_load(&sl->claim);
+		uint64_t s = atomic_load(&sl->seq);
+		if (!pid || !(s & 1))
+			continue;
+		waited = true;
+		o->fence_waits++;
+		uint64_t start = mono_ns(), checked = start;
+		for (unsigned spin = 0; atomic_load(&sl->seq) == s; spin++) {
+			uint64_t now = spin < 256 ? start : mono_ns();
+			if (now - start > SRN_DIRECT_FENCE_MAX_NS) {
+				o->fence_timeouts++;
+				break;
+			}
+			/* A requester that died mid-placement moves no more bytes. */
+			if (now - checked > 1000000ull) {
+				checked = now;
+				if (!srn_shm_pid_alive((int32_t)pid))
+					break;
+			}
+			if (spin < 64)
+				continue;
+			if (spin < 256) {
+				sched_yield();
+			} else {
+				struct timespec ts = { 0, 20000 };
+				nanosleep(&ts, NULL);
+			}
+		}
+	}
+	return waited;
+}
+
+/* Map a target's table and check everything its header says. */
+static struct srn_direct_tab *open_tab(int32_t pid, int32_t fd, uint64_t cookie)
+{
+	int mfd = srn_shm_peer_fd_open(pid, fd, TAB_BYTES);
+	if (mfd < 0)
+		return NULL;
+	struct srn_direct_tab *t = map_tab(mfd);
+	close(mfd);
+	if (!t)
+		return NULL;
+	/* Pairs with the release store in srn_direct_own_publish. */
+	if (atomic_load_explicit(&t->h.magic, memory_order_acquire) != DIRECT_MAGIC ||
+	    t->h.layout != DIRECT_LAYOUT || t->h.owner_pid != pid || t->h.cookie != cookie ||
+	    t->h.nqps != SRN_DIRECT_QPS || t->h.nmrs != SRN_DIRECT_MRS ||
+	    t->h.nslots != SRN_DIRECT_SLOTS || atomic_load(&t->h.closed)) {
+		munmap(t, TAB_BYTES);
+		return NULL;
+	}
+	return t;
+}
+
+/* Claim a requester slot: a free one, else one whose owner died.  A slot
+ * taken over mid-placement is made even (its placement is over). */
+static bool claim_slot(struct srn_direct_tab *t, uint32_t *slot)
+{
+	uint64_t me = (uint64_t)getpid();
+	for (int pass = 0; pass < 2; pass++)
+		for (uint32_t i = 0; i < SRN_DIRECT_SLOTS; i++) {
+			uint64_t cur = atomic_load(&t->slot[i].claim);
+			if (pass == 0 ? cur != 0 : cur == me || srn_shm_pid_alive((int32_t)cur))
+				continue;
+			if (!atomic_compare_exchange_strong(&t->slot[i].claim, &cur, me))
+				continue;
+			uint64_t s = atomic_load(&t->slot[i].seq);
+			if (s & 1)
+				atomic_fetch_add(&t->slot[i].seq, 1);
+			*slot = i;
+			return true;
+		}
+	return false;
+}
+
+static void drop_peer(struct srn_direct_peer *p)
+{
+	if (p->tab) {
+		uint64_t me = (uint64_t)getpid();
+		atomic_compare_exchange_strong(&p->tab->slot[p->slot].claim, &me, 0);
+		munmap(p->tab, TAB_BYTES);
+	}
+	memset(p, 0, sizeof(*p));
+}
+
+struct srn_direct_peer *srn_direct_peer_get(struct srn_direct_req *r, int32_t pid, int32_t fd,
+					    uint64_t cookie, uint64_t now_ns)
+{
+	if (pid <= 0 || fd < 0)
+		return NULL;
+	struct srn_direct_peer *p = NULL, *free_ = NULL;
+	for (unsigned i = 0; i < SRN_DIRECT_PEERS; i++) {
+		struct srn_direct_peer *c = &r->peer[i];
+		if (c->pid == pid) {
+			p = c;
+			break;
+		}
+		if (!c->pid && !free_)
+			free_ = c;
+	}
+	if (p && (p->fd != fd || p->cookie != cookie)) {
+		drop_peer(p);           /* the pid now holds another device's table */
+		free_ = p;
+		p = NULL;
+	}
+	if (p) {
+		if (p->tab && !atomic_load_explicit(&p->tab->h.closed, memory_order_relaxed))
+			return p;
+		if (p->tab) {
+			drop_peer(p);   /* closed: the device went away */
+			return NULL;
+		}
+		if (now_ns < p->retry_ns)
+			return NULL;
+		free_ = p;
+	}
+	if (!free_) {
+		/* Full: forget the first (a device that is probably gone). */
+		free_ = &r->peer[0];
+		drop_peer(free_);
+	}
+	if (!r->pid)
+		r->pid = getpid();
+	free_->pid = pid;
+	free_->fd = fd;
+	free_->cookie = cookie;
+	free_->tab = open_tab(pid, fd, cookie);
+	if (free_->tab && !claim_slot(free_->tab, &free_->slot)) {
+		munmap(free_->tab, TAB_BYTES);
+		free_->tab = NULL;
+	}
+	if (!free_->tab) {
+		free_->retry_ns = now_ns + PEER_RETRY_NS;
+		return NULL;
+	}
+	return free_;
+}
+
+void srn_direct_req_close(struct srn_direct_req *r)
+{
+	if (r->pid && r->pid != getpid()) {
+		memset(r, 0, sizeof(*r));   /* a forked child: nothing is mapped here */
+		return;
+	}
+	for (unsigned i = 0; i < SRN_DIRECT_PEERS; i++)
+		if (r->peer[i].pid)
+			drop_peer(&r->peer[i]);
+	r->pid = 0;
+}
+
+void srn_direct_enter(struct srn_direct_peer *p)
+{
+	atomic_fetch_add_explicit(&p->tab->slot[p->slot].seq, 1, memory_order_seq_cst);
+	/* The odd number before any entry read; pairs with the fence in
+	 * srn_direct_own_fence. */
+	atomic_thread_fence(memory_order_seq_cst);
+}
+
+void srn_direct_leave(struct srn_direct_peer *p)
+{
+	/* Every byte moved before the number turns even (pairs with the
+	 * fence's load). */
+	atomic_fetch_add_explicit(&p->tab->slot[p->slot].seq, 1, memory_order_release);
+}
+
+bool srn_direct_read_qp(const struct srn_direct_peer *p, uint32_t qpn,
+			struct srn_direct_qp_ent *out)
+{
+	if (atomic_load_explicit(&p->tab->h.closed, memory_order_relaxed))
+		return false;
+	struct qp_rec *r = qp_rec(p->tab, qpn & (SRN_DIRECT_QPS - 1));
+	return seq_read(&r->seq, r->w, out, sizeof(*out) / 8) && out->qpn == qpn;
+}
+
+bool srn_direct_read_mr(const struct srn_direct_peer *p, uint32_t slot, uint32_t key,
+			struct srn_direct_mr_ent *out)
+{
+	if (slot >= SRN_DIRECT_MRS || atomic_load_explicit(&p->tab->h.closed, memory_order_relaxed))
+		return false;
+	struct mr_rec *r = mr_rec(p->tab, slot);
+	return seq_read(&r->seq, r->w, out, sizeof(*out) / 8) && out->key == key;
+}
+
+int srn_direct_copy(const struct srn_direct_peer *p, bool write, const struct iovec *local,
+		    int nlocal, uint64_t remote, uint64_t len)
+{
+	struct iovec rv = { .iov_base = (void *)(uintptr_t)remote, .iov_len = len };
+	ssize_t n = write ? process_vm_writev(p->pid, local, (unsigned long)nlocal, &rv, 1, 0)
+			  : process_vm_readv(p->pid, local, (unsigned long)nlocal, &rv, 1, 0);
+	if (n < 0)
+		return -errno;
+	return (uint64_t)n == len ? 0 : -EIO;
+}

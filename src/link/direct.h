@@ -1,0 +1,150 @@
+/*
+ * direct.h - same-host direct placement: the table a device publishes so
+ * that same-user peers can act as its NIC for RDMA Write and Read.
+ *
+ * One-sided operations should not need the target's CPU.  Between two
+ * softrnic processes on one host the requester can place a Write (or
+ * fetch a Read) in the target's registered memory itself, with
+ * cross-memory attach (process_vm_writev/readv), if it can make every
+ * check the target's responder would make.  So each device publishes, in
+ * a sealed memfd of its own (the "direct table"), what those checks need:
+ *
+ *  - per QP (indexed by the QPN's 12-bit slot): the full QPN, state,
+ *    remote access flags, protection domain and whether it accepts
+ *    direct placement;
+ *  - per memory region (indexed by the key's slot): the key, PD, iova,
+ *    length, access rights, where the region lies in the target's address
+ *    space, and whether it was revoked.  Memory windows are not published:
+ *    their keys take the rings.
+ *
+ * Entries have one writer (the target, under its nic->lock) and are read
+ * by peers with a per-entry sequence counter (odd while written), so a
+ * reader never acts on a torn entry.
+ *
+ * Fencing.  After ibv_dereg_mr (or a revocation, a rereg, a QP leaving
+ * RTR/RTS) returns, no placement may reach the region.  Each requester
+ * device claims one of SRN_DIRECT_SLOTS slots in the target's table and
+ * makes its sequence odd (sequentially consistent) before it reads any
+ * entry, even again when its placement is done.  The target changes the
+ * entry first, then (after a full fence) waits for every slot that was
+ * odd to move on: either the requester saw the old entry and its
+ * placement finishes before the target goes on, or it sees the new one.
+ * A slot whose owner died is not waited for (its placement cannot go on),
+ * and the wait is bounded (SRN_DIRECT_FENCE_MAX_NS) so a stopped peer
+ * cannot hang the target: that is counted and logged.
+ *
+ * Trust: the table is found as the inbox is (link/shm_file.h: the
+ * locator names pid and descriptor, /proc/PID/fd/N opens only for the
+ * same user, the file must be ours, 0600, sealed, of the exact size, with
+ * the inbox's cookie).  A peer's table is untrusted input: every index is
+ * masked, every entry copied once and checked; what a lying table can do
+ * is make us write into its owner's memory, which its owner's user could
+ * do anyway.  Our own memory is only ever reached through our own lkeys.
+ */
+#ifndef SRN_LINK_DIRECT_H
+#define SRN_LINK_DIRECT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#define SRN_DIRECT_QPS 4096u          /* one entry per QPN slot (core/nic.h SRN_QP_TABLE_SIZE) */
+#define SRN_DIRECT_MRS 16384u         /* key slots published; higher slots take the rings */
+#define SRN_DIRECT_SLOTS 32u          /* requester devices per target */
+#define SRN_DIRECT_PEERS 16u          /* targets a requester device remembers */
+#define SRN_DIRECT_FENCE_MAX_NS 2000000000ull  /* a fence waits at most 2 s for a peer */
+
+/* QP entry flags. */
+#define SRN_DIRECT_QP_OK 1u           /* accepts direct placement */
+/* Region entry flags. */
+#define SRN_DIRECT_MR_REVOKED 1u      /* its pages went under the registration */
+
+struct srn_direct_qp_ent {
+	uint32_t qpn;                 /* 0: no QP in this slot */
+	uint32_t state;               /* enum ibv_qp_state */
+	uint32_t access;              /* qp_access_flags */
+	uint32_t flags;
+	uint64_t pd;                  /* the PD's identity in the target */
+};
+
+struct srn_direct_mr_ent {
+	uint32_t key;                 /* 0: no region in this slot */
+	uint32_t access;
+	uint32_t flags;
+	uint32_t pad;
+	uint64_t pd;
+	uint64_t iova;
+	uint64_t length;
+	uint64_t base;                /* where iova lies in the target's address space */
+};
+
+struct srn_direct_tab;
+
+/* A device's own table: created at device open, published once its
+ * inbox exists (the locator carries the descriptor). */
+struct srn_direct_own {
+	struct srn_direct_tab *tab;   /* NULL: no table (direct placement off) */
+	int fd;
+	int pid;
+	uint64_t fence_waits;         /* fences that found a placement in flight */
+	uint64_t fence_timeouts;      /* fences that gave up on a stopped peer */
+};
+
+/* A target as a requester device sees it. */
+struct srn_direct_peer {
+	int32_t pid;                  /* 0: unused entry */
+	int32_t fd;
+	uint64_t cookie;
+	struct srn_direct_tab *tab;   /* NULL: none usable (until retry_ns) */
+	uint32_t slot;
+	uint64_t retry_ns;
+};
+
+struct srn_direct_req {
+	struct srn_direct_peer peer[SRN_DIRECT_PEERS];
+	int pid;
+};
+
+/* Create the table (all entries empty, not yet published).  0 or -errno;
+ * on failure o->tab stays NULL. */
+int srn_direct_own_open(struct srn_direct_own *o);
+/* Let peers in: stamp the inbox's cookie and the magic (release). */
+void srn_direct_own_publish(struct srn_direct_own *o, uint64_t cookie);
+/* Mark closed (peers stop at once), fence, unmap. */
+void srn_direct_own_close(struct srn_direct_own *o);
+/* Write an entry (seqlock; its one writer is the owner under nic->lock).
+ * A slot out of range is ignored (never published: the rings serve it). */
+void srn_direct_own_set_qp(struct srn_direct_own *o, uint32_t slot,
+			   const struct srn_direct_qp_ent *e);
+void srn_direct_own_set_mr(struct srn_direct_own *o, uint32_t slot,
+			   const struct srn_direct_mr_ent *e);
+/* Wait until no placement that may have seen an entry before the last
+ * set is still running (see the top of this file).  Returns true when it
+ * had to wait for one. */
+bool srn_direct_own_fence(struct srn_direct_own *o);
+
+/* The table of the target with this pid, descriptor and cookie (from its
+ * locator), opened and a slot claimed on first use; NULL: none usable. */
+struct srn_direct_peer *srn_direct_peer_get(struct srn_direct_req *r, int32_t pid, int32_t fd,
+					    uint64_t cookie, uint64_t now_ns);
+/* Release every claimed slot and unmap (device close). */
+void srn_direct_req_close(struct srn_direct_req *r);
+
+/* A placement: enter (slot odd), read entries, move bytes, leave.  The
+ * reads return false when the entry could not be read consistently or
+ * the table was closed; the caller then takes the rings. */
+void srn_direct_enter(struct srn_direct_peer *p);
+void srn_direct_leave(struct srn_direct_peer *p);
+bool srn_direct_read_qp(const struct srn_direct_peer *p, uint32_t qpn,
+			struct srn_direct_qp_ent *out);
+/* slot: the key's slot as core/mr.h srn_mr_key_slot() gives it. */
+bool srn_direct_read_mr(const struct srn_direct_peer *p, uint32_t slot, uint32_t key,
+			struct srn_direct_mr_ent *out);
+/* Copy len bytes between our iovecs and the target's [remote, +len):
+ * write true = into the target.  0, or -errno (nothing or part of it
+ * moved: the caller resends over the rings, Write and Read are
+ * idempotent). */
+int srn_direct_copy(const struct srn_direct_peer *p, bool write, const struct iovec *local,
+		    int nlocal, uint64_t remote, uint64_t len);
+
+#endif

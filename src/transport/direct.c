@@ -1,0 +1,160 @@
+/*
+ * direct.c - RDMA Write and Read between same-host softrnic processes,
+ * placed by the requester itself (direct.h, link/direct.h).
+ *
+ * When a WQE may go direct:
+ *  - RC, QP in RTS, an RDMA Write (without immediate: the immediate needs
+ *    the target's receive queue and CQ) or Read of 1 .. max_msg_sz bytes;
+ *  - ordering: nothing before it on the send queue is outstanding (every
+ *    earlier WQE is complete, so acknowledged, so executed by the target)
+ *    and nothing of it was sent yet.  A Write behind a queued Send, a Read
+ *    behind a Write still in flight, a fence: all wait like this or go
+ *    as packets behind what precedes them;
+ *  - the peer is a same-host device of our user with a ring (link/shm.h)
+ *    and a direct table (link/direct.h), and we are not tracing/faulting.
+ *
+ * The checks are the responder's (responder.c exec_write/exec_read):
+ * the target QP exists under that QPN, is in RTR or RTS and takes direct
+ * placement, its qp_access_flags allow the operation; the rkey names a
+ * published region (not a window: those take the rings) of the QP's PD,
+ * not revoked, with the right and the range (srn_mr_rights_range_ok, the
+ * same function srn_mr_resolve uses).  Any check that fails sends the
+ * WQE as packets: the target's responder then refuses it exactly as
+ * today (NAK, its QP to ERR with the async event, REM_ACCESS_ERR here),
+ * so an error looks the same whichever path was tried first.
+ *
+ * PSNs: a direct WQE takes none.  It got its range at post
+ * (srn_req_number); since nothing is outstanding, that range starts at
+ * req.psn == comp.una and nothing was sent in it, so the WQEs after it
+ * (posted, never sent) are moved down by its size and next_psn with them.
+ * The target's expected PSN never sees the gap.
+ */
+#include "transport/direct.h"
+
+#include <sys/uio.h>
+
+#include "core/limits.h"
+#include "core/mr.h"
+#include "core/nic.h"
+#include "core/qp.h"
+#include "link/direct.h"
+#include "link/shm.h"
+#include "transport/complete.h"
+#include "wire/roce_hdr.h"
+
+/* Our side of the transfer: the inline copy or the SGEs through their
+ * lkeys (local write for a Read).  False: an lkey fails, and the packet
+ * path reports the local protection error as it always does. */
+static bool local_iov(struct srn_qp *qp, const struct srn_swqe *w, bool read,
+		      struct iovec *iov, int *n)
+{
+	*n = 0;
+	uint32_t idx = (uint32_t)(w - qp->sq.wqe);
+	if (w->is_inline) {
+		iov[0].iov_base = qp->sq.inline_buf + (size_t)idx * qp->cap.max_inline_data;
+		iov[0].iov_len = w->length;
+		*n = 1;
+		return !read;
+	}
+	const struct ibv_sge *sge = qp->sq.sge + (size_t)idx * qp->cap.max_send_sge;
+	uint32_t left = w->length;
+	for (uint32_t i = 0; i < w->num_sge && left; i++) {
+		uint32_t take = sge[i].length < left ? sge[i].length : left;
+		if (!take)
+			continue;
+		const char *why;
+		void *p = srn_mr_resolve(qp->nic, qp->pd, qp->qpn, sge[i].lkey, sge[i].addr, take,
+					 read ? IBV_ACCESS_LOCAL_WRITE : 0, &why);
+		if (!p)
+			return false;
+		iov[*n].iov_base = p;
+		iov[*n].iov_len = take;
+		(*n)++;
+		left -= take;
+	}
+	return left == 0;
+}
+
+/* The responder's checks against the target's published QP and region.
+ * Returns where [va, va+len) lies in the target, or 0. */
+static uint64_t remote_addr(struct srn_direct_peer *dp, uint32_t dqpn, uint32_t rkey,
+			    uint64_t va, uint64_t len, unsigned need)
+{
+	struct srn_direct_qp_ent q;
+	struct srn_direct_mr_ent m;
+	const char *why;
+	if (!srn_direct_read_qp(dp, dqpn, &q) || !(q.flags & SRN_DIRECT_QP_OK) ||
+	    (q.state != IBV_QPS_RTR && q.state != IBV_QPS_RTS) || !(q.access & need))
+		return 0;
+	if (!srn_direct_read_mr(dp, srn_mr_key_slot(rkey), rkey, &m) || m.pd != q.pd ||
+	    (m.flags & SRN_DIRECT_MR_REVOKED) ||
+	    !srn_mr_rights_range_ok(m.access, m.iova, m.length, need, va, len, &why))
+		return 0;
+	return m.base + (va - m.iova);
+}
+
+/* The WQE at req.cur took no PSN after all: move the later ones down. */
+static void give_back_psns(struct srn_qp *qp, const struct srn_swqe *w)
+{
+	uint32_t n = srn_psn_diff(w->last_psn, w->first_psn) + 1;
+	uint32_t back = SRN_PSN_MASK + 1 - n;    /* - n, modulo 2^24 */
+	for (uint32_t i = qp->req.cur + 1; i != qp->sq.head; i++) {
+		struct srn_swqe *later = &qp->sq.wqe[i & (qp->sq.size - 1)];
+		later->first_psn = srn_psn_add(later->first_psn, back);
+		later->last_psn = srn_psn_add(later->last_psn, back);
+	}
+	qp->req.next_psn = srn_psn_add(qp->req.next_psn, back);
+}
+
+bool srn_direct_try(struct srn_qp *qp, struct srn_swqe *w)
+{
+	struct srn_nic *nic = qp->nic;
+	if (!nic->link.direct_on || qp->type != IBV_QPT_RC || qp->state != IBV_QPS_RTS)
+		return false;
+	bool write = w->opcode == IBV_WR_RDMA_WRITE;
+	if (!write && w->opcode != IBV_WR_RDMA_READ)
+		return false;
+	/* Zero-length and oversized requests: the responder's answers
+	 * (IBTA 9.4.2.1, max_msg_sz) come from the packet path. */
+	if (!w->length || w->length > SRN_MAX_MSG_SZ)
+		return false;
+	if (qp->sq.tail != qp->req.cur || qp->req.cur != qp->req.sent_end ||
+	    qp->req.cur_started || qp->comp.rnr_wait || qp->req.rd_atomic_inflight)
+		return false;
+	struct srn_shm_peer *sp = srn_shm_route(&nic->link.shm,
+						(const struct sockaddr *)&qp->path.peer,
+						qp->path.peer_len);
+	if (!sp || !sp->seg || sp->direct_fd < 0)
+		return false;
+	struct srn_direct_peer *dp = srn_direct_peer_get(&nic->link.direct_req, sp->owner_pid,
+							 sp->direct_fd, sp->cookie, srn_now_ns());
+	if (!dp)
+		return false;
+	struct iovec iov[SRN_MAX_SGE];
+	int niov;
+	if (!local_iov(qp, w, !write, iov, &niov))
+		return false;
+
+	unsigned need = write ? IBV_ACCESS_REMOTE_WRITE : IBV_ACCESS_REMOTE_READ;
+	srn_direct_enter(dp);
+	uint64_t at = remote_addr(dp, qp->attr.dest_qp_num, w->rkey, w->remote_addr, w->length,
+				  need);
+	int ret = at ? srn_direct_copy(dp, write, iov, niov, at, w->length) : -EACCES;
+	srn_direct_leave(dp);
+	if (ret) {
+		/* A refused check or a failed copy (the target died, its
+		 * pages went): the packets carry it and get the answer. */
+		srn_count(nic->diag.cnt, SRN_CNT_DIRECT_FALLBACK, 1);
+		return false;
+	}
+	give_back_psns(qp, w);
+	qp->req.cur++;
+	qp->req.sent_end++;
+	srn_count(nic->diag.cnt, write ? SRN_CNT_DIRECT_WRITE : SRN_CNT_DIRECT_READ, 1);
+	srn_count(nic->diag.cnt, write ? SRN_CNT_DIRECT_WRITE_BYTES : SRN_CNT_DIRECT_READ_BYTES,
+		  w->length);
+	/* Nothing was outstanding before it: complete now, in order, as
+	 * after the ACK (or the last READ response). */
+	srn_complete_send(qp, IBV_WC_SUCCESS);
+	return true;
+}
