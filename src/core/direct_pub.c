@@ -34,6 +34,7 @@ void srn_direct_pub_qp(struct srn_qp *qp)
 		.state = (uint32_t)qp->state,
 		.access = qp->attr.qp_access_flags,
 		.flags = qp->type == IBV_QPT_RC && nic->link.direct_on ? SRN_DIRECT_QP_OK : 0,
+		.dest_qpn = qp->attr.dest_qp_num,
 		.pd = (uint64_t)(uintptr_t)qp->pd,
 	};
 	srn_direct_own_set_qp(&nic->link.direct, qp->qpn & (SRN_QP_TABLE_SIZE - 1), &e);

@@ -10,8 +10,8 @@
  * a sealed memfd of its own (the "direct table"), what those checks need:
  *
  *  - per QP (indexed by the QPN's 12-bit slot): the full QPN, state,
- *    remote access flags, protection domain and whether it accepts
- *    direct placement;
+ *    remote access flags, the QPN it is connected to, protection domain
+ *    and whether it accepts direct placement;
  *  - per memory region (indexed by the key's slot): the key, PD, iova,
  *    length, access rights, where the region lies in the target's address
  *    space, and whether it was revoked.  Memory windows are not published:
@@ -64,6 +64,8 @@ struct srn_direct_qp_ent {
 	uint32_t state;               /* enum ibv_qp_state */
 	uint32_t access;              /* qp_access_flags */
 	uint32_t flags;
+	uint32_t dest_qpn;            /* the QP it is connected to (RC is one to one) */
+	uint32_t pad;
 	uint64_t pd;                  /* the PD's identity in the target */
 };
 

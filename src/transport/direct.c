@@ -77,13 +77,16 @@ static bool local_iov(struct srn_qp *qp, const struct srn_swqe *w, bool read,
 
 /* The responder's checks against the target's published QP and region.
  * Returns where [va, va+len) lies in the target, or 0. */
-static uint64_t remote_addr(struct srn_direct_peer *dp, uint32_t dqpn, uint32_t rkey,
+static uint64_t remote_addr(struct srn_direct_peer *dp, const struct srn_qp *qp, uint32_t rkey,
 			    uint64_t va, uint64_t len, unsigned need)
 {
 	struct srn_direct_qp_ent q;
 	struct srn_direct_mr_ent m;
 	const char *why;
-	if (!srn_direct_read_qp(dp, dqpn, &q) || !(q.flags & SRN_DIRECT_QP_OK) ||
+	/* The target QP must be the one connected to this QP: our packets
+	 * to any other would be dropped as not from its peer. */
+	if (!srn_direct_read_qp(dp, qp->attr.dest_qp_num, &q) || q.dest_qpn != qp->qpn ||
+	    !(q.flags & SRN_DIRECT_QP_OK) ||
 	    (q.state != IBV_QPS_RTR && q.state != IBV_QPS_RTS) || !(q.access & need))
 		return 0;
 	if (!srn_direct_read_mr(dp, srn_mr_key_slot(rkey), rkey, &m) || m.pd != q.pd ||
@@ -137,8 +140,7 @@ bool srn_direct_try(struct srn_qp *qp, struct srn_swqe *w)
 
 	unsigned need = write ? IBV_ACCESS_REMOTE_WRITE : IBV_ACCESS_REMOTE_READ;
 	srn_direct_enter(dp);
-	uint64_t at = remote_addr(dp, qp->attr.dest_qp_num, w->rkey, w->remote_addr, w->length,
-				  need);
+	uint64_t at = remote_addr(dp, qp, w->rkey, w->remote_addr, w->length, need);
 	int ret = at ? srn_direct_copy(dp, write, iov, niov, at, w->length) : -EACCES;
 	srn_direct_leave(dp);
 	if (ret) {

@@ -1,0 +1,454 @@
+/*
+ * test_direct - same-host RDMA Write and Read placed directly by the
+ * requester (transport/direct.c, link/direct.h), against the rules a
+ * responder keeps.  Two processes (fork before any verbs call, each its
+ * own device on its own 127.0.0.N); the same checks must hold with
+ * SOFTRNIC_DIRECT=0 (the rings), which is how test_direct.sh runs it
+ * too, and the script checks the direct_* counters say which path ran.
+ *
+ *   test_direct data     random Writes and Reads, multi-SGE, Write then
+ *                        Read of the same range in one post list; the
+ *                        target's memory is compared byte for byte
+ *   test_direct errors   bad rkey, no right in the region, out of range,
+ *                        QP without the remote right: REM_ACCESS_ERR as
+ *                        over the rings, nothing placed
+ *   test_direct qp_err   a target QP moved to ERR gets no placement
+ *   test_direct dereg    the target deregisters while Writes stream: no
+ *                        byte changes after ibv_dereg_mr returns
+ *   test_direct killed   the requester is killed mid-stream: the target's
+ *                        dereg still returns (bounded), nothing changes
+ *
+ * The parent is the requester, the child the target (killed: the other
+ * way round).  The target never polls: only its progress thread runs.
+ */
+#include <signal.h>
+#include <stdbool.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/wait.h>
+
+#include "rc_test_conn.h"
+
+#define BIG (1u << 20)
+#define SMALL (64u << 10)
+#define NQP 5
+#define TMO 30000
+
+struct info {
+	union ibv_gid gid;
+	uint32_t qpn[NQP];
+	uint32_t rkey_rw, rkey_ro, rkey_wo;
+	uint64_t addr_rw, addr_ro, addr_wo;
+};
+
+static uint8_t t_rw[BIG], t_ro[SMALL], t_wo[SMALL];   /* the target's regions */
+static uint8_t r_src[BIG], r_dst[BIG], model[BIG];    /* the requester's */
+
+struct side {
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	struct ibv_qp *qp[NQP];
+	struct info me, peer;
+};
+
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+static uint32_t rnd(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return (uint32_t)(rng >> 11);
+}
+
+/* The target's three regions, registered before the exchange. */
+static struct ibv_mr *mr_rw, *mr_ro, *mr_wo;
+static void target_regions(struct side *s)
+{
+	mr_rw = ibv_reg_mr(s->pd, t_rw, BIG, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+			   IBV_ACCESS_REMOTE_READ);
+	mr_ro = ibv_reg_mr(s->pd, t_ro, SMALL, IBV_ACCESS_REMOTE_READ);
+	mr_wo = ibv_reg_mr(s->pd, t_wo, SMALL, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	CHECK(mr_rw && mr_ro && mr_wo);
+	s->me.rkey_rw = mr_rw->rkey;
+	s->me.rkey_ro = mr_ro->rkey;
+	s->me.rkey_wo = mr_wo->rkey;
+	s->me.addr_rw = (uintptr_t)t_rw;
+	s->me.addr_ro = (uintptr_t)t_ro;
+	s->me.addr_wo = (uintptr_t)t_wo;
+}
+
+/* Target side of most modes: regions, connect, then wait for the
+ * requester's word (the progress thread does everything meanwhile). */
+static struct side T;
+static void target_open(int fd, const int *access)
+{
+	T.ctx = srn_tc_open(&T.me.gid);
+	T.pd = ibv_alloc_pd(T.ctx);
+	CHECK(T.pd);
+	target_regions(&T);
+	T.cq = ibv_create_cq(T.ctx, 256, NULL, NULL, 0);
+	CHECK(T.cq);
+	for (int i = 0; i < NQP; i++) {
+		struct ibv_qp_init_attr ia = {
+			.send_cq = T.cq, .recv_cq = T.cq, .qp_type = IBV_QPT_RC,
+			.cap = { .max_send_wr = 64, .max_recv_wr = 4, .max_send_sge = 4,
+				 .max_recv_sge = 1 },
+		};
+		T.qp[i] = ibv_create_qp(T.pd, &ia);
+		CHECK(T.qp[i]);
+		T.me.qpn[i] = T.qp[i]->qp_num;
+	}
+	srn_tc_xchg(fd, &T.me, &T.peer, sizeof(T.me), TMO);
+	for (int i = 0; i < NQP; i++) {
+		struct srn_tc_qp_opts o = srn_tc_default_opts();
+		if (access)
+			o.access = access[i];
+		o.timeout = 12;
+		o.retry_cnt = 3;
+		srn_tc_connect(T.qp[i], &T.peer.gid, T.peer.qpn[i], 0x200, 0x200, &o);
+	}
+	srn_tc_barrier(fd, 0xd1, TMO);
+}
+
+static struct ibv_mr *req_mr_src, *req_mr_dst;
+static struct side R;
+static void requester_open(int fd)
+{
+	memset(&R, 0, sizeof(R));
+	R.ctx = srn_tc_open(&R.me.gid);
+	R.pd = ibv_alloc_pd(R.ctx);
+	CHECK(R.pd);
+	req_mr_src = ibv_reg_mr(R.pd, r_src, BIG, IBV_ACCESS_LOCAL_WRITE);
+	req_mr_dst = ibv_reg_mr(R.pd, r_dst, BIG, IBV_ACCESS_LOCAL_WRITE);
+	CHECK(req_mr_src && req_mr_dst);
+	R.cq = ibv_create_cq(R.ctx, 256, NULL, NULL, 0);
+	CHECK(R.cq);
+	for (int i = 0; i < NQP; i++) {
+		struct ibv_qp_init_attr ia = {
+			.send_cq = R.cq, .recv_cq = R.cq, .qp_type = IBV_QPT_RC,
+			.cap = { .max_send_wr = 64, .max_recv_wr = 4, .max_send_sge = 4,
+				 .max_recv_sge = 1 },
+		};
+		R.qp[i] = ibv_create_qp(R.pd, &ia);
+		CHECK(R.qp[i]);
+		R.me.qpn[i] = R.qp[i]->qp_num;
+	}
+	srn_tc_xchg(fd, &R.me, &R.peer, sizeof(R.me), TMO);
+	for (int i = 0; i < NQP; i++) {
+		struct srn_tc_qp_opts o = srn_tc_default_opts();
+		o.timeout = 12;
+		o.retry_cnt = 3;
+		srn_tc_connect(R.qp[i], &R.peer.gid, R.peer.qpn[i], 0x200, 0x200, &o);
+	}
+	srn_tc_barrier(fd, 0xd1, TMO);
+}
+
+/* One Write or Read of [off, off+len) of the target's rw region (or the
+ * given rkey/addr), from/into the requester's buffer at loff, split into
+ * up to 3 SGEs.  Not posted when wr_out is given (for post lists). */
+static void make_wr(struct ibv_send_wr *wr, struct ibv_sge *sge, bool write, uint32_t loff,
+		    uint64_t raddr, uint32_t rkey, uint32_t len, uint64_t id)
+{
+	struct ibv_mr *m = write ? req_mr_src : req_mr_dst;
+	uint8_t *base = write ? r_src : r_dst;
+	int n = len >= 3 ? 1 + (int)(rnd() % 3) : 1;
+	uint32_t done = 0;
+	for (int i = 0; i < n; i++) {
+		uint32_t take = i == n - 1 ? len - done : (len - done) / (uint32_t)(n - i);
+		sge[i] = (struct ibv_sge){ (uintptr_t)(base + loff + done), take, m->lkey };
+		done += take;
+	}
+	memset(wr, 0, sizeof(*wr));
+	wr->wr_id = id;
+	wr->sg_list = sge;
+	wr->num_sge = n;
+	wr->opcode = write ? IBV_WR_RDMA_WRITE : IBV_WR_RDMA_READ;
+	wr->send_flags = IBV_SEND_SIGNALED;
+	wr->wr.rdma.remote_addr = raddr;
+	wr->wr.rdma.rkey = rkey;
+}
+
+static enum ibv_wc_status post_wait(struct ibv_qp *qp, struct ibv_send_wr *wr)
+{
+	struct ibv_send_wr *bad;
+	CHECK(ibv_post_send(qp, wr, &bad) == 0);
+	enum ibv_wc_status st = IBV_WC_SUCCESS;
+	for (struct ibv_send_wr *w = wr; w; w = w->next) {
+		struct ibv_wc wc = srn_tc_poll_one(R.cq, 20);
+		CHECK(wc.wr_id == w->wr_id);
+		if (wc.status != IBV_WC_SUCCESS && st == IBV_WC_SUCCESS)
+			st = wc.status;
+	}
+	return st;
+}
+
+static void target_wait_done(int fd)
+{
+	srn_tc_barrier(fd, 0xd2, 120000);
+}
+
+/* data: the target ships its region at the end; it must equal the model. */
+static int mode_data(int fd, bool parent)
+{
+	if (!parent) {
+		target_open(fd, NULL);
+		target_wait_done(fd);
+		srn_tc_send(fd, t_rw, BIG);
+		srn_tc_barrier(fd, 0xd3, TMO);
+		return 0;
+	}
+	requester_open(fd);
+	for (uint32_t i = 0; i < BIG; i++)
+		r_src[i] = (uint8_t)rnd();
+	struct ibv_qp *qp = R.qp[0];
+	for (int op = 0; op < 1500; op++) {
+		uint32_t len = 1 + rnd() % (op % 7 == 0 ? SMALL : 512);
+		uint32_t off = rnd() % (BIG - len + 1), loff = rnd() % (BIG - len + 1);
+		struct ibv_sge s1[4], s2[4];
+		struct ibv_send_wr w1, w2;
+		make_wr(&w1, s1, true, loff, R.peer.addr_rw + off, R.peer.rkey_rw, len,
+			(uint64_t)op * 2);
+		memcpy(model + off, r_src + loff, len);
+		if (op % 3 == 0) {
+			/* Read after Write in one post list: sees the Write. */
+			uint32_t doff = rnd() % (BIG - len + 1);
+			make_wr(&w2, s2, false, doff, R.peer.addr_rw + off, R.peer.rkey_rw, len,
+				(uint64_t)op * 2 + 1);
+			w1.next = &w2;
+			CHECK(post_wait(qp, &w1) == IBV_WC_SUCCESS);
+			CHECK(memcmp(r_dst + doff, model + off, len) == 0);
+		} else {
+			CHECK(post_wait(qp, &w1) == IBV_WC_SUCCESS);
+		}
+	}
+	/* A Read of the whole region, in one message. */
+	struct ibv_sge s[4];
+	struct ibv_send_wr w;
+	make_wr(&w, s, false, 0, R.peer.addr_rw, R.peer.rkey_rw, BIG, 99999);
+	CHECK(post_wait(qp, &w) == IBV_WC_SUCCESS);
+	CHECK(memcmp(r_dst, model, BIG) == 0);
+	srn_tc_barrier(fd, 0xd2, TMO);
+	srn_tc_recv(fd, r_dst, BIG, TMO);
+	CHECK(memcmp(r_dst, model, BIG) == 0);
+	srn_tc_barrier(fd, 0xd3, TMO);
+	printf("ok: 1500 Writes, 500 Reads after Write, byte-exact\n");
+	return 0;
+}
+
+/* errors: each refused request fails its QP; the target's bytes stay. */
+static int mode_errors(int fd, bool parent)
+{
+	/* QP 4 of the target takes no remote write. */
+	int access[NQP] = { 0, 0, 0, 0, IBV_ACCESS_REMOTE_READ };
+	for (int i = 0; i < 4; i++)
+		access[i] = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+			    IBV_ACCESS_REMOTE_ATOMIC;
+	if (!parent) {
+		memset(t_rw, 0x11, BIG);
+		memset(t_ro, 0x22, SMALL);
+		memset(t_wo, 0x33, SMALL);
+		target_open(fd, access);
+		target_wait_done(fd);
+		uint8_t verdict = 1;
+		for (uint32_t i = 0; i < SMALL; i++)
+			if (t_ro[i] != 0x22 || t_wo[i] != 0x33)
+				verdict = 0;
+		for (uint32_t i = 4096; i < BIG; i++)    /* the first page took the good Writes */
+			if (t_rw[i] != 0x11)
+				verdict = 0;
+		srn_tc_send(fd, &verdict, 1);
+		return verdict ? 0 : 1;
+	}
+	requester_open(fd);
+	memset(r_src, 0x5a, BIG);
+	struct ibv_sge s[4];
+	struct ibv_send_wr w;
+	/* A good Write first on each QP, so the direct path is set up. */
+	for (int q = 0; q < 4; q++) {
+		make_wr(&w, s, true, 0, R.peer.addr_rw + (uint64_t)q * 64, R.peer.rkey_rw, 64, 1);
+		CHECK(post_wait(R.qp[q], &w) == IBV_WC_SUCCESS);
+	}
+	struct {
+		int qp;
+		bool write;
+		uint64_t addr;
+		uint32_t rkey, len;
+		const char *what;
+	} c[] = {
+		{ 0, true, R.peer.addr_rw + 8192, R.peer.rkey_rw ^ 0x01000000u, 8, "bad rkey" },
+		{ 1, true, R.peer.addr_ro, R.peer.rkey_ro, 8, "Write into a read-only region" },
+		{ 2, true, R.peer.addr_rw + BIG - 10, R.peer.rkey_rw, 100, "Write past the end" },
+		{ 3, false, R.peer.addr_wo, R.peer.rkey_wo, 8, "Read without remote read" },
+		{ 4, true, R.peer.addr_rw + 8192, R.peer.rkey_rw, 8, "QP without remote write" },
+	};
+	for (unsigned i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		make_wr(&w, s, c[i].write, 0, c[i].addr, c[i].rkey, c[i].len, 10 + i);
+		enum ibv_wc_status st = post_wait(R.qp[c[i].qp], &w);
+		if (st != IBV_WC_REM_ACCESS_ERR) {
+			fprintf(stderr, "[parent] %s: %s, not REM_ACCESS_ERR\n", c[i].what,
+				ibv_wc_status_str(st));
+			return 1;
+		}
+	}
+	srn_tc_barrier(fd, 0xd2, TMO);
+	uint8_t verdict = 0;
+	srn_tc_recv(fd, &verdict, 1, TMO);
+	CHECK(verdict == 1);
+	printf("ok: 5 refused requests gave REM_ACCESS_ERR, no byte placed\n");
+	return 0;
+}
+
+/* qp_err: after the target's QP goes to ERR, a Write must not land. */
+static int mode_qp_err(int fd, bool parent)
+{
+	if (!parent) {
+		target_open(fd, NULL);
+		srn_tc_barrier(fd, 0xe1, TMO);       /* first Write done */
+		struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
+		CHECK(ibv_modify_qp(T.qp[0], &a, IBV_QP_STATE) == 0);
+		srn_tc_barrier(fd, 0xe2, TMO);
+		target_wait_done(fd);
+		uint8_t verdict = 1;
+		for (uint32_t i = 0; i < 4096; i++)
+			if (t_rw[i] != (i < 64 ? 0x44 : 0))
+				verdict = 0;
+		srn_tc_send(fd, &verdict, 1);
+		return verdict ? 0 : 1;
+	}
+	requester_open(fd);
+	memset(r_src, 0x44, 64);
+	memset(r_src + 64, 0x66, 4096);
+	struct ibv_sge s[4];
+	struct ibv_send_wr w;
+	make_wr(&w, s, true, 0, R.peer.addr_rw, R.peer.rkey_rw, 64, 1);
+	CHECK(post_wait(R.qp[0], &w) == IBV_WC_SUCCESS);
+	srn_tc_barrier(fd, 0xe1, TMO);
+	srn_tc_barrier(fd, 0xe2, TMO);
+	make_wr(&w, s, true, 64, R.peer.addr_rw + 64, R.peer.rkey_rw, 4000, 2);
+	enum ibv_wc_status st = post_wait(R.qp[0], &w);
+	CHECK(st != IBV_WC_SUCCESS);
+	srn_tc_barrier(fd, 0xd2, TMO);
+	uint8_t verdict = 0;
+	srn_tc_recv(fd, &verdict, 1, TMO);
+	CHECK(verdict == 1);
+	printf("ok: Write to a target QP in ERR: %s, nothing placed\n", ibv_wc_status_str(st));
+	return 0;
+}
+
+/* The requester's stream for dereg/killed: 16 KiB Writes into the first
+ * 64 KiB of the rw region, each with its own byte value, 8 in flight,
+ * until an error completion or `seconds` pass (0: until killed). */
+static unsigned stream(double seconds)
+{
+	enum { DEPTH = 8, CH = 16384 };
+	unsigned inflight = 0, done = 0, n = 0;
+	double end = srn_tc_now() + (seconds > 0 ? seconds : 3600);
+	while (srn_tc_now() < end) {
+		while (inflight < DEPTH) {
+			uint32_t slot = n % DEPTH;
+			memset(r_src + slot * CH, (int)(n % 250) + 1, CH);
+			struct ibv_sge sge = { (uintptr_t)(r_src + slot * CH), CH, req_mr_src->lkey };
+			struct ibv_send_wr wr = {
+				.wr_id = n, .sg_list = &sge, .num_sge = 1,
+				.opcode = IBV_WR_RDMA_WRITE, .send_flags = IBV_SEND_SIGNALED,
+				.wr.rdma = { .remote_addr = R.peer.addr_rw + (n % 4) * CH,
+					     .rkey = R.peer.rkey_rw },
+			}, *bad;
+			if (ibv_post_send(R.qp[0], &wr, &bad))
+				return done;
+			inflight++;
+			n++;
+		}
+		struct ibv_wc wc[DEPTH];
+		int got = ibv_poll_cq(R.cq, DEPTH, wc);
+		CHECK(got >= 0);
+		for (int i = 0; i < got; i++) {
+			inflight--;
+			if (wc[i].status != IBV_WC_SUCCESS)
+				return done;
+			done++;
+		}
+	}
+	return done;
+}
+
+/* The target's side of dereg/killed: wait for bytes, dereg, then watch. */
+static bool dereg_and_watch(pid_t kill_first, double *dereg_s)
+{
+	double end = srn_tc_now() + 20;
+	while (srn_tc_now() < end && !__atomic_load_n(&t_rw[SMALL - 1], __ATOMIC_RELAXED))
+		usleep(1000);
+	CHECK(t_rw[SMALL - 1]);
+	usleep(50000);
+	if (kill_first > 0)
+		CHECK(kill(kill_first, SIGKILL) == 0);
+	double t0 = srn_tc_now();
+	CHECK(ibv_dereg_mr(mr_rw) == 0);
+	*dereg_s = srn_tc_now() - t0;
+	static uint8_t snap[SMALL];
+	memcpy(snap, t_rw, SMALL);
+	usleep(300000);
+	return memcmp(snap, t_rw, SMALL) == 0;
+}
+
+static int mode_dereg(int fd, bool parent)
+{
+	if (!parent) {
+		target_open(fd, NULL);
+		double s;
+		uint8_t verdict = dereg_and_watch(0, &s);
+		srn_tc_send(fd, &verdict, 1);
+		return verdict ? 0 : 1;
+	}
+	requester_open(fd);
+	unsigned done = stream(30);
+	uint8_t verdict = 0;
+	srn_tc_recv(fd, &verdict, 1, TMO);
+	CHECK(verdict == 1);
+	printf("ok: %u Writes of 16 KiB before dereg; no byte changed after it returned\n", done);
+	return 0;
+}
+
+/* killed: the child streams, the parent (target) kills it mid-stream
+ * and deregisters at once. */
+static int mode_killed(int fd, bool parent, pid_t child)
+{
+	if (!parent) {
+		requester_open(fd);
+		stream(0);
+		return 0;
+	}
+	target_open(fd, NULL);
+	double s = 0;
+	bool same = dereg_and_watch(child, &s);
+	CHECK(waitpid(child, NULL, 0) == child);
+	CHECK(same);
+	CHECK(s < 5.0);
+	printf("ok: requester killed mid-stream; dereg took %.3f s; no byte changed after\n", s);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	const char *m = argc == 2 ? argv[1] : "";
+	int (*fn)(int, bool) = !strcmp(m, "data") ? mode_data : !strcmp(m, "errors") ? mode_errors
+			     : !strcmp(m, "qp_err") ? mode_qp_err : !strcmp(m, "dereg") ? mode_dereg
+			     : NULL;
+	if (!fn && strcmp(m, "killed")) {
+		fprintf(stderr, "usage: %s data|errors|qp_err|dereg|killed\n", argv[0]);
+		return 2;
+	}
+	int fd;
+	pid_t pid = srn_tc_fork(&fd);
+	if (!fn) {
+		if (pid == 0)
+			return mode_killed(fd, false, 0);
+		return mode_killed(fd, true, pid);
+	}
+	if (pid == 0)
+		return fn(fd, false);
+	int ret = fn(fd, true);
+	int cret = srn_tc_wait_child(pid, 60);
+	return ret ? ret : cret;
+}

@@ -1,0 +1,57 @@
+#!/bin/bash
+# Same-host direct placement (transport/direct.c), each mode of
+# test_direct with SOFTRNIC_DIRECT on (the default) and off: the same
+# semantic checks must pass on both paths, and the counters
+# (SOFTRNIC_STATS=1) must say which path carried the Writes and Reads:
+#   data    direct_write and direct_read > 0 on; 0 off
+#   errors  every refused request took the rings (direct_fallback > 0 on)
+#   qp_err, dereg, killed: the semantic check alone
+set -u
+: "${SRN_BUILD:?}"
+bin="$SRN_BUILD/bin/test_direct"
+[ -x "$bin" ] || { echo "FAIL: $bin not built"; exit 1; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+export SOFTRNIC_DIAG_DIR="$tmp/diag"
+mkdir "$SOFTRNIC_DIAG_DIR"
+unset SOFTRNIC_DEVICES SOFTRNIC_CONFIG SOFTRNIC_SHM SOFTRNIC_PCAP SOFTRNIC_FAULTS
+fail=0
+
+# counter FILE NAME: the sum of a counter over every process in FILE.
+counter() {
+    awk -v n="$2" '$1 == "softrnic" && $3 == n { v += $4 } END { print v + 0 }' "$1"
+}
+
+for mode in data errors qp_err dereg killed; do
+    for d in 1 0; do
+        log="$tmp/$mode.$d"
+        if ! SOFTRNIC_STATS=1 SOFTRNIC_DIRECT=$d timeout -k 5 150 "$bin" "$mode" >"$log" 2>&1; then
+            echo "FAIL: $mode (SOFTRNIC_DIRECT=$d)"
+            cat "$log"
+            fail=1
+            continue
+        fi
+        w=$(counter "$log" direct_write) r=$(counter "$log" direct_read)
+        fb=$(counter "$log" direct_fallback)
+        echo "ok: $mode (SOFTRNIC_DIRECT=$d): $(grep '^ok' "$log" | head -1)" \
+            "[direct_write $w, direct_read $r, direct_fallback $fb]"
+        if [ "$d" = 0 ] && [ $((w + r + fb)) -ne 0 ]; then
+            echo "FAIL: $mode: direct placement ran with SOFTRNIC_DIRECT=0"
+            fail=1
+        fi
+        if [ "$d" = 1 ] && [ "$mode" = data ] && { [ "$w" -lt 1000 ] || [ "$r" -lt 100 ]; }; then
+            echo "FAIL: data: Writes/Reads did not go direct (write $w, read $r)"
+            cat "$log"
+            fail=1
+        fi
+        if [ "$d" = 1 ] && [ "$mode" = errors ] && { [ "$fb" -lt 5 ] || [ "$w" -lt 4 ]; }; then
+            echo "FAIL: errors: expected 4 direct Writes and 5 fallbacks (write $w, fallback $fb)"
+            fail=1
+        fi
+        if [ "$d" = 1 ] && [ "$mode" = dereg ] && [ "$w" -lt 1 ]; then
+            echo "FAIL: dereg: the stream never went direct"
+            fail=1
+        fi
+    done
+done
+exit $fail
