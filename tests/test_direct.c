@@ -61,6 +61,35 @@ static uint32_t rnd(void)
 	return (uint32_t)(rng >> 11);
 }
 
+/* CQ and NQP RC QPs, exchanged with the peer and connected (QP i of the
+ * one to QP i of the other; access[i] their remote rights, NULL: all). */
+static void connect_side(struct side *s, int fd, const int *access)
+{
+	s->cq = ibv_create_cq(s->ctx, 256, NULL, NULL, 0);
+	CHECK(s->cq);
+	for (int i = 0; i < NQP; i++) {
+		struct ibv_qp_init_attr ia = {
+			.send_cq = s->cq, .recv_cq = s->cq, .qp_type = IBV_QPT_RC,
+			.cap = { .max_send_wr = 64, .max_recv_wr = 4, .max_send_sge = 4,
+				 .max_recv_sge = 1 },
+		};
+		s->qp[i] = ibv_create_qp(s->pd, &ia);
+		CHECK(s->qp[i]);
+		s->me.qpn[i] = s->qp[i]->qp_num;
+	}
+	srn_tc_xchg(fd, &s->me, &s->peer, sizeof(s->me), TMO);
+	for (int i = 0; i < NQP; i++) {
+		struct srn_tc_qp_opts o = srn_tc_default_opts();
+		if (access)
+			o.access = access[i];
+		/* qp_err: a target in ERR is found by retries; keep them short. */
+		o.timeout = 12;
+		o.retry_cnt = 3;
+		srn_tc_connect(s->qp[i], &s->peer.gid, s->peer.qpn[i], 0x200, 0x200, &o);
+	}
+	srn_tc_barrier(fd, 0xd1, TMO);
+}
+
 /* The target's three regions, registered before the exchange. */
 static struct ibv_mr *mr_rw, *mr_ro, *mr_wo;
 static void target_regions(struct side *s)
@@ -87,28 +116,7 @@ static void target_open(int fd, const int *access)
 	T.pd = ibv_alloc_pd(T.ctx);
 	CHECK(T.pd);
 	target_regions(&T);
-	T.cq = ibv_create_cq(T.ctx, 256, NULL, NULL, 0);
-	CHECK(T.cq);
-	for (int i = 0; i < NQP; i++) {
-		struct ibv_qp_init_attr ia = {
-			.send_cq = T.cq, .recv_cq = T.cq, .qp_type = IBV_QPT_RC,
-			.cap = { .max_send_wr = 64, .max_recv_wr = 4, .max_send_sge = 4,
-				 .max_recv_sge = 1 },
-		};
-		T.qp[i] = ibv_create_qp(T.pd, &ia);
-		CHECK(T.qp[i]);
-		T.me.qpn[i] = T.qp[i]->qp_num;
-	}
-	srn_tc_xchg(fd, &T.me, &T.peer, sizeof(T.me), TMO);
-	for (int i = 0; i < NQP; i++) {
-		struct srn_tc_qp_opts o = srn_tc_default_opts();
-		if (access)
-			o.access = access[i];
-		o.timeout = 12;
-		o.retry_cnt = 3;
-		srn_tc_connect(T.qp[i], &T.peer.gid, T.peer.qpn[i], 0x200, 0x200, &o);
-	}
-	srn_tc_barrier(fd, 0xd1, TMO);
+	connect_side(&T, fd, access);
 }
 
 static struct ibv_mr *req_mr_src, *req_mr_dst;
@@ -122,31 +130,12 @@ static void requester_open(int fd)
 	req_mr_src = ibv_reg_mr(R.pd, r_src, BIG, IBV_ACCESS_LOCAL_WRITE);
 	req_mr_dst = ibv_reg_mr(R.pd, r_dst, BIG, IBV_ACCESS_LOCAL_WRITE);
 	CHECK(req_mr_src && req_mr_dst);
-	R.cq = ibv_create_cq(R.ctx, 256, NULL, NULL, 0);
-	CHECK(R.cq);
-	for (int i = 0; i < NQP; i++) {
-		struct ibv_qp_init_attr ia = {
-			.send_cq = R.cq, .recv_cq = R.cq, .qp_type = IBV_QPT_RC,
-			.cap = { .max_send_wr = 64, .max_recv_wr = 4, .max_send_sge = 4,
-				 .max_recv_sge = 1 },
-		};
-		R.qp[i] = ibv_create_qp(R.pd, &ia);
-		CHECK(R.qp[i]);
-		R.me.qpn[i] = R.qp[i]->qp_num;
-	}
-	srn_tc_xchg(fd, &R.me, &R.peer, sizeof(R.me), TMO);
-	for (int i = 0; i < NQP; i++) {
-		struct srn_tc_qp_opts o = srn_tc_default_opts();
-		o.timeout = 12;
-		o.retry_cnt = 3;
-		srn_tc_connect(R.qp[i], &R.peer.gid, R.peer.qpn[i], 0x200, 0x200, &o);
-	}
-	srn_tc_barrier(fd, 0xd1, TMO);
+	connect_side(&R, fd, NULL);
 }
 
 /* One Write or Read of [off, off+len) of the target's rw region (or the
  * given rkey/addr), from/into the requester's buffer at loff, split into
- * up to 3 SGEs.  Not posted when wr_out is given (for post lists). */
+ * up to 3 SGEs; filled, not posted (callers chain them into lists). */
 static void make_wr(struct ibv_send_wr *wr, struct ibv_sge *sge, bool write, uint32_t loff,
 		    uint64_t raddr, uint32_t rkey, uint32_t len, uint64_t id)
 {
