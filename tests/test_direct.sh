@@ -54,4 +54,18 @@ for mode in data errors qp_err dereg killed; do
         fi
     done
 done
+# The target killed while Writes stream at it (test_shm_peer_killed, run
+# by test_shm_link.sh on the rings): the direct copies fail, the Writes
+# fall back to the rings, the ring's dead owner is noticed, and the
+# requester still ends in RETRY_EXC_ERR in bounded time.
+log="$tmp/target_killed"
+if SOFTRNIC_STATS=1 timeout -k 5 60 "$SRN_BUILD/bin/test_shm_peer_killed" reap >"$log" 2>&1 &&
+    [ "$(counter "$log" direct_write)" -gt 0 ]; then
+    echo "ok: target killed mid-stream: $(grep '^ok' "$log" | cut -d: -f2-)" \
+        "[direct_write $(counter "$log" direct_write)]"
+else
+    echo "FAIL: target killed mid-stream (direct_write $(counter "$log" direct_write))"
+    grep -v '^softrnic ' "$log"
+    fail=1
+fi
 exit $fail

@@ -159,7 +159,7 @@ static void qp_flags_str(uint32_t f, char *buf, size_t len)
 		{ SRN_DIAG_QPF_RNR_WAIT, "rnr_wait" },   { SRN_DIAG_QPF_REWOUND, "retransmitting" },
 		{ SRN_DIAG_QPF_TX_BLOCKED, "tx_blocked" }, { SRN_DIAG_QPF_ACK_TIMER, "ack_timer" },
 		{ SRN_DIAG_QPF_IN_MSG, "in_message" },   { SRN_DIAG_QPF_SQ_DRAINING, "sq_draining" },
-		{ SRN_DIAG_QPF_SHM, "same_host_ring" },
+		{ SRN_DIAG_QPF_SHM, "same_host_ring" }, { SRN_DIAG_QPF_DIRECT, "places_direct" },
 	};
 	size_t off = 0;
 	buf[0] = '\0';

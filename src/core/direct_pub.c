@@ -20,8 +20,13 @@
 
 static void fence(struct srn_nic *nic)
 {
+	uint64_t timeouts = nic->link.direct.fence_timeouts;
 	if (srn_direct_own_fence(&nic->link.direct))
 		srn_count(nic->diag.cnt, SRN_CNT_DIRECT_FENCE_WAITS, 1);
+	/* A peer stopped inside a placement (SIGSTOP, a debugger) for
+	 * longer than the bound: we went on; say so. */
+	if (nic->link.direct.fence_timeouts != timeouts)
+		srn_count(nic->diag.cnt, SRN_CNT_DIRECT_FENCE_TIMEOUTS, 1);
 }
 
 void srn_direct_pub_qp(struct srn_qp *qp)

@@ -155,6 +155,7 @@ struct srn_req {
 	bool blocked;                  /* a same-host ring was full: resume from the
 					* progress loop (nic->lists.tx) */
 	bool win_full;                 /* wait for SRN_SEND_WINDOW_REOPEN free PSNs */
+	bool placed_direct;            /* a WQE went straight into a same-host peer (transport/direct.c) */
 	uint32_t rd_atomic_inflight;   /* READ/atomic WQEs sent, not completed */
 };
 /* The completer (transport/completer.c) and the retransmission timers

@@ -70,6 +70,7 @@ static void snap_qp(struct srn_diag_obj *o, const struct srn_qp *qp)
 			 (qp->comp.ack_deadline ? SRN_DIAG_QPF_ACK_TIMER : 0) |
 			 (qp->resp.in_msg ? SRN_DIAG_QPF_IN_MSG : 0) |
 			 (qp->sq.drained_pending ? SRN_DIAG_QPF_SQ_DRAINING : 0) |
+			 (qp->req.placed_direct ? SRN_DIAG_QPF_DIRECT : 0) |
 			 (qp->nic && srn_shm_has_ring(&qp->nic->link.shm,
 						      (const struct sockaddr *)&qp->path.peer, qp->path.peer_len)
 				  ? SRN_DIAG_QPF_SHM : 0);

@@ -57,6 +57,7 @@ const char *const srn_counter_names[SRN_CNT__MAX] = {
 	[SRN_CNT_DIRECT_READ_BYTES] = "direct_read_bytes",
 	[SRN_CNT_DIRECT_FALLBACK] = "direct_fallback",
 	[SRN_CNT_DIRECT_FENCE_WAITS] = "direct_fence_waits",
+	[SRN_CNT_DIRECT_FENCE_TIMEOUTS] = "direct_fence_timeouts",
 	[SRN_CNT_REQ_REMOTE_ACCESS_ERR] = "req_remote_access_errors",
 	[SRN_CNT_REQ_REMOTE_INVALID_REQ] = "req_remote_invalid_request",
 	[SRN_CNT_RESP_REMOTE_ACCESS_ERR] = "resp_remote_access_errors",

@@ -65,6 +65,7 @@ enum srn_counter {
 	SRN_CNT_DIRECT_READ_BYTES,
 	SRN_CNT_DIRECT_FALLBACK,    /* eligible Writes/Reads that took the rings after all (a check failed) */
 	SRN_CNT_DIRECT_FENCE_WAITS, /* dereg/revoke/QP changes that waited for a peer's placement */
+	SRN_CNT_DIRECT_FENCE_TIMEOUTS, /* ... and gave up on a stopped peer (SRN_DIRECT_FENCE_MAX_NS) */
 	/* Names mlx5 uses for error completions by cause (`rdma statistic`)
 	 * and two of rxe's: named so tools written for those find them, but
 	 * nothing counts them yet, so they stay 0 (requester errors are in

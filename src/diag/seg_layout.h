@@ -190,6 +190,7 @@ enum srn_diag_qp_flag {
 	SRN_DIAG_QPF_IN_MSG = 1u << 4,        /* responder inside a multi-packet message */
 	SRN_DIAG_QPF_SQ_DRAINING = 1u << 5,
 	SRN_DIAG_QPF_SHM = 1u << 6,           /* its peer is reached through a same-host ring */
+	SRN_DIAG_QPF_DIRECT = 1u << 7,        /* it placed Writes/Reads directly in its same-host peer */
 };
 
 struct srn_diag_qp {
