@@ -17,6 +17,8 @@
  *                        byte changes after ibv_dereg_mr returns
  *   test_direct killed   the requester is killed mid-stream: the target's
  *                        dereg still returns (bounded), nothing changes
+ *   test_direct order    a Write posted behind a Send that waits for a
+ *                        receive (RNR) is not placed ahead of it
  *
  * The parent is the requester, the child the target (killed: the other
  * way round).  The target never polls: only its progress thread runs.
@@ -325,6 +327,52 @@ static int mode_qp_err(int fd, bool parent)
 	return 0;
 }
 
+/* order: Send (the target has no receive yet: RNR, retried forever),
+ * then a Write, in one post list.  Until the target posts its receive the
+ * Write must not have landed; then both complete, in order. */
+static int mode_order(int fd, bool parent)
+{
+	if (!parent) {
+		target_open(fd, NULL);
+		srn_tc_barrier(fd, 0xf1, TMO);       /* both posted */
+		usleep(300000);                      /* the requester retries meanwhile */
+		uint8_t early = 0;
+		for (uint32_t i = 0; i < 4096; i++)
+			early |= t_rw[i];
+		struct ibv_sge sge = { (uintptr_t)t_wo, 64, mr_wo->lkey };
+		struct ibv_recv_wr rw = { .wr_id = 7, .sg_list = &sge, .num_sge = 1 }, *bad;
+		CHECK(ibv_post_recv(T.qp[0], &rw, &bad) == 0);
+		struct ibv_wc wc = srn_tc_poll_one(T.cq, 20);
+		CHECK(wc.status == IBV_WC_SUCCESS && wc.wr_id == 7);
+		target_wait_done(fd);
+		uint8_t verdict = !early;
+		for (uint32_t i = 0; i < 4096; i++)
+			if (t_rw[i] != 0x77)
+				verdict = 0;
+		srn_tc_send(fd, &verdict, 1);
+		return verdict ? 0 : 1;
+	}
+	requester_open(fd);
+	memset(r_src, 0x77, 4096);
+	struct ibv_sge s1[4], s2 = { (uintptr_t)r_src, 16, req_mr_src->lkey };
+	struct ibv_send_wr w1, w0 = {
+		.wr_id = 100, .sg_list = &s2, .num_sge = 1, .opcode = IBV_WR_SEND,
+		.send_flags = IBV_SEND_SIGNALED, .next = &w1,
+	}, *bad;
+	make_wr(&w1, s1, true, 0, R.peer.addr_rw, R.peer.rkey_rw, 4096, 101);
+	CHECK(ibv_post_send(R.qp[0], &w0, &bad) == 0);
+	srn_tc_barrier(fd, 0xf1, TMO);
+	struct ibv_wc a = srn_tc_poll_one(R.cq, 20), b = srn_tc_poll_one(R.cq, 20);
+	CHECK(a.status == IBV_WC_SUCCESS && a.wr_id == 100);
+	CHECK(b.status == IBV_WC_SUCCESS && b.wr_id == 101);
+	srn_tc_barrier(fd, 0xd2, TMO);
+	uint8_t verdict = 0;
+	srn_tc_recv(fd, &verdict, 1, TMO);
+	CHECK(verdict == 1);
+	printf("ok: a Write behind a Send waiting for a receive landed only after it\n");
+	return 0;
+}
+
 /* The requester's stream for dereg/killed: 16 KiB Writes into the first
  * 64 KiB of the rw region, each with its own byte value, 8 in flight,
  * until an error completion or `seconds` pass (0: until killed). */
@@ -423,9 +471,9 @@ int main(int argc, char **argv)
 	const char *m = argc == 2 ? argv[1] : "";
 	int (*fn)(int, bool) = !strcmp(m, "data") ? mode_data : !strcmp(m, "errors") ? mode_errors
 			     : !strcmp(m, "qp_err") ? mode_qp_err : !strcmp(m, "dereg") ? mode_dereg
-			     : NULL;
+			     : !strcmp(m, "order") ? mode_order : NULL;
 	if (!fn && strcmp(m, "killed")) {
-		fprintf(stderr, "usage: %s data|errors|qp_err|dereg|killed\n", argv[0]);
+		fprintf(stderr, "usage: %s data|errors|qp_err|dereg|killed|order\n", argv[0]);
 		return 2;
 	}
 	int fd;
