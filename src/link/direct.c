@@ -13,11 +13,20 @@
  *   mrs    SRN_DIRECT_MRS  x { seq, entry }
  *
  * Every field a peer may read while the owner writes it is accessed with
- * relaxed atomics (word by word), ordered by the entry's sequence number:
- * the writer makes it odd, writes, makes it even (release); a reader
- * accepts a copy only when the number was the same even value before and
- * after (acquire).  This is the seqlock of the Linux kernel's
- * include/linux/seqlock.h, written in C11 atomics.
+ * atomics (word by word), ordered by the entry's sequence number: the
+ * writer makes it odd, writes, makes it even; a reader accepts a copy
+ * only when the number was the same even value before and after.  This
+ * is the seqlock of the Linux kernel's include/linux/seqlock.h, written
+ * without fences (ThreadSanitizer does not model them): the word stores
+ * are release stores (each keeps the odd number before it), the word
+ * loads acquire loads (each keeps the second look at the number after
+ * it); on x86 both are plain moves.
+ *
+ * Fence against placement (the store-buffer pattern): the owner's last
+ * store of an entry's number and its loads of the slots, and the
+ * requester's increment of its slot and its first load of an entry's
+ * number, are all sequentially consistent, so of the two loads at least
+ * one sees the other side's store.
  */
 #include "link/direct.h"
 
@@ -112,14 +121,14 @@ static void seq_write(_Atomic uint32_t *seq, uint64_t *dst, const void *src, siz
 {
 	uint32_t s = atomic_load_explicit(seq, memory_order_relaxed);
 	atomic_store_explicit(seq, s + 1, memory_order_relaxed);
-	/* The odd number is visible before any word changes (pairs with the
-	 * reader's acquire fence before its second look). */
-	atomic_thread_fence(memory_order_release);
+	/* Release stores: the odd number is visible before any word
+	 * changes (pairs with the reader's acquire loads of the words). */
 	const uint64_t *w = src;
 	for (size_t i = 0; i < words; i++)
-		__atomic_store_n(&dst[i], w[i], __ATOMIC_RELAXED);
-	/* Pairs with the reader's first acquire load. */
-	atomic_store_explicit(seq, s + 2, memory_order_release);
+		__atomic_store_n(&dst[i], w[i], __ATOMIC_RELEASE);
+	/* Pairs with the reader's first load; seq_cst for the fence against
+	 * placement (srn_direct_own_fence's slot loads come after it). */
+	atomic_store_explicit(seq, s + 2, memory_order_seq_cst);
 }
 
 /* Seqlock reader: a consistent copy, or false after READ_TRIES. */
@@ -127,12 +136,14 @@ static bool seq_read(_Atomic uint32_t *seq, const uint64_t *src, void *dst, size
 {
 	uint64_t *w = dst;
 	for (int t = 0; t < READ_TRIES; t++) {
-		uint32_t s1 = atomic_load_explicit(seq, memory_order_acquire);
+		/* seq_cst: after the requester's slot increment (the fence
+		 * against placement); acquire for the words. */
+		uint32_t s1 = atomic_load_explicit(seq, memory_order_seq_cst);
 		if (s1 & 1)
 			continue;
+		/* Acquire loads: the second look below stays after them. */
 		for (size_t i = 0; i < words; i++)
-			w[i] = __atomic_load_n(&src[i], __ATOMIC_RELAXED);
-		atomic_thread_fence(memory_order_acquire);
+			w[i] = __atomic_load_n(&src[i], __ATOMIC_ACQUIRE);
 		if (atomic_load_explicit(seq, memory_order_relaxed) == s1)
 			return true;
 	}
@@ -208,10 +219,9 @@ bool srn_direct_own_fence(struct srn_direct_own *o)
 {
 	if (!o->tab)
 		return false;
-	/* The entry changes above happen before the slot reads below; pairs
-	 * with the fence in srn_direct_enter (store-buffer pattern: one of
-	 * the two sides sees the other). */
-	atomic_thread_fence(memory_order_seq_cst);
+	/* The slot loads are seq_cst, after the entry's seq_cst number
+	 * store (seq_write) or the seq_cst `closed` store: see the top of
+	 * this file. */
 	bool waited = false;
 	for (uint32_t i = 0; i < SRN_DIRECT_SLOTS; i++) {
 		struct tab_slot *sl = &o->tab->slot[i];
@@ -366,10 +376,9 @@ void srn_direct_req_close(struct srn_direct_req *r)
 
 void srn_direct_enter(struct srn_direct_peer *p)
 {
+	/* seq_cst: the odd number comes before the entry loads (seq_read's
+	 * first load is seq_cst too); see the top of this file. */
 	atomic_fetch_add_explicit(&p->tab->slot[p->slot].seq, 1, memory_order_seq_cst);
-	/* The odd number before any entry read; pairs with the fence in
-	 * srn_direct_own_fence. */
-	atomic_thread_fence(memory_order_seq_cst);
 }
 
 void srn_direct_leave(struct srn_direct_peer *p)
@@ -382,7 +391,7 @@ void srn_direct_leave(struct srn_direct_peer *p)
 bool srn_direct_read_qp(const struct srn_direct_peer *p, uint32_t qpn,
 			struct srn_direct_qp_ent *out)
 {
-	if (atomic_load_explicit(&p->tab->h.closed, memory_order_relaxed))
+	if (atomic_load(&p->tab->h.closed))
 		return false;
 	struct qp_rec *r = qp_rec(p->tab, qpn & (SRN_DIRECT_QPS - 1));
 	return seq_read(&r->seq, r->w, out, sizeof(*out) / 8) && out->qpn == qpn;
@@ -391,7 +400,7 @@ bool srn_direct_read_qp(const struct srn_direct_peer *p, uint32_t qpn,
 bool srn_direct_read_mr(const struct srn_direct_peer *p, uint32_t slot, uint32_t key,
 			struct srn_direct_mr_ent *out)
 {
-	if (slot >= SRN_DIRECT_MRS || atomic_load_explicit(&p->tab->h.closed, memory_order_relaxed))
+	if (slot >= SRN_DIRECT_MRS || atomic_load(&p->tab->h.closed))
 		return false;
 	struct mr_rec *r = mr_rec(p->tab, slot);
 	return seq_read(&r->seq, r->w, out, sizeof(*out) / 8) && out->key == key;
