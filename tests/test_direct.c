@@ -19,6 +19,9 @@
  *                        dereg still returns (bounded), nothing changes
  *   test_direct order    a Write posted behind a Send that waits for a
  *                        receive (RNR) is not placed ahead of it
+ *   test_direct unmap    the target unmaps its region while Writes stream
+ *                        and maps fresh memory at the same address: the
+ *                        new pages never receive a byte
  *
  * The parent is the requester, the child the target (killed: the other
  * way round).  The target never polls: only its progress thread runs.
@@ -27,6 +30,7 @@
 #include <stdbool.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 
 #include "rc_test_conn.h"
@@ -94,17 +98,18 @@ static void connect_side(struct side *s, int fd, const int *access)
 
 /* The target's three regions, registered before the exchange. */
 static struct ibv_mr *mr_rw, *mr_ro, *mr_wo;
+static uint8_t *alt_rw;          /* unmap: an mmap'd SMALL region instead of t_rw */
 static void target_regions(struct side *s)
 {
-	mr_rw = ibv_reg_mr(s->pd, t_rw, BIG, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-			   IBV_ACCESS_REMOTE_READ);
+	mr_rw = ibv_reg_mr(s->pd, alt_rw ? alt_rw : t_rw, alt_rw ? SMALL : BIG,
+			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
 	mr_ro = ibv_reg_mr(s->pd, t_ro, SMALL, IBV_ACCESS_REMOTE_READ);
 	mr_wo = ibv_reg_mr(s->pd, t_wo, SMALL, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
 	CHECK(mr_rw && mr_ro && mr_wo);
 	s->me.rkey_rw = mr_rw->rkey;
 	s->me.rkey_ro = mr_ro->rkey;
 	s->me.rkey_wo = mr_wo->rkey;
-	s->me.addr_rw = (uintptr_t)t_rw;
+	s->me.addr_rw = (uintptr_t)(alt_rw ? alt_rw : t_rw);
 	s->me.addr_ro = (uintptr_t)t_ro;
 	s->me.addr_wo = (uintptr_t)t_wo;
 }
@@ -410,6 +415,18 @@ static unsigned stream(double seconds)
 	return done;
 }
 
+/* The requester's side of dereg/unmap: stream until the Writes fail,
+ * then take the target's verdict (1: nothing changed). */
+static unsigned stream_until_verdict(int fd)
+{
+	requester_open(fd);
+	unsigned done = stream(30);
+	uint8_t verdict = 0;
+	srn_tc_recv(fd, &verdict, 1, TMO);
+	CHECK(verdict == 1);
+	return done;
+}
+
 /* The target's side of dereg/killed: wait for bytes, dereg, then watch. */
 static bool dereg_and_watch(pid_t kill_first, double *dereg_s)
 {
@@ -438,12 +455,39 @@ static int mode_dereg(int fd, bool parent)
 		srn_tc_send(fd, &verdict, 1);
 		return verdict ? 0 : 1;
 	}
-	requester_open(fd);
-	unsigned done = stream(30);
-	uint8_t verdict = 0;
-	srn_tc_recv(fd, &verdict, 1, TMO);
-	CHECK(verdict == 1);
-	printf("ok: %u Writes of 16 KiB before dereg; no byte changed after it returned\n", done);
+	printf("ok: %u Writes of 16 KiB before dereg; no byte changed after it returned\n",
+	       stream_until_verdict(fd));
+	return 0;
+}
+
+/* unmap: the registered pages go while Writes stream (the munmap hook
+ * revokes the region and fences placements first); fresh pages mapped at
+ * the same address must stay zero. */
+static int mode_unmap(int fd, bool parent)
+{
+	if (!parent) {
+		alt_rw = mmap(NULL, SMALL, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		CHECK(alt_rw != MAP_FAILED);
+		target_open(fd, NULL);
+		double end = srn_tc_now() + 20;
+		while (srn_tc_now() < end && !__atomic_load_n(&alt_rw[SMALL - 1], __ATOMIC_RELAXED))
+			usleep(1000);
+		CHECK(alt_rw[SMALL - 1]);
+		usleep(50000);
+		CHECK(munmap(alt_rw, SMALL) == 0);
+		uint8_t *again = mmap(alt_rw, SMALL, PROT_READ | PROT_WRITE,
+				      MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+		CHECK(again == alt_rw);
+		usleep(300000);
+		uint8_t verdict = 1;
+		for (uint32_t i = 0; i < SMALL; i++)
+			if (again[i])
+				verdict = 0;
+		srn_tc_send(fd, &verdict, 1);
+		return verdict ? 0 : 1;
+	}
+	printf("ok: %u Writes of 16 KiB, then the target unmapped: the new pages stayed zero\n",
+	       stream_until_verdict(fd));
 	return 0;
 }
 
@@ -471,9 +515,10 @@ int main(int argc, char **argv)
 	const char *m = argc == 2 ? argv[1] : "";
 	int (*fn)(int, bool) = !strcmp(m, "data") ? mode_data : !strcmp(m, "errors") ? mode_errors
 			     : !strcmp(m, "qp_err") ? mode_qp_err : !strcmp(m, "dereg") ? mode_dereg
-			     : !strcmp(m, "order") ? mode_order : NULL;
+			     : !strcmp(m, "order") ? mode_order
+			     : !strcmp(m, "unmap") ? mode_unmap : NULL;
 	if (!fn && strcmp(m, "killed")) {
-		fprintf(stderr, "usage: %s data|errors|qp_err|dereg|killed|order\n", argv[0]);
+		fprintf(stderr, "usage: %s data|errors|qp_err|dereg|killed|order|unmap\n", argv[0]);
 		return 2;
 	}
 	int fd;
