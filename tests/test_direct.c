@@ -67,6 +67,8 @@ static uint32_t rnd(void)
 	return (uint32_t)(rng >> 11);
 }
 
+static bool short_timers;      /* qp_err */
+
 /* CQ and NQP RC QPs, exchanged with the peer and connected (QP i of the
  * one to QP i of the other; access[i] their remote rights, NULL: all). */
 static void connect_side(struct side *s, int fd, const int *access)
@@ -88,9 +90,12 @@ static void connect_side(struct side *s, int fd, const int *access)
 		struct srn_tc_qp_opts o = srn_tc_default_opts();
 		if (access)
 			o.access = access[i];
-		/* qp_err: a target in ERR is found by retries; keep them short. */
-		o.timeout = 12;
-		o.retry_cnt = 3;
+		/* qp_err finds a target in ERR by retries: short ones (17 ms,
+		 * 3).  Everything else must never see a timeout, even with
+		 * the target's progress thread unscheduled for a second at
+		 * load 20: 0.54 s, 7 retries. */
+		o.timeout = short_timers ? 12 : 17;
+		o.retry_cnt = short_timers ? 3 : 7;
 		srn_tc_connect(s->qp[i], &s->peer.gid, s->peer.qpn[i], 0x200, 0x200, &o);
 	}
 	srn_tc_barrier(fd, 0xd1, TMO);
@@ -298,6 +303,7 @@ static int mode_errors(int fd, bool parent)
 /* qp_err: after the target's QP goes to ERR, a Write must not land. */
 static int mode_qp_err(int fd, bool parent)
 {
+	short_timers = true;
 	if (!parent) {
 		target_open(fd, NULL);
 		srn_tc_barrier(fd, 0xe1, TMO);       /* first Write done */
