@@ -1,0 +1,13 @@
+# Congestion control (issue 16): the DCQCN reaction point, the per-QP
+# pacer, the notification point, the CNP on the wire, ECN marking, and
+# `softrnic switch`.  The rate machine and the pacer are pure: unit tests
+# with simulated time.
+srn_unit_test(test_cc_dcqcn test_cc_dcqcn.c)
+srn_unit_test(test_cc_pacer_np test_cc_pacer_np.c)
+srn_unit_test(test_cc_cnp_wire test_cc_cnp_wire.c test_wire_util.c)
+target_compile_definitions(test_cc_cnp_wire PRIVATE
+  SRN_FRAMES_TSV="${SRN_TESTDATA}/roce-frames.tsv")
+srn_script_test(test_cc_cnp_tshark test_cc_cnp_tshark.sh LABELS unit)
+
+set_property(TEST test_cc_dcqcn test_cc_pacer_np test_cc_cnp_wire test_cc_cnp_tshark
+  APPEND PROPERTY LABELS fast)
