@@ -11,3 +11,11 @@ srn_script_test(test_cc_cnp_tshark test_cc_cnp_tshark.sh LABELS unit)
 
 set_property(TEST test_cc_dcqcn test_cc_pacer_np test_cc_cnp_wire test_cc_cnp_tshark
   APPEND PROPERTY LABELS fast)
+
+# The emulated switch between namespaces (root; skipped otherwise).
+srn_script_test(test_cc_switch test_cc_switch.sh)
+# The switch's queue model alone (tools/switch_queue.c is pure).
+srn_unit_test(test_cc_switch_queue test_cc_switch_queue.c
+  ${CMAKE_SOURCE_DIR}/tools/switch_queue.c)
+target_include_directories(test_cc_switch_queue PRIVATE ${CMAKE_SOURCE_DIR}/tools)
+set_property(TEST test_cc_switch_queue APPEND PROPERTY LABELS fast)

@@ -33,7 +33,8 @@
 	X(perf, "measure latency and bandwidth of verbs operations (perftest)") \
 	X(stat, "live counters of every softrnic process (--watch, --json)") \
 	X(res, "resources of every softrnic process: PDs, MRs, CQs, QPs")     \
-	X(explain, "why work requests failed; what a completion status means")
+	X(explain, "why work requests failed; what a completion status means") \
+	X(switch, "an emulated switch port: rate, buffer, ECN marking, pause")
 
 #define SRN_DECLARE_SUBCOMMAND(name, summary)        \
 	int srn_cmd_##name(int argc, char *argv[]); \

@@ -1,0 +1,127 @@
+#!/bin/bash
+# `softrnic switch` between two namespaces, itself in a third:
+#
+#   ┌ $NS_A ─────────────┐   ┌ $NS_S ────────────────────────┐   ┌ $NS_B ─────────────┐
+#   │ sa 10.78.0.1/24 ───┼───┼─ pa   softrnic switch     pb ─┼───┼── sb 10.78.0.2/24  │
+#   └────────────────────┘   │       (egress: pb, towards B) │   └────────────────────┘
+#                            └───────────────────────────────┘
+#
+# 1. Debian's ibv_rc_pingpong through `softrnic run`, A <-> B across the
+#    switch, unlimited and then at a 20 Mb/s egress: RoCE survives the
+#    switch (whole frames forwarded, ICRC intact).
+# 2. ECN: ECT(0) UDP blasted from A at the 20 Mb/s egress with RED on
+#    (Kmin 8K, Kmax 64K, Pmax 0.5): B sees CE-marked datagrams
+#    (IP_RECVTOS), no more than the switch says it marked, and the switch
+#    dropped at its buffer (tail drop).
+# 3. Pause: the same blast with --pfc 64K,16K and a big buffer: the switch
+#    paused its ingress, sent PFC frames to A, and dropped nothing.
+# Skipped (77) without root, ibverbs-utils or python3.
+set -u
+source "$SRN_SRC/tests/lib/netns.sh"
+source "$SRN_SRC/tests/lib/pingpong.sh"
+command -v ibv_rc_pingpong >/dev/null || { echo "SKIP: ibverbs-utils not installed"; exit 77; }
+command -v python3 >/dev/null || { echo "SKIP: python3 not installed"; exit 77; }
+srn_netns_require_root
+
+NS_A="srn-swa-$$" NS_S="srn-sws-$$" NS_B="srn-swb-$$"
+ADDR_A=10.78.0.1 ADDR_B=10.78.0.2
+ECN_UDP="$SRN_SRC/tests/lib/ecn_udp.py"
+work=$(mktemp -d)
+trap 'srn_netns_cleanup; rm -rf "$work"' EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+for ns in "$NS_A" "$NS_S" "$NS_B"; do
+    ip netns del "$ns" >/dev/null 2>&1 || true
+    ip netns add "$ns" || exit 1
+    SRN_NETNS_CREATED+=("$ns")
+    ip -n "$ns" link set lo up || exit 1
+done
+ip -n "$NS_A" link add sa type veth peer name pa netns "$NS_S" || exit 1
+ip -n "$NS_B" link add sb type veth peer name pb netns "$NS_S" || exit 1
+ip -n "$NS_A" addr add "$ADDR_A/24" dev sa || exit 1
+ip -n "$NS_B" addr add "$ADDR_B/24" dev sb || exit 1
+for l in "$NS_A sa" "$NS_B sb" "$NS_S pa" "$NS_S pb"; do
+    set -- $l
+    ip -n "$1" link set "$2" up || exit 1
+done
+for l in "$NS_A sa" "$NS_B sb" "$NS_S pa" "$NS_S pb"; do
+    set -- $l
+    srn_netns_wait_up "$1" "$2" || exit 1
+done
+
+SW_PID=
+# start_switch NAME ARGS...: the switch in NS_S, summary to $work/NAME.sum.
+start_switch() {
+    local name=$1
+    shift
+    ip netns exec "$NS_S" timeout -k 5 240 "$SOFTRNIC" switch --egress pb \
+        --stats "$work/$name.stats" "$@" pa pb >"$work/$name.sum" 2>"$work/$name.err" &
+    SW_PID=$!
+    srn_netns_at_exit "kill $SW_PID"
+    sleep 0.3
+    kill -0 "$SW_PID" 2>/dev/null || { echo "FAIL: switch $name did not start"; cat "$work/$name.err"; exit 1; }
+}
+stop_switch() {
+    kill -TERM "$SW_PID" 2>/dev/null
+    wait "$SW_PID"
+}
+# field NAME KEY: KEY= of the egress port's summary line.
+field() {
+    grep "^t=.* port=pb qbytes=" "$work/$1.sum" | tail -1 | tr ' ' '\n' | sed -n "s/^$2=//p"
+}
+port_field() {  # port_field NAME PORT KEY
+    grep "^t=.* port=$2 rx=" "$work/$1.sum" | tail -1 | tr ' ' '\n' | sed -n "s/^$3=//p"
+}
+# blast NAME COUNT: ECT(0) datagrams A -> B; B's counts in $work/NAME.recv.
+blast() {
+    rm -f "$work/ready"
+    ip netns exec "$NS_B" timeout -k 5 90 python3 "$ECN_UDP" recv "$ADDR_B" 9999 "$work/ready" \
+        >"$work/$1.recv" &
+    local rpid=$! i
+    for ((i = 0; i < 100; i++)); do [ -e "$work/ready" ] && break; sleep 0.05; done
+    ip netns exec "$NS_A" timeout -k 5 60 python3 "$ECN_UDP" send "$ADDR_B" 9999 "$2" 1000 0x02 \
+        >/dev/null
+    wait "$rpid"
+    cat "$work/$1.recv"
+}
+recv_field() { tr ' ' '\n' <"$work/$1.recv" | sed -n "s/^$2=//p"; }
+
+A="ip netns exec $NS_A env SOFTRNIC_DEVICES=name=softrnic0,addr=$ADDR_A"
+B="ip netns exec $NS_B env SOFTRNIC_DEVICES=name=softrnic0,addr=$ADDR_B"
+fail=0
+
+# 1. RoCE across the switch.
+start_switch open
+srn_pingpong ibv_rc_pingpong "$B" "$A" "$ADDR_B" -g 0 || fail=1
+srn_pingpong ibv_rc_pingpong "$B" "$A" "$ADDR_B" -g 0 -s 4096 -n 200 || fail=1
+stop_switch
+cat "$work/open.sum"
+[ "$(field open tx)" -gt 0 ] 2>/dev/null || { echo "FAIL: nothing left the egress"; fail=1; }
+[ "$(field open drops)" = 0 ] || { echo "FAIL: drops on an unlimited switch"; fail=1; }
+
+# 2. A 20 Mb/s egress with RED marking: RoCE still passes, ECT traffic is marked.
+start_switch red --rate 20M --buffer 256K --ecn 8K,64K,0.5 --interval 500
+srn_pingpong ibv_rc_pingpong "$B" "$A" "$ADDR_B" -g 0 -s 4096 -n 100 || fail=1
+blast red 4000
+stop_switch
+cat "$work/red.sum"
+marks=$(field red marks) drops=$(field red drops) ce=$(recv_field red ce)
+echo "switch marks=$marks drops=$drops; receiver ce=$ce"
+[ "${ce:-0}" -gt 0 ] || { echo "FAIL: no CE-marked datagram arrived"; fail=1; }
+[ "${ce:-0}" -le "${marks:-0}" ] || { echo "FAIL: more CE ($ce) than marks ($marks)"; fail=1; }
+[ "${drops:-0}" -gt 0 ] || { echo "FAIL: a 4 MB blast into 256K at 20 Mb/s dropped nothing"; fail=1; }
+grep -q "flow $ADDR_A:[0-9]*>$ADDR_B:9999 .* marks=[1-9]" "$work/red.sum" ||
+    { echo "FAIL: no per-flow marks line"; fail=1; }
+
+# 3. Pause instead of loss: XOFF 64K, XON 16K, buffer 4M.
+start_switch pfc --rate 20M --buffer 4M --pfc 64K,16K
+blast pfc 2000
+stop_switch
+cat "$work/pfc.sum"
+pauses=$(field pfc pauses) drops=$(field pfc drops) pfc_sent=$(port_field pfc pa pfc_sent)
+echo "switch pauses=$pauses drops=$drops pfc_sent(pa)=$pfc_sent"
+[ "${pauses:-0}" -gt 0 ] || { echo "FAIL: never paused"; fail=1; }
+[ "${pfc_sent:-0}" -gt 0 ] || { echo "FAIL: no PFC frame towards A"; fail=1; }
+[ "${drops:-1}" = 0 ] || { echo "FAIL: the switch dropped while pausing"; fail=1; }
+exit $fail

@@ -1,0 +1,512 @@
+/*
+ * cmd_switch.c - `softrnic switch`: an emulated switch port between
+ * network interfaces (veths into namespaces), for showing what
+ * congestion does to RoCE.
+ *
+ * Whole Ethernet frames are forwarded with AF_PACKET sockets, one per
+ * port, as a learning bridge: RoCEv2's ICRC covers the IP addresses and
+ * ports, so a UDP relay would break every packet; a switch may change
+ * only what the ICRC masks (TOS/ECN, TTL, the IPv4 checksum).  Frames to
+ * the egress port wait in its queue (switch_queue.c: rate, buffer, RED
+ * ECN marking, tail drop, XOFF/XON); frames to the other ports go at
+ * once.  Sockets use PACKET_VNET_HDR so checksum-offloaded and GSO frames
+ * of the veths pass through intact (the kernel finishes them on the way
+ * out); a GSO frame is one queue entry and one marking decision.
+ *
+ * PFC-style pause: above XOFF the switch stops reading its ingress ports
+ * (their socket buffers play the senders' NIC queues, as a paused link
+ * would hold the frames upstream) and sends an IEEE 802.1Qbb PFC frame
+ * out of each ingress port; at XON it resumes and sends a zero-quanta
+ * PFC frame.  Senders do not act on PFC frames yet (see docs/congestion.md).
+ *
+ * Needs CAP_NET_RAW.  Every wait is bounded by --duration or a signal.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <getopt.h>
+#include <linux/if_packet.h>
+#include <linux/virtio_net.h>
+#include <net/ethernet.h>
+#include <net/if.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "subcommands.h"
+#include "switch_flow.h"
+#include "switch_queue.h"
+
+#define MAX_PORTS	8
+#define MAC_TABLE	64
+#define VNET_LEN	((uint32_t)sizeof(struct virtio_net_hdr))
+#define FRAME_MAX	(65536u + 256u)
+#define PFC_ETHERTYPE	0x8808	/* MAC control */
+#define PFC_OPCODE	0x0101	/* 802.1Qbb priority-based flow control */
+
+struct port {
+	char name[IF_NAMESIZE];
+	int ifindex;
+	int fd;
+	uint64_t rx, tx, tx_err, pfc_sent;
+};
+
+struct mac_entry {
+	uint8_t mac[6];
+	int port;
+};
+
+struct sw {
+	struct port port[MAX_PORTS];
+	int nports;
+	int egress;			/* index of the queued port */
+	struct srn_swq q;
+	struct srn_swf_table flows;
+	struct mac_entry macs[MAC_TABLE];
+	int nmacs;
+	uint64_t flooded;
+	FILE *stats;
+	uint64_t interval_ns;
+};
+
+static volatile sig_atomic_t stop;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop = 1;
+}
+
+void srn_usage_switch(FILE *out)
+{
+	fprintf(out,
+		"Usage: softrnic switch [options] PORT PORT...\n"
+		"\n"
+		"An emulated switch between network interfaces (e.g. veths into network\n"
+		"namespaces): a learning bridge that forwards whole Ethernet frames, with\n"
+		"one egress port that has a rate, a buffer, RED-style ECN marking, tail\n"
+		"drop and PFC-style pause.  Needs CAP_NET_RAW.  Stops on SIGINT/SIGTERM\n"
+		"or after --duration, then prints a summary.\n"
+		"\n"
+		"Options:\n"
+		"  --egress PORT        the congested port (default: the last PORT)\n"
+		"  --rate RATE          egress rate in bit/s, suffix k/M/G (default: unlimited)\n"
+		"  --buffer BYTES       egress buffer, suffix K/M (default 1M)\n"
+		"  --ecn KMIN,KMAX,PMAX mark CE with probability rising from 0 at KMIN bytes\n"
+		"                       to PMAX (0..1) at KMAX, 1 above (default: off)\n"
+		"  --pfc XOFF,XON       pause the ingress ports at XOFF bytes, resume at XON\n"
+		"  --interval MS        a stats block every MS ms (default 1000)\n"
+		"  --stats FILE         where stats go (default: stderr)\n"
+		"  --duration SECS      stop after SECS seconds\n"
+		"  --seed N             marking PRNG seed\n"
+		"\n"
+		"Stats lines: t=SECS port=NAME qbytes= qmax= enq= tx= marks= not_ect= drops=\n"
+		"pauses= paused_ms=, then one line per flow (5-tuple): pkts= bytes= mbps=\n"
+		"marks= drops=.\n");
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* "100M" -> 100e6; k/M/G are powers of 1000 for rates, of 1024 for sizes. */
+static int parse_scaled(const char *s, double base, uint64_t *out)
+{
+	char *end;
+	double v = strtod(s, &end);
+
+	if (end == s || v < 0)
+		return -EINVAL;
+	switch (*end) {
+	case 'k': case 'K': v *= base; end++; break;
+	case 'm': case 'M': v *= base * base; end++; break;
+	case 'g': case 'G': v *= base * base * base; end++; break;
+	default: break;
+	}
+	if (*end || v > 1e15)
+		return -EINVAL;
+	*out = (uint64_t)v;
+	return 0;
+}
+
+static int parse_triple(const char *s, uint32_t *a, uint32_t *b, double *c, bool want_c)
+{
+	char buf[128], *p2, *p3;
+	uint64_t x, y;
+
+	if (strlen(s) >= sizeof(buf))
+		return -EINVAL;
+	strcpy(buf, s);
+	p2 = strchr(buf, ',');
+	if (!p2)
+		return -EINVAL;
+	*p2++ = 0;
+	p3 = strchr(p2, ',');
+	if ((p3 != NULL) != want_c)
+		return -EINVAL;
+	if (p3)
+		*p3++ = 0;
+	if (parse_scaled(buf, 1024, &x) || parse_scaled(p2, 1024, &y) || x > UINT32_MAX ||
+	    y > UINT32_MAX)
+		return -EINVAL;
+	*a = (uint32_t)x;
+	*b = (uint32_t)y;
+	if (p3) {
+		char *end;
+
+		*c = strtod(p3, &end);
+		if (end == p3 || *end || *c < 0 || *c > 1)
+			return -EINVAL;
+	}
+	return 0;
+}
+
+static int open_port(struct port *p)
+{
+	struct sockaddr_ll sll = { .sll_family = AF_PACKET, .sll_protocol = htons(ETH_P_ALL) };
+	struct packet_mreq mr = { .mr_type = PACKET_MR_PROMISC };
+	int one = 1, rcvbuf = 4 << 20;
+
+	p->ifindex = (int)if_nametoindex(p->name);
+	if (!p->ifindex)
+		return -errno;
+	/* Protocol 0 until bound: no frame of another interface slips in. */
+	p->fd = socket(AF_PACKET, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (p->fd < 0)
+		return -errno;
+	sll.sll_ifindex = p->ifindex;
+	mr.mr_ifindex = p->ifindex;
+	if (setsockopt(p->fd, SOL_PACKET, PACKET_VNET_HDR, &one, sizeof(one)) ||
+	    setsockopt(p->fd, SOL_PACKET, PACKET_IGNORE_OUTGOING, &one, sizeof(one)) ||
+	    setsockopt(p->fd, SOL_PACKET, PACKET_ADD_MEMBERSHIP, &mr, sizeof(mr)) ||
+	    setsockopt(p->fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf)) ||
+	    bind(p->fd, (struct sockaddr *)&sll, sizeof(sll)))
+		return -errno;
+	return 0;
+}
+
+static void port_send(struct port *p, const uint8_t *data, uint32_t len)
+{
+	/* A full device queue or a refused frame is a loss on the wire,
+	 * counted, not retried. */
+	if (send(p->fd, data, len, MSG_DONTWAIT) == (ssize_t)len)
+		p->tx++;
+	else
+		p->tx_err++;
+}
+
+/* An 802.1Qbb PFC frame out of port p: all eight priorities, quanta
+ * (512 bit times each) 0xffff to pause, 0 to resume. */
+static void send_pfc(struct port *p, uint16_t quanta)
+{
+	static const uint8_t dst[6] = { 0x01, 0x80, 0xc2, 0x00, 0x00, 0x01 };
+	uint8_t f[VNET_LEN + 64] = { 0 };
+	uint8_t *e = f + VNET_LEN;
+
+	memcpy(e, dst, 6);
+	e[6] = 0x02;	/* a locally administered source MAC: the switch */
+	e[11] = (uint8_t)p->ifindex;
+	e[12] = PFC_ETHERTYPE >> 8;
+	e[13] = PFC_ETHERTYPE & 0xff;
+	e[14] = PFC_OPCODE >> 8;
+	e[15] = PFC_OPCODE & 0xff;
+	e[17] = 0xff;	/* priority enable vector */
+	for (int i = 0; i < 8; i++) {
+		e[18 + 2 * i] = (uint8_t)(quanta >> 8);
+		e[19 + 2 * i] = (uint8_t)quanta;
+	}
+	port_send(p, f, sizeof(f));
+	p->pfc_sent++;
+}
+
+static void pfc_all_ingress(struct sw *s, uint16_t quanta)
+{
+	for (int i = 0; i < s->nports; i++)
+		if (i != s->egress)
+			send_pfc(&s->port[i], quanta);
+}
+
+/* Learn the source, find the destination: a port index, or -1 to flood. */
+static int bridge(struct sw *s, const uint8_t *eth, int in)
+{
+	int out = -1, slot = -1;
+
+	for (int i = 0; i < s->nmacs; i++) {
+		if (!memcmp(s->macs[i].mac, eth + 6, 6))
+			slot = i;
+		if (!(eth[0] & 1) && !memcmp(s->macs[i].mac, eth, 6))
+			out = s->macs[i].port;
+	}
+	if (slot < 0 && !(eth[6] & 1)) {
+		slot = s->nmacs < MAC_TABLE ? s->nmacs++ : (int)(eth[11] % MAC_TABLE);
+		memcpy(s->macs[slot].mac, eth + 6, 6);
+	}
+	if (slot >= 0)
+		s->macs[slot].port = in;
+	return out == in ? -2 : out;	/* -2: for the port it came from, drop */
+}
+
+static void to_egress(struct sw *s, uint8_t *buf, uint32_t len, uint64_t now)
+{
+	struct srn_swf_key key;
+	int l3 = srn_swf_parse(buf + VNET_LEN, len - VNET_LEN, &key);
+	int fl = l3 >= 0 ? srn_swf_lookup(&s->flows, &key) : -1;
+	struct srn_swq_frame f = {
+		.len = len,
+		.wire_len = len - VNET_LEN,
+		.l3_off = l3 >= 0 ? VNET_LEN + (uint32_t)l3 : len,
+		.flow = fl,
+	};
+	enum srn_swq_verdict v;
+
+	f.data = malloc(len);
+	if (!f.data) {
+		s->q.dropped++;
+		return;
+	}
+	memcpy(f.data, buf, len);
+	v = srn_swq_enqueue(&s->q, &f, now);
+	if (v == SRN_SWQ_DROPPED)
+		free(f.data);
+	if (fl >= 0) {
+		s->flows.f[fl].marks += v == SRN_SWQ_MARKED;
+		s->flows.f[fl].drops += v == SRN_SWQ_DROPPED;
+	}
+	if (srn_swq_pfc_update(&s->q, now) > 0)
+		pfc_all_ingress(s, 0xffff);
+}
+
+static void receive(struct sw *s, int in, uint8_t *buf, uint64_t now)
+{
+	/* Bounded batch per port per round, so one busy port cannot starve
+	 * the others or the egress. */
+	for (int n = 0; n < 64; n++) {
+		ssize_t r = recv(s->port[in].fd, buf, FRAME_MAX, MSG_DONTWAIT);
+		uint32_t len;
+		int out;
+
+		if (r < 0)
+			return;
+		len = (uint32_t)r;
+		if (len < VNET_LEN + ETHER_HDR_LEN)
+			continue;
+		s->port[in].rx++;
+		((struct virtio_net_hdr *)buf)->flags &= VIRTIO_NET_HDR_F_NEEDS_CSUM;
+		out = bridge(s, buf + VNET_LEN, in);
+		if (out == -2)
+			continue;
+		if (out < 0) {
+			s->flooded++;
+			/* Flooded frames join the egress queue like any
+			 * other frame for that port. */
+			for (int i = 0; i < s->nports; i++)
+				if (i == s->egress && i != in)
+					to_egress(s, buf, len, now);
+				else if (i != in)
+					port_send(&s->port[i], buf, len);
+		} else if (out == s->egress) {
+			to_egress(s, buf, len, now);
+		} else {
+			port_send(&s->port[out], buf, len);
+		}
+	}
+}
+
+static void drain(struct sw *s, uint64_t now)
+{
+	struct srn_swq_frame f;
+
+	for (int n = 0; n < 4096 && srn_swq_dequeue(&s->q, now, &f); n++) {
+		port_send(&s->port[s->egress], f.data, f.len);
+		if (f.flow >= 0) {
+			s->flows.f[f.flow].pkts++;
+			s->flows.f[f.flow].bytes += f.wire_len;
+		}
+		free(f.data);
+	}
+	if (srn_swq_pfc_update(&s->q, now) < 0)
+		pfc_all_ingress(s, 0);
+}
+
+static void print_stats(struct sw *s, FILE *out, uint64_t t0, uint64_t now, uint64_t dt)
+{
+	double t = (double)(now - t0) / 1e9;
+	struct srn_swq *q = &s->q;
+
+	fprintf(out, "t=%.3f port=%s qbytes=%llu qmax=%llu enq=%llu tx=%llu marks=%llu "
+		"not_ect=%llu drops=%llu pauses=%llu paused_ms=%.3f flooded=%llu\n",
+		t, s->port[s->egress].name, (unsigned long long)q->bytes,
+		(unsigned long long)q->max_bytes, (unsigned long long)q->enqueued,
+		(unsigned long long)q->departed, (unsigned long long)q->marked,
+		(unsigned long long)q->not_ect, (unsigned long long)q->dropped,
+		(unsigned long long)q->pauses, (double)srn_swq_paused_ns(q, now) / 1e6,
+		(unsigned long long)s->flooded);
+	for (int i = 0; i < s->nports; i++)
+		fprintf(out, "t=%.3f port=%s rx=%llu tx=%llu tx_err=%llu pfc_sent=%llu\n", t,
+			s->port[i].name, (unsigned long long)s->port[i].rx,
+			(unsigned long long)s->port[i].tx, (unsigned long long)s->port[i].tx_err,
+			(unsigned long long)s->port[i].pfc_sent);
+	srn_swf_print(&s->flows, out, t, dt);
+	fflush(out);
+}
+
+static int run(struct sw *s, double duration)
+{
+	static uint8_t buf[FRAME_MAX];
+	uint64_t t0 = now_ns(), next_stats = t0 + s->interval_ns, last_stats = t0;
+	uint64_t end = duration > 0 ? t0 + (uint64_t)(duration * 1e9) : UINT64_MAX;
+	struct pollfd pfd[MAX_PORTS];
+
+	while (!stop) {
+		uint64_t now = now_ns(), wake = next_stats;
+		struct timespec ts;
+		int np = 0;
+
+		if (now >= end)
+			break;
+		drain(s, now);
+		if (srn_swq_next_ns(&s->q) < wake)
+			wake = srn_swq_next_ns(&s->q);
+		if (end < wake)
+			wake = end;
+		/* While paused, only the egress port is read (its frames go
+		 * the other way and do not feed the queue). */
+		for (int i = 0; i < s->nports; i++) {
+			pfd[i] = (struct pollfd){ .fd = s->port[i].fd, .events = POLLIN };
+			if (s->q.paused && i != s->egress)
+				pfd[i].fd = -1;
+			np++;
+		}
+		ts.tv_sec = wake > now ? (time_t)((wake - now) / 1000000000ull) : 0;
+		ts.tv_nsec = wake > now ? (long)((wake - now) % 1000000000ull) : 0;
+		if (ppoll(pfd, (nfds_t)np, &ts, NULL) < 0 && errno != EINTR)
+			return -errno;
+		now = now_ns();
+		for (int i = 0; i < s->nports; i++)
+			if (pfd[i].fd >= 0 && (pfd[i].revents & POLLIN))
+				receive(s, i, buf, now);
+		if (now >= next_stats) {
+			print_stats(s, s->stats, t0, now, now - last_stats);
+			last_stats = now;
+			next_stats = now + s->interval_ns;
+		}
+	}
+	print_stats(s, stdout, t0, now_ns(), now_ns() - last_stats);
+	return 0;
+}
+
+int srn_cmd_switch(int argc, char *argv[])
+{
+	static const struct option longopts[] = {
+		{ "egress", required_argument, NULL, 'e' },
+		{ "rate", required_argument, NULL, 'r' },
+		{ "buffer", required_argument, NULL, 'b' },
+		{ "ecn", required_argument, NULL, 'E' },
+		{ "pfc", required_argument, NULL, 'P' },
+		{ "interval", required_argument, NULL, 'i' },
+		{ "stats", required_argument, NULL, 's' },
+		{ "duration", required_argument, NULL, 'd' },
+		{ "seed", required_argument, NULL, 'S' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	static struct sw s;
+	struct srn_swq_cfg qc = { .buffer = 1u << 20 };
+	const char *egress = NULL, *stats_path = NULL;
+	double duration = 0;
+	uint64_t v, seed = 1;
+	int c, err;
+
+	memset(&s, 0, sizeof(s));
+	s.interval_ns = 1000000000ull;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'e': egress = optarg; break;
+		case 'r':
+			if (parse_scaled(optarg, 1000, &qc.rate_bps))
+				goto usage;
+			break;
+		case 'b':
+			if (parse_scaled(optarg, 1024, &v) || v > UINT32_MAX)
+				goto usage;
+			qc.buffer = (uint32_t)v;
+			break;
+		case 'E':
+			if (parse_triple(optarg, &qc.kmin, &qc.kmax, &qc.pmax, true))
+				goto usage;
+			qc.ecn = true;
+			break;
+		case 'P':
+			if (parse_triple(optarg, &qc.xoff, &qc.xon, NULL, false) || qc.xon > qc.xoff)
+				goto usage;
+			qc.pfc = true;
+			break;
+		case 'i':
+			if (parse_scaled(optarg, 1000, &v) || v == 0)
+				goto usage;
+			s.interval_ns = v * 1000000ull;
+			break;
+		case 's': stats_path = optarg; break;
+		case 'd': duration = strtod(optarg, NULL); break;
+		case 'S': seed = strtoull(optarg, NULL, 0); break;
+		case 'h': srn_usage_switch(stdout); return SRN_EXIT_OK;
+		default: goto usage;
+		}
+	}
+	if (argc - optind < 2 || argc - optind > MAX_PORTS)
+		goto usage;
+	s.egress = -1;
+	for (int i = optind; i < argc; i++) {
+		struct port *p = &s.port[s.nports];
+
+		if (strlen(argv[i]) >= IF_NAMESIZE)
+			goto usage;
+		strcpy(p->name, argv[i]);
+		if (egress && !strcmp(egress, argv[i]))
+			s.egress = s.nports;
+		s.nports++;
+	}
+	if (!egress)
+		s.egress = s.nports - 1;
+	if (s.egress < 0)
+		goto usage;
+	for (int i = 0; i < s.nports; i++) {
+		err = open_port(&s.port[i]);
+		if (err) {
+			fprintf(stderr, "softrnic switch: port %s: %s\n", s.port[i].name, strerror(-err));
+			return SRN_EXIT_FAIL;
+		}
+	}
+	s.stats = stderr;
+	if (stats_path && !(s.stats = fopen(stats_path, "w"))) {
+		fprintf(stderr, "softrnic switch: %s: %s\n", stats_path, strerror(errno));
+		return SRN_EXIT_FAIL;
+	}
+	srn_swq_init(&s.q, &qc, seed);
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	fprintf(stderr, "softrnic switch: %d ports, egress %s\n", s.nports, s.port[s.egress].name);
+	err = run(&s, duration);
+	srn_swq_fini(&s.q);
+	for (int i = 0; i < s.nports; i++)
+		close(s.port[i].fd);
+	if (s.stats != stderr)
+		fclose(s.stats);
+	if (err) {
+		fprintf(stderr, "softrnic switch: %s\n", strerror(-err));
+		return SRN_EXIT_FAIL;
+	}
+	return SRN_EXIT_OK;
+usage:
+	srn_usage_switch(stderr);
+	return SRN_EXIT_USAGE;
+}
