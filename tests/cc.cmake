@@ -19,3 +19,14 @@ srn_unit_test(test_cc_switch_queue test_cc_switch_queue.c
   ${CMAKE_SOURCE_DIR}/tools/switch_queue.c)
 target_include_directories(test_cc_switch_queue PRIVATE ${CMAKE_SOURCE_DIR}/tools)
 set_property(TEST test_cc_switch_queue APPEND PROPERTY LABELS fast)
+
+# What the switch does to a frame from the wire, under the fuzz driver.
+srn_fuzz_target(fuzz_switch_frame RUNS 200000 SOURCES fuzz_switch_frame.c
+  ${CMAKE_SOURCE_DIR}/tools/switch_flow.c ${CMAKE_SOURCE_DIR}/tools/switch_queue.c
+  SEEDS ${SRN_TESTDATA}/fuzz/switch_frame/cnp_ipv4.bin
+        ${SRN_TESTDATA}/fuzz/switch_frame/vlan_ipv6.bin)
+target_include_directories(fuzz_switch_frame PRIVATE ${CMAKE_SOURCE_DIR}/tools)
+if(TARGET fuzz_switch_frame_libfuzzer)
+  target_include_directories(fuzz_switch_frame_libfuzzer PRIVATE ${CMAKE_SOURCE_DIR}/tools)
+endif()
+set_property(TEST fuzz_switch_frame APPEND PROPERTY LABELS fast)
