@@ -4,12 +4,13 @@
 # with simulated time.
 srn_unit_test(test_cc_dcqcn test_cc_dcqcn.c)
 srn_unit_test(test_cc_pacer_np test_cc_pacer_np.c)
+srn_unit_test(test_cc_dcqcn_env test_cc_dcqcn_env.c)
 srn_unit_test(test_cc_cnp_wire test_cc_cnp_wire.c test_wire_util.c)
 target_compile_definitions(test_cc_cnp_wire PRIVATE
   SRN_FRAMES_TSV="${SRN_TESTDATA}/roce-frames.tsv")
 srn_script_test(test_cc_cnp_tshark test_cc_cnp_tshark.sh LABELS unit)
 
-set_property(TEST test_cc_dcqcn test_cc_pacer_np test_cc_cnp_wire test_cc_cnp_tshark
+set_property(TEST test_cc_dcqcn test_cc_dcqcn_env test_cc_pacer_np test_cc_cnp_wire test_cc_cnp_tshark
   APPEND PROPERTY LABELS fast)
 
 # The emulated switch between namespaces (root; skipped otherwise).
