@@ -53,6 +53,7 @@ struct port {
 	int ifindex;
 	int fd;
 	uint64_t rx, tx, tx_err, pfc_sent;
+	uint64_t rx_overflow;	/* frames the kernel dropped before we read them */
 };
 
 struct mac_entry {
@@ -105,8 +106,9 @@ void srn_usage_switch(FILE *out)
 		"  --seed N             marking PRNG seed\n"
 		"\n"
 		"Stats lines: t=SECS port=NAME qbytes= qmax= enq= tx= marks= not_ect= drops=\n"
-		"pauses= paused_ms=, then one line per flow (5-tuple): pkts= bytes= mbps=\n"
-		"marks= drops=.\n");
+		"pauses= paused_ms= for the egress queue; per port rx= rx_overflow= (frames\n"
+		"the kernel dropped before the switch read them) tx= tx_err= pfc_sent=; then\n"
+		"one line per flow (5-tuple): pkts= bytes= mbps= marks= drops=.\n");
 }
 
 static uint64_t now_ns(void)
@@ -336,6 +338,17 @@ static void drain(struct sw *s, uint64_t now)
 		pfc_all_ingress(s, 0);
 }
 
+/* PACKET_STATISTICS: frames the port's socket buffer had no room for
+ * (read-and-reset by the kernel, so accumulate). */
+static void read_overflow(struct port *p)
+{
+	struct tpacket_stats st;
+	socklen_t len = sizeof(st);
+
+	if (getsockopt(p->fd, SOL_PACKET, PACKET_STATISTICS, &st, &len) == 0)
+		p->rx_overflow += st.tp_drops;
+}
+
 static void print_stats(struct sw *s, FILE *out, uint64_t t0, uint64_t now, uint64_t dt)
 {
 	double t = (double)(now - t0) / 1e9;
@@ -349,11 +362,13 @@ static void print_stats(struct sw *s, FILE *out, uint64_t t0, uint64_t now, uint
 		(unsigned long long)q->not_ect, (unsigned long long)q->dropped,
 		(unsigned long long)q->pauses, (double)srn_swq_paused_ns(q, now) / 1e6,
 		(unsigned long long)s->flooded);
-	for (int i = 0; i < s->nports; i++)
-		fprintf(out, "t=%.3f port=%s rx=%llu tx=%llu tx_err=%llu pfc_sent=%llu\n", t,
-			s->port[i].name, (unsigned long long)s->port[i].rx,
-			(unsigned long long)s->port[i].tx, (unsigned long long)s->port[i].tx_err,
-			(unsigned long long)s->port[i].pfc_sent);
+	for (int i = 0; i < s->nports; i++) {
+		read_overflow(&s->port[i]);
+		fprintf(out, "t=%.3f port=%s rx=%llu rx_overflow=%llu tx=%llu tx_err=%llu "
+			"pfc_sent=%llu\n", t, s->port[i].name, (unsigned long long)s->port[i].rx,
+			(unsigned long long)s->port[i].rx_overflow, (unsigned long long)s->port[i].tx,
+			(unsigned long long)s->port[i].tx_err, (unsigned long long)s->port[i].pfc_sent);
+	}
 	srn_swf_print(&s->flows, out, t, dt);
 	fflush(out);
 }
