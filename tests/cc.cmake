@@ -35,3 +35,5 @@ set_property(TEST fuzz_switch_frame APPEND PROPERTY LABELS fast)
 # The pure pieces closed into one loop: a 4-to-1 incast in simulated time.
 srn_unit_test(test_cc_incast_sim test_cc_incast_sim.c ${CMAKE_SOURCE_DIR}/tools/switch_queue.c)
 target_include_directories(test_cc_incast_sim PRIVATE ${CMAKE_SOURCE_DIR}/tools)
+# A few seconds of CPU; minutes under ASan on a loaded machine.
+set_tests_properties(test_cc_incast_sim PROPERTIES TIMEOUT 600)
