@@ -14,7 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cc_check.h"
+#include "check.h"
 #include "wire/cnp.h"
 #include "wire/ecn.h"
 #include "wire/opcode.h"
@@ -193,5 +193,5 @@ int main(int argc, char **argv)
 		int err = write_pcap(pcap, e1, e1_len);
 		CHECK(err == 0, "write %s: %s", pcap, strerror(-err));
 	}
-	return cc_result();
+	return srn_check_result();
 }

@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cc_check.h"
+#include "check.h"
 #include "transport/dcqcn.h"
 
 #define US 1000ull
@@ -285,7 +285,7 @@ static void test_random_walk(void)
 		else
 			CHECK(st.rc_bps == st.ceil_bps, "unlimited at the ceiling");
 		CHECK(st.alpha < 1024, "alpha in range");
-		if (cc_failures > 10)
+		if (srn_check_failures > 10)
 			return;
 	}
 }
@@ -300,5 +300,5 @@ int main(void)
 	test_monitor_period();
 	test_disabled();
 	test_random_walk();
-	return cc_result();
+	return srn_check_result();
 }

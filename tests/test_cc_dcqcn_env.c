@@ -8,7 +8,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "cc_check.h"
+#include "check.h"
 #include "transport/dcqcn_env.h"
 
 static int parse(struct srn_dcqcn_cfg *c, const char *one, char *err)
@@ -73,5 +73,5 @@ int main(void)
 	      "min rate 0 -> 1");
 	CHECK(parse(&c, "SOFTRNIC_DCQCN_DCE_TCP_RTT=0", err) == 0 && c.dce_tcp_rtt == 1, "rtt 0 -> 1");
 	CHECK(parse(&c, "SOFTRNIC_DCQCN_RPG_GD=0", err) == 0 && c.rpg_gd == 1, "gd 0 -> 1");
-	return cc_result();
+	return srn_check_result();
 }

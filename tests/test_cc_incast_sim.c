@@ -28,7 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cc_check.h"
+#include "check.h"
 #include "switch_queue.h"
 #include "transport/cnp_np.h"
 #include "transport/dcqcn.h"
@@ -229,5 +229,5 @@ int main(void)
 	simulate(MLX5, &mlx5);
 	report("DCQCN, mlx5 defaults", &mlx5, &agg);
 	CHECK(mlx5.drops < off.drops, "mlx5 defaults drop less than no control");
-	return cc_result();
+	return srn_check_result();
 }

@@ -11,7 +11,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 
-#include "cc_check.h"
+#include "check.h"
 #include "transport/cnp_np.h"
 #include "transport/pacer.h"
 
@@ -138,5 +138,5 @@ int main(void)
 {
 	test_pacer();
 	test_np();
-	return cc_result();
+	return srn_check_result();
 }

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cc_check.h"
+#include "check.h"
 #include "switch_queue.h"
 #include "wire/ecn.h"
 
@@ -188,5 +188,5 @@ int main(void)
 	test_marking_rate();
 	test_tail_drop_and_rate();
 	test_pfc();
-	return cc_result();
+	return srn_check_result();
 }
