@@ -19,7 +19,7 @@
 # calls and includes that run up the layers.
 #
 # Environment: JOBS (default 2), SRN_SKIP_ASAN=1 / SRN_SKIP_TSAN=1 to skip
-# those passes, SRN_CTEST_BUDGET seconds allowed per ctest pass (default 300),
+# those passes, SRN_CTEST_BUDGET seconds allowed per ctest pass (default 600),
 # BUILD_DIR / ASAN_BUILD_DIR to build elsewhere than build/ and
 # build-asan/, CC as usual.
 set -euo pipefail
@@ -28,7 +28,7 @@ cd "$(dirname "$0")/.."
 JOBS=${JOBS:-2}
 BUILD_DIR=${BUILD_DIR:-build}
 ASAN_BUILD_DIR=${ASAN_BUILD_DIR:-build-asan}
-BUDGET=${SRN_CTEST_BUDGET:-300}
+BUDGET=${SRN_CTEST_BUDGET:-600}
 CC=${CC:-gcc}
 export CC
 
