@@ -206,12 +206,10 @@ static void test_write(void)
 	teardown();
 }
 
-/* Completion events: the progress thread must deliver them while this
- * thread sleeps in poll() on the channel fd. */
-static void test_events(void)
+/* A connected pair for the event tests: qa sends (completions on cq_a),
+ * the returned QP receives into ecq, which is bound to chan. */
+static struct ibv_qp *event_pair(struct ibv_cq *ecq)
 {
-	struct ibv_cq *ecq = ibv_create_cq(ctx, 16, (void *)0x1234, chan, 0);
-	CHECK(ecq);
 	struct ibv_qp_init_attr ia = { .send_cq = cq_a, .recv_cq = ecq, .qp_type = IBV_QPT_RC,
 		.cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1 } };
 	struct ibv_qp *r = ibv_create_qp(pd, &ia);
@@ -219,6 +217,16 @@ static void test_events(void)
 	qa = make_qp(cq_a, 1);
 	connect_qp(qa, r->qp_num, 5, IBV_MTU_4096);
 	connect_qp(r, qa->qp_num, 5, IBV_MTU_4096);
+	return r;
+}
+
+/* Completion events: the progress thread must deliver them while this
+ * thread sleeps in poll() on the channel fd. */
+static void test_events(void)
+{
+	struct ibv_cq *ecq = ibv_create_cq(ctx, 16, (void *)0x1234, chan, 0);
+	CHECK(ecq);
+	struct ibv_qp *r = event_pair(ecq);
 	post_recv(r, 55, buf_b, 4096, mr_b);
 	CHECK(ibv_req_notify_cq(ecq, 0) == 0);
 	struct ibv_sge s = { (uintptr_t)buf_a, 4000, mr_a->lkey };
@@ -247,13 +255,7 @@ static void test_event_withdrawn(void)
 {
 	struct ibv_cq *ecq = ibv_create_cq(ctx, 16, NULL, chan, 0);
 	CHECK(ecq);
-	struct ibv_qp_init_attr ia = { .send_cq = cq_a, .recv_cq = ecq, .qp_type = IBV_QPT_RC,
-		.cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1 } };
-	struct ibv_qp *r = ibv_create_qp(pd, &ia);
-	CHECK(r);
-	qa = make_qp(cq_a, 1);
-	connect_qp(qa, r->qp_num, 5, IBV_MTU_4096);
-	connect_qp(r, qa->qp_num, 5, IBV_MTU_4096);
+	struct ibv_qp *r = event_pair(ecq);
 	post_recv(r, 56, buf_b, 4096, mr_b);
 	post_recv(r, 57, buf_b, 4096, mr_b);
 	CHECK(ibv_req_notify_cq(ecq, 0) == 0);
