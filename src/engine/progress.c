@@ -316,7 +316,9 @@ static int mcast_poll(struct srn_nic *nic)
 
 static void shm_deliver(void *ctx, const uint8_t *data, uint32_t len, const struct sockaddr *src)
 {
-	srn_rx_packet_local(ctx, data, len, src);
+	struct srn_nic *nic = ctx;
+	srn_udp_trace_ring_rx(&nic->link.udp, src, data, len);
+	srn_rx_packet_local(nic, data, len, src);
 }
 
 /* Ask the socket this time?  Always, unless same-host rings carried

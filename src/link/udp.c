@@ -41,6 +41,7 @@
 
 #include "diag/clock.h"
 #include "link/pcap.h"
+#include "wire/roce_hdr.h"
 
 #ifndef UDP_SEGMENT
 #define UDP_SEGMENT 103         /* Linux 4.18; older headers lack it */
@@ -493,6 +494,41 @@ int srn_udp_recv_into(struct srn_udp *u, struct srn_rx_batch *b, int first, int 
 		}
 	}
 	return r;
+}
+
+void srn_udp_rx_meta(const struct srn_udp *u, const struct sockaddr *src,
+		     const struct sockaddr_storage *local, struct srn_ip_meta *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->family = u->family;
+	m->dport = u->port;
+	if (src->sa_family == AF_INET) {
+		const struct sockaddr_in *s = (const void *)src;
+		const struct sockaddr_in *d = (const void *)local;
+		memcpy(m->src, &s->sin_addr, 4);
+		memcpy(m->dst, &d->sin_addr, 4);
+		m->sport = ntohs(s->sin_port);
+		m->ipv4_frag = 0x4000;
+	} else {
+		const struct sockaddr_in6 *s = (const void *)src;
+		const struct sockaddr_in6 *d = (const void *)local;
+		memcpy(m->src, &s->sin6_addr, 16);
+		memcpy(m->dst, &d->sin6_addr, 16);
+		m->sport = ntohs(s->sin6_port);
+	}
+}
+
+void srn_udp_trace_ring_rx(struct srn_udp *u, const struct sockaddr *src, const uint8_t *data,
+			   uint32_t len)
+{
+	if (!u->pcap || len < SRN_ICRC_LEN)
+		return;
+	struct srn_ip_meta m;
+	srn_udp_rx_meta(u, src, &u->local, &m);
+	uint8_t icrc[SRN_ICRC_LEN];
+	struct iovec v[2] = { { (void *)data, len - SRN_ICRC_LEN }, { icrc, SRN_ICRC_LEN } };
+	srn_icrc_put(icrc, srn_icrc_calc(&m, v, 1));
+	srn_pcap_record(u->pcap, src, (const struct sockaddr *)&u->local, v, 2, true, srn_now_ns());
 }
 
 static int recv_hooked(struct srn_udp *u, struct srn_rx_batch *b, int *truncated)

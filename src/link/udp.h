@@ -27,6 +27,7 @@
 
 #include "link/config.h"
 #include "link/fault.h"
+#include "wire/icrc.h"
 
 struct srn_pcap;
 
@@ -121,6 +122,17 @@ int srn_udp_recv_batch(struct srn_udp *u, struct srn_rx_batch *b, int *truncated
  * Send the held TX packets whose deadline has passed, and write out trace
  * records buffered for 100 ms. Returns the packets sent; 0 without hooks. */
 int srn_udp_fault_flush(struct srn_udp *u, uint64_t now_ns);
+/* What the ICRC covers of a packet that came from src to local (an
+ * address of this socket): the IP addresses, the UDP ports, the family. */
+void srn_udp_rx_meta(const struct srn_udp *u, const struct sockaddr *src,
+		     const struct sockaddr_storage *local, struct srn_ip_meta *m);
+/* SOFTRNIC_PCAP: record a packet a same-host ring delivered (data, len,
+ * its 4 ICRC bytes zero) as the UDP link would have carried it, its ICRC
+ * computed for the record alone (link/egress.c does the same for ring
+ * packets sent).  Nothing without a trace. */
+void srn_udp_trace_ring_rx(struct srn_udp *u, const struct sockaddr *src, const uint8_t *data,
+			   uint32_t len);
+
 /* Earliest time at which srn_udp_fault_flush (TX) or srn_udp_recv_batch
  * (RX) has held work, or the trace has records to write out; 0 if none.
  * May be in the past: then call both at once. Lock-free, any thread. */

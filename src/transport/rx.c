@@ -14,7 +14,6 @@
 #include "core/nic.h"
 #include "core/qp.h"
 #include "diag/shm.h"
-#include "link/pcap.h"
 #include "transport/completer.h"
 #include "transport/responder.h"
 #include "wire/icrc.h"
@@ -23,28 +22,6 @@
 /* IP facts of a received packet for its ICRC.  A user-space socket sees
  * neither the IPv4 ID nor the flags; softrnic peers send ID 0 with DF
  * (link/udp.c), so those are assumed and foreign IDs are solved for. */
-static void rx_meta(const struct srn_nic *nic, const struct sockaddr *src,
-		    const struct sockaddr_storage *local, struct srn_ip_meta *m)
-{
-	memset(m, 0, sizeof(*m));
-	m->family = nic->link.udp.family;
-	m->dport = nic->link.udp.port;
-	if (src->sa_family == AF_INET) {
-		const struct sockaddr_in *s = (const void *)src;
-		const struct sockaddr_in *d = (const void *)local;
-		memcpy(m->src, &s->sin_addr, 4);
-		memcpy(m->dst, &d->sin_addr, 4);
-		m->sport = ntohs(s->sin_port);
-		m->ipv4_frag = 0x4000;
-	} else {
-		const struct sockaddr_in6 *s = (const void *)src;
-		const struct sockaddr_in6 *d = (const void *)local;
-		memcpy(m->src, &s->sin6_addr, 16);
-		memcpy(m->dst, &d->sin6_addr, 16);
-		m->sport = ntohs(s->sin6_port);
-	}
-}
-
 /* Which IPv4 ID did the sender's kernel put in?  0 for a single send; k
  * for segment k of a GSO send (link/egress.c).  Try the GRO index first
  * (segments after the first of a bulk transfer: one CRC pass, not two),
@@ -55,7 +32,7 @@ static bool icrc_ok(struct srn_nic *nic, const uint8_t *data, uint32_t len,
 		    uint16_t id_hint)
 {
 	struct srn_ip_meta m;
-	rx_meta(nic, src, local, &m);
+	srn_udp_rx_meta(&nic->link.udp, src, local, &m);
 	struct iovec iov = { (void *)data, len - SRN_ICRC_LEN };
 	if (m.family != AF_INET)
 		return srn_icrc_calc(&m, &iov, 1) == wire;   /* IPv6 has no ID */
@@ -195,16 +172,5 @@ void srn_rx_packet(struct srn_nic *nic, const uint8_t *data, uint32_t len,
 void srn_rx_packet_local(struct srn_nic *nic, const uint8_t *data, uint32_t len,
 			 const struct sockaddr *src)
 {
-	if (nic->link.udp.pcap && len >= SRN_ICRC_LEN) {
-		/* Traced as the UDP link would have carried it (shm_trace in
-		 * link/egress.c does the same on the sending side). */
-		struct srn_ip_meta m;
-		rx_meta(nic, src, &nic->link.udp.local, &m);
-		uint8_t icrc[SRN_ICRC_LEN];
-		struct iovec v[2] = { { (void *)data, len - SRN_ICRC_LEN }, { icrc, SRN_ICRC_LEN } };
-		srn_icrc_put(icrc, srn_icrc_calc(&m, v, 1));
-		srn_pcap_record(nic->link.udp.pcap, src, (const struct sockaddr *)&nic->link.udp.local, v, 2,
-				true, srn_now_ns());
-	}
 	rx_packet(nic, data, len, src, 0, true);
 }
