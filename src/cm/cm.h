@@ -21,6 +21,7 @@
 #include <rdma/rdma_cma.h>
 
 #include "cm/mad.h"
+#include "diag/clock.h"
 
 #define SRN_CM_MAX_DEV 8
 /* QP1's queues, as deep as the kernel's MAD layer makes them
@@ -199,7 +200,6 @@ int srn_cm_send(struct srn_cm_dev *dev, const uint8_t gid[16], const uint8_t mad
 void srn_cm_dev_drain(struct srn_cm_dev *d);
 /* The CM thread: look at timers again (a deadline moved earlier). */
 void srn_cm_kick(void);
-uint64_t srn_cm_now_ns(void);
 /* Called by the CM thread under srn_cm.lock for each received MAD. */
 void srn_cm_recv(struct srn_cm_dev *dev, const uint8_t *mad, size_t len, const uint8_t src_gid[16]);
 /* Called by the CM thread under srn_cm.lock: run expired timers; returns the

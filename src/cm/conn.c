@@ -38,7 +38,7 @@ static uint32_t rand24(void)
 {
 	uint32_t r = 0;
 	if (getrandom(&r, sizeof(r), 0) != sizeof(r))
-		r = (uint32_t)srn_cm_now_ns();
+		r = (uint32_t)srn_now_ns();
 	return r & 0xffffff;
 }
 
@@ -46,7 +46,7 @@ static void timer_arm(struct srn_cm_id *id, uint32_t ms, int retries)
 {
 	id->timeout_ms = ms;
 	id->retries_left = retries;
-	id->deadline_ns = srn_cm_now_ns() + (uint64_t)ms * 1000000;
+	id->deadline_ns = srn_now_ns() + (uint64_t)ms * 1000000;
 	srn_cm_kick();
 }
 
@@ -682,7 +682,7 @@ static void on_mra(const struct srn_cm_msg *m)
 	}
 	/* 12.6.6: the peer needs its service timeout; wait that long before
 	 * sending again, with the retries left. */
-	id->deadline_ns = srn_cm_now_ns() +
+	id->deadline_ns = srn_now_ns() +
 		(uint64_t)(2 * cm_ms(CMA_PACKET_LIFETIME) + cm_ms(m->mra.service_timeout)) * 1000000;
 }
 
@@ -818,7 +818,7 @@ static void expire(struct srn_cm_id *id)
 		id->retries_left--;
 		srn_cm.cnt[SRN_CM_CNT_RETRIES]++;
 		srn_cm_send(id->dev, id->peer_gid, id->last_mad);
-		id->deadline_ns = srn_cm_now_ns() + (uint64_t)id->timeout_ms * 1000000;
+		id->deadline_ns = srn_now_ns() + (uint64_t)id->timeout_ms * 1000000;
 		return;
 	}
 	if (id->id.qp_type == IBV_QPT_UD) {

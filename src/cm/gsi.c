@@ -31,13 +31,6 @@ struct srn_cm srn_cm = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND
 
 #define SLOT_RECV (SRN_UD_GRH_LEN + SRN_MAD_LEN)
 
-uint64_t srn_cm_now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 void srn_cm_addr_to_gid(const struct sockaddr *a, uint8_t gid[16])
 {
 	memset(gid, 0, 16);
@@ -226,7 +219,7 @@ static struct ibv_ah *ah_for(struct srn_cm_dev *d, const uint8_t gid[16])
 	struct ibv_ah *ah = ibv_create_ah(d->pd, &aa);
 	if (!ah)
 		return NULL;
-	unsigned slot = d->nah < SRN_CM_NAH ? d->nah++ : (unsigned)(srn_cm_now_ns() % SRN_CM_NAH);
+	unsigned slot = d->nah < SRN_CM_NAH ? d->nah++ : (unsigned)(srn_now_ns() % SRN_CM_NAH);
 	if (d->ah[slot].ah)
 		ibv_destroy_ah(d->ah[slot].ah);   /* no send in flight uses it: sends are copied */
 	memcpy(d->ah[slot].gid, gid, 16);
@@ -320,12 +313,12 @@ static void *cm_thread(void *arg)
 	(void)arg;
 	for (;;) {
 		pthread_mutex_lock(&srn_cm.lock);
-		uint64_t now = srn_cm_now_ns();
+		uint64_t now = srn_now_ns();
 		uint64_t next = srn_cm_timers(now);
 		pthread_mutex_unlock(&srn_cm.lock);
 		int tmo = -1;
 		if (next) {
-			now = srn_cm_now_ns();
+			now = srn_now_ns();
 			tmo = next <= now ? 0 : (int)((next - now + 999999) / 1000000);
 		}
 		struct epoll_event ev[SRN_CM_MAX_DEV + 1];
@@ -368,7 +361,7 @@ int srn_cm_init(void)
 	srn_cm.inited = true;
 	srn_cm.kick_fd = -1;
 	uint32_t r;
-	srn_cm.next_comm_id = (getrandom(&r, sizeof(r), 0) == sizeof(r) ? r : (uint32_t)srn_cm_now_ns()) | 1;
+	srn_cm.next_comm_id = (getrandom(&r, sizeof(r), 0) == sizeof(r) ? r : (uint32_t)srn_now_ns()) | 1;
 	int n = 0, ret = 0;
 	struct ibv_device **list = ibv_get_device_list(&n);
 	if (!list || n == 0) {

@@ -58,7 +58,7 @@ void srn_cm_held_add(struct srn_cm_dev *dev, const struct srn_cm_msg *m, const u
 	free_slot->dev = dev;
 	memcpy(free_slot->gid, gid, 16);
 	free_slot->m = *m;
-	free_slot->deadline_ns = srn_cm_now_ns() + (uint64_t)SRN_CM_HOLD_MS * 1000000;
+	free_slot->deadline_ns = srn_now_ns() + (uint64_t)SRN_CM_HOLD_MS * 1000000;
 	srn_cm.cnt[SRN_CM_CNT_REQ_HELD]++;
 	srn_cm_kick();                 /* the CM thread sleeps until the earliest deadline */
 }

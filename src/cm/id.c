@@ -395,7 +395,7 @@ int srn_cm_port_alloc(struct srn_cm_id *id, struct sockaddr *a)
 	}
 	uint32_t r = 0;
 	if (getrandom(&r, sizeof(r), 0) != sizeof(r))
-		r = (uint32_t)srn_cm_now_ns();
+		r = (uint32_t)srn_now_ns();
 	/* The kernel's default ephemeral range, 32768-60999. */
 	for (uint32_t i = 0; i < 28232; i++) {
 		s->sin_port = htons((uint16_t)(32768 + (r + i) % 28232));

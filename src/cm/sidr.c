@@ -105,7 +105,7 @@ int srn_cm_sidr_connect(struct srn_cm_id *id, const struct rdma_conn_param *p)
 	struct srn_cm_sidr_req *r = &m.sidr_req;
 	uint32_t rnd = 0;
 	if (getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd))
-		rnd = (uint32_t)srn_cm_now_ns();
+		rnd = (uint32_t)srn_now_ns();
 	id->local_comm_id = new_request_id();
 	id->remote_comm_id = 0;
 	id->tid = (uint64_t)id->local_comm_id << 32 | rnd;

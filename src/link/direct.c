@@ -42,6 +42,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "diag/clock.h"
 #include "link/shm_file.h"
 
 #define DIRECT_MAGIC 0x3154434552494453ull   /* "SDIRECT1", little-endian */
@@ -97,13 +98,6 @@ static struct qp_rec *qp_rec(struct srn_direct_tab *t, uint32_t slot)
 static struct mr_rec *mr_rec(struct srn_direct_tab *t, uint32_t slot)
 {
 	return (struct mr_rec *)((uint8_t *)t + MRS_OFF) + slot;
-}
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 static struct srn_direct_tab *map_tab(int fd)
@@ -231,9 +225,9 @@ bool srn_direct_own_fence(struct srn_direct_own *o)
 			continue;
 		waited = true;
 		o->fence_waits++;
-		uint64_t start = mono_ns(), checked = start;
+		uint64_t start = srn_now_ns(), checked = start;
 		for (unsigned spin = 0; atomic_load(&sl->seq) == s; spin++) {
-			uint64_t now = spin < 256 ? start : mono_ns();
+			uint64_t now = spin < 256 ? start : srn_now_ns();
 			if (now - start > SRN_DIRECT_FENCE_MAX_NS) {
 				o->fence_timeouts++;
 				break;

@@ -18,6 +18,7 @@
 #include <sys/select.h>
 #include <time.h>
 
+#include "diag/clock.h"
 #include "rdmacm/export.h"
 #include "rsocket/rs.h"
 
@@ -25,9 +26,7 @@
 
 static int64_t now_ms(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return (int64_t)(srn_now_ns() / 1000000);
 }
 
 void srn_rs_progress(struct srn_rs *rs)
