@@ -1,10 +1,13 @@
 /*
  * cmd_explain.c - `softrnic explain`: why did it fail?
  *
- *   softrnic explain [--pid N] [--dev NAME] [--qp QPN]
+ *   softrnic explain [--pid N] [--dev NAME] [--qp QPN] [--interval SECS]
  *       the recent error explanations of every softrnic process, newest
  *       last, from their diagnostic segments (one line per error
- *       completion and per QP that went to the error state)
+ *       completion and per QP that went to the error state), then the
+ *       diagnoses (explain_diag.h: stale rkey, retransmission storm, PFC
+ *       pause storm) over the processes' lives, or over SECS between two
+ *       samples
  *   softrnic explain --qp-log QPN [--pid N] [--dev NAME]
  *       the event log of one QP: state changes, NAKs, retransmissions,
  *       RNR waits, errors
@@ -18,13 +21,16 @@
  * compile time against the last one, IBV_WC_TM_RNDV_INCOMPLETE).
  */
 #include <ctype.h>
+#include <errno.h>
 #include <getopt.h>
 #include <infiniband/verbs.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #include "diag_read.h"
+#include "explain_diag.h"
 #include "subcommands.h"
 
 struct status_text {
@@ -189,7 +195,7 @@ _Static_assert(NSTATUS == IBV_WC_TM_RNDV_INCOMPLETE + 1, "a text for every ibv_w
 void srn_usage_explain(FILE *out)
 {
 	fprintf(out,
-		"Usage: softrnic explain [--pid N] [--dev NAME] [--qp QPN]\n"
+		"Usage: softrnic explain [--pid N] [--dev NAME] [--qp QPN] [--interval SECS]\n"
 		"       softrnic explain --qp-log QPN [--pid N] [--dev NAME]\n"
 		"       softrnic explain STATUS | --list\n"
 		"\n"
@@ -199,11 +205,18 @@ void srn_usage_explain(FILE *out)
 		"address and check a REM_ACCESS_ERR failed) and per QP that went to\n"
 		"the error state. Kept after the process exits when it logged errors.\n"
 		"SOFTRNIC_LOG=warn makes the library print the same lines on stderr.\n"
+		"Then the diagnoses, from the counters and logs of every process:\n"
+		"  stale rkey            a process keeps using a key its peer deregistered\n"
+		"  retransmission storm  go-back-N restarts, timeouts, duplicates climbing\n"
+		"  PFC pause storm       pause frames / pause time climbing\n"
+		"each naming the process, QPs and keys, and what to do.\n"
 		"\n"
 		"Options:\n"
 		"  --pid N          only process N\n"
 		"  --dev NAME       only device NAME\n"
 		"  --qp QPN         only lines about QP QPN\n"
+		"  --interval SECS  judge the counters over SECS between two samples\n"
+		"                   (default: over each process's life)\n"
 		"  --qp-log QPN     the event log of QP QPN (state changes, NAKs,\n"
 		"                   retransmissions, RNR waits, errors); also of a QP\n"
 		"                   already destroyed, until its slot is reused\n"
@@ -281,12 +294,32 @@ static void print_line(const struct line *l, bool with_who)
 	       srn_level_str(l->e.level), l->e.msg);
 }
 
-static int explain_recent(const struct srn_seg_filter *f, bool has_qp, uint32_t qpn)
+/* Sleep SECS (bounded by the caller's parse: at most an hour). */
+static void sleep_secs(double secs)
 {
-	struct srn_seg_set set;
+	struct timespec ts = { (time_t)secs, (long)((secs - (double)(time_t)secs) * 1e9) };
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
+}
+
+static int explain_recent(const struct srn_seg_filter *f, bool has_qp, uint32_t qpn,
+			  double interval)
+{
+	struct srn_seg_set set, base;
+	bool have_base = interval > 0;
+	if (have_base) {
+		int r = srn_segs_load(&base, f, true);
+		if (r) {
+			fprintf(stderr, "softrnic explain: %s: %s\n", srn_diag_dir(), strerror(-r));
+			return SRN_EXIT_FAIL;
+		}
+		sleep_secs(interval);
+	}
 	int r = srn_segs_load(&set, f, false);
 	if (r) {
 		fprintf(stderr, "softrnic explain: %s: %s\n", srn_diag_dir(), strerror(-r));
+		if (have_base)
+			srn_segs_free(&base);
 		return SRN_EXIT_FAIL;
 	}
 	size_t cap = set.n * SRN_DIAG_DEV_LOG_ENTRIES, n = 0;
@@ -307,9 +340,17 @@ static int explain_recent(const struct srn_seg_filter *f, bool has_qp, uint32_t 
 	if (!n)
 		printf("no errors recorded%s (%zu softrnic device%s checked)\n",
 		       has_qp ? " for that QP" : "", set.n, set.n == 1 ? "" : "s");
+	if (n)
+		printf("\n");
+	int found = srn_explain_diagnose(&set, have_base ? &base : NULL, interval, has_qp, qpn);
+	if (!found && n)
+		printf("no known pattern (stale rkey, retransmission storm, PFC pause storm) "
+		       "in the counters and logs\n");
 	srn_segs_note_others(stdout, &set);
 	free(lines);
 	srn_segs_free(&set);
+	if (have_base)
+		srn_segs_free(&base);
 	return SRN_EXIT_OK;
 }
 
@@ -363,11 +404,14 @@ int srn_cmd_explain(int argc, char *argv[])
 		{ "pid", required_argument, NULL, 'p' },    { "dev", required_argument, NULL, 'd' },
 		{ "qp", required_argument, NULL, 'q' },     { "qp-log", required_argument, NULL, 'L' },
 		{ "list", no_argument, NULL, 'l' },         { "help", no_argument, NULL, 'h' },
+		{ "interval", required_argument, NULL, 'i' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct srn_seg_filter f = { 0 };
 	bool has_qp = false, qp_log = false;
 	uint32_t qpn = 0;
+	double interval = 0;
+	char *end;
 	int c;
 
 	optind = 1;
@@ -387,6 +431,11 @@ int srn_cmd_explain(int argc, char *argv[])
 			has_qp = true;
 			qp_log = c == 'L';
 			break;
+		case 'i':
+			interval = strtod(optarg, &end);
+			if (end == optarg || *end || !(interval > 0 && interval <= 3600))
+				goto bad;
+			break;
 		case 'l':
 			return list_statuses();
 		case 'h':
@@ -398,7 +447,7 @@ int srn_cmd_explain(int argc, char *argv[])
 		}
 	}
 	if (optind < argc) {
-		if (optind + 1 < argc || has_qp || f.pid || f.dev) {
+		if (optind + 1 < argc || has_qp || f.pid || f.dev || interval > 0) {
 			fprintf(stderr, "softrnic explain: STATUS takes no other arguments\n");
 			return SRN_EXIT_USAGE;
 		}
@@ -406,7 +455,7 @@ int srn_cmd_explain(int argc, char *argv[])
 	}
 	if (qp_log)
 		return explain_qp_log(&f, qpn);
-	return explain_recent(&f, has_qp, qpn);
+	return explain_recent(&f, has_qp, qpn, interval);
 bad:
 	fprintf(stderr, "softrnic explain: bad value '%s'\n", optarg);
 	srn_usage_explain(stderr);
