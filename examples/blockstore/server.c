@@ -103,6 +103,10 @@ int bs_server_main(int argc, char **argv)
 		usage();
 		return 2;
 	}
+	/* A client killed mid-request leaves a socket whose next write would
+	 * raise SIGPIPE and end the server: take EPIPE instead (the TCP
+	 * twin then drops that connection, as the RDMA one drops a QP). */
+	signal(SIGPIPE, SIG_IGN);
 	/* Signals go to the signalfd; block them before any thread starts. */
 	sigset_t set;
 	sigemptyset(&set);
