@@ -407,7 +407,17 @@ void srn_diag_obj_del(struct srn_diag_obj *o)
 	SRN_DIAG_SET(o->s->kind, (uint32_t)SRN_DIAG_FREE);
 	srn_diag_obj_end(o);
 	atomic_fetch_sub_explicit(&d->seg->hdr.slots_used, 1, memory_order_relaxed);
-	d->free_stack[d->nfree++] = o->idx;
+	if (o->kind == SRN_DIAG_MR) {
+		/* A freed region goes to the bottom of the stack, reused last:
+		 * `softrnic explain` names the region a stale rkey belonged to
+		 * by it, long after the connections churned through new QPs
+		 * (a memmove of at most 16 KiB, per deregistration only). */
+		memmove(&d->free_stack[1], &d->free_stack[0], d->nfree * sizeof(d->free_stack[0]));
+		d->free_stack[0] = o->idx;
+		d->nfree++;
+	} else {
+		d->free_stack[d->nfree++] = o->idx;
+	}
 	o->kind = SRN_DIAG_FREE;
 	o->owner = NULL;
 }
