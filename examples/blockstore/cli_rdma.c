@@ -46,7 +46,9 @@
 #define CQ_BATCH 32
 #define RESOLVE_MS 2000
 
-enum kind { K_RECV, K_SEND_W, K_SEND, K_READ };
+/* K_WRITE: the unsignaled Write of a block; it completes only when it
+ * fails (a remote access error names it by its own id). */
+enum kind { K_RECV, K_SEND_W, K_SEND, K_READ, K_WRITE };
 enum rstate { R_DOWN, R_ADDR, R_ROUTE, R_CONNECTING, R_UP };
 
 struct rconn {
@@ -72,6 +74,10 @@ struct rtp {
 	struct ibv_mr *buf_mr, *rx_mr;
 	struct bs_rep *rx_all;
 	int32_t *hint; /* lba -> cache slot last seen holding it, -1: none */
+	uint64_t first_raddr; /* the first hello's cache (--stale-rkey keeps it) */
+	uint32_t first_rkey;
+	bool have_first;
+	unsigned access_streak; /* remote access errors since the last good reply */
 	uint32_t epoch;
 	bool have_epoch;
 	struct sockaddr_storage dst, src;
@@ -218,6 +224,16 @@ static int on_established(struct bs_client *c, unsigned ci, const void *pd, unsi
 	rc->nlanding = h.nlanding;
 	rc->raddr = h.addr;
 	rc->rkey = h.rkey;
+	if (!t->have_first) {
+		t->first_raddr = h.addr;
+		t->first_rkey = h.rkey;
+		t->have_first = true;
+	} else if (c->o.stale_rkey) {
+		/* Deliberately wrong (the demo of `softrnic explain`): the
+		 * key of a cache the server has since moved and released. */
+		rc->raddr = t->first_raddr;
+		rc->rkey = t->first_rkey;
+	}
 	rc->state = R_UP;
 	rc->backoff_ms = 0;
 	bs_note_up(c, &rc->down_since);
@@ -297,10 +313,32 @@ static void on_reply(struct bs_client *c, unsigned ci, const struct bs_rep *rep)
 		}
 		if (!rep->status && rep->slot < INT32_MAX)
 			t->hint[io->lba] = (int32_t)rep->slot;
+		if (!rep->status)
+			t->access_streak = 0;
 	}
 	if (rep->req_op == BS_OP_STATS)
 		memcpy(io->v, rep->v, sizeof(io->v));
+	if (rep->req_op == BS_OP_WRITE)
+		io->seq = rep->seq;
 	bs_complete(c, io, rep->status);
+}
+
+/* The server refused our key.  A correct client never sees this (the
+ * server revokes, i.e. disconnects, before it releases a region, and the
+ * reconnect brings the new key), so a few in a row mean our key is wrong
+ * for good: fail the connection's requests (-EACCES) instead of sending
+ * them again forever. */
+#define ACCESS_ERR_LIMIT 3
+
+static void access_error(struct bs_client *c, unsigned ci)
+{
+	struct rtp *t = tp(c);
+	c->cnt.access_errors++;
+	if (++t->access_streak < ACCESS_ERR_LIMIT)
+		return;
+	for (unsigned i = 0; i < c->nios; i++)
+		if (c->ios[i].busy && c->ios[i].conn == (int)ci)
+			bs_complete(c, &c->ios[i], -EACCES);
 }
 
 static void on_wc(struct bs_client *c, const struct ibv_wc *wc)
@@ -319,6 +357,8 @@ static void on_wc(struct bs_client *c, const struct ibv_wc *wc)
 	else if (k != K_RECV)
 		rc->sq_used -= 1;
 	if (wc->status != IBV_WC_SUCCESS) {
+		if (wc->status == IBV_WC_REM_ACCESS_ERR)
+			access_error(c, ci);
 		conn_fail(c, ci);
 		return;
 	}
@@ -411,7 +451,8 @@ static int rdma_post(struct bs_client *c, struct bs_io *io)
 		req.slot = rc->landing[--rc->nlanding];
 		req.len = BS_BLOCK;
 		req.csum = io->csum;
-		wr[0] = (struct ibv_send_wr){ .sg_list = &data, .num_sge = 1,
+		wr[0] = (struct ibv_send_wr){ .wr_id = mkid(rc, ci, K_WRITE, io->index),
+					      .sg_list = &data, .num_sge = 1,
 					      .opcode = IBV_WR_RDMA_WRITE, .next = &wr[1] };
 		wr[0].wr.rdma.remote_addr = rc->raddr + (uint64_t)req.slot * BS_SLOT_STRIDE;
 		wr[0].wr.rdma.rkey = rc->rkey;

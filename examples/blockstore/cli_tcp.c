@@ -135,6 +135,8 @@ static void on_reply(struct bs_client *c, unsigned ci)
 	}
 	if (io->op == BS_OP_STATS)
 		memcpy(io->v, tc->rep.v, sizeof(io->v));
+	if (io->op == BS_OP_WRITE)
+		io->seq = tc->rep.seq;
 	bs_complete(c, io, tc->rep.status);
 }
 

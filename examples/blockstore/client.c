@@ -98,6 +98,7 @@ int bs_submit(struct bs_client *c, struct bs_io *io)
 		return -ERANGE;
 	io->busy = true;
 	io->status = 0;
+	io->seq = 0;
 	io->rdma_read = false;
 	io->no_hint = c->o.no_rdma_read;
 	io->t_submit = bs_client_now();
@@ -115,6 +116,8 @@ void bs_complete(struct bs_client *c, struct bs_io *io, int status)
 	 * checked by the transport before it counted as one. */
 	if (!status && io->op == BS_OP_READ && !io->rdma_read && !bs_tag_ok(io->buf, io->lba))
 		status = -EBADMSG;
+	if (!status && io->op == BS_OP_READ)
+		io->seq = ((const struct bs_tag *)(io->buf + BS_BLOCK))->seq;
 	io->status = status;
 	io->conn = -1;
 	io->next = NULL;

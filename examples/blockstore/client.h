@@ -37,6 +37,8 @@ struct bs_client_opts {
 	unsigned poll_us;      /* spin this long before sleeping in bs_reap */
 	unsigned reconnect_ms; /* give up on a server gone this long; 0: 10 s */
 	bool no_rdma_read;     /* always ask the server (no RDMA Read of the cache) */
+	bool stale_rkey;       /* wrong on purpose, for `softrnic explain`: keep the first
+				* cache address and rkey across reconnects (RDMA only) */
 };
 
 struct bs_io {
@@ -45,6 +47,8 @@ struct bs_io {
 	uint8_t *buf;    /* BS_SLOT_STRIDE bytes: the block, then (reads) its tag */
 	int status;      /* 0 or -errno; -EBADMSG: a read failed its checksum */
 	bool rdma_read;  /* served by an RDMA Read of the server's cache */
+	uint64_t seq;    /* the server's version (0: loaded from the file, unknown):
+			  * of a write, from its reply; of a read, from the tag */
 	uint64_t v[4];   /* STATS: server CPU us, I/O thread CPU us, I/Os, cache moves */
 	uint64_t t_submit;
 	/* library-private */
@@ -62,6 +66,8 @@ struct bs_client_counters {
 	uint64_t rdma_read_misses; /* slot recycled or moved: asked the server */
 	uint64_t crc_rejects;      /* writes the server found corrupted, sent again */
 	uint64_t remaps_seen;      /* new cache epochs */
+	uint64_t access_errors;    /* remote access errors (a stale key): 3 in a row fail
+				    * the connection's requests with -EACCES */
 };
 
 struct bs_client;

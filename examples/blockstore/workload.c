@@ -9,6 +9,17 @@
  * the version it last had acknowledged.  Two requests for one LBA are
  * never in flight at once, so "last acknowledged" is well defined.
  *
+ * With --shared other clients write the same range.  The store's
+ * promise for a read racing writers of its LBA: a whole block of that
+ * LBA (never torn: the tag's CRCs), written by the last write the server
+ * committed before the read or by one committed while it ran; so the
+ * server's version (the tag's seq) a client sees for an LBA never goes
+ * back, and is never older than the client's own last acknowledged write
+ * there (if it is that write's seq, the block is that write's).  A read
+ * that breaks this is counted as a stale read (and a verify failure).
+ * seq 0 means "loaded from the file" (versions are not stored there;
+ * the file holds the newest), which any seq may precede.
+ *
  * Output: one line `result key=value ...` for scripts (bench.sh).
  */
 #include "workload.h"
@@ -78,6 +89,10 @@ struct run {
 	uint64_t *expect;      /* version this process last wrote there, 0: none */
 	uint8_t *busy;
 	uint64_t *io_version;  /* per request: the version being written */
+	uint64_t *seen_seq;    /* newest server version seen per LBA (reads and own writes) */
+	uint64_t *own_seq;     /* server version of this process's last acknowledged write */
+	bool shared;           /* other clients write the same range */
+	uint64_t stale_reads;
 	uint64_t version, rng;
 	uint32_t *lat;
 	uint64_t nlat, ops, errors, verify_fail;
@@ -116,15 +131,29 @@ static void finish(struct run *r, struct bs_io *io, bool timed)
 	}
 	if (io->op == BS_OP_WRITE) {
 		r->expect[idx] = r->io_version[io->index];
+		r->own_seq[idx] = io->seq;
+		if (io->seq > r->seen_seq[idx])
+			r->seen_seq[idx] = io->seq;
 		return;
 	}
 	uint64_t v;
 	uint32_t w;
+	bool mine = !r->shared || (io->seq && io->seq == r->own_seq[idx]);
 	if (check_block(io->buf, io->lba, &v, &w) ||
-	    (r->expect[idx] && (v != r->expect[idx] || w != r->writer))) {
+	    (mine && r->expect[idx] && (v != r->expect[idx] || w != r->writer))) {
 		r->verify_fail++;
 		complain(r, "verify", io->lba, 0);
 	}
+	if (io->seq && io->seq < r->seen_seq[idx]) {
+		r->stale_reads++;
+		r->verify_fail++;
+		if (r->first_errors++ < 10)
+			fprintf(stderr, "blockstore bench: read lba %llu returned version %llu after "
+				"%llu was seen\n", (unsigned long long)io->lba,
+				(unsigned long long)io->seq, (unsigned long long)r->seen_seq[idx]);
+	}
+	if (io->seq > r->seen_seq[idx])
+		r->seen_seq[idx] = io->seq;
 }
 
 static int pick(struct run *r, uint64_t *lba)
@@ -220,7 +249,10 @@ static void usage(void)
 		"usage: blockstore bench --addr IP [--port P] [--tcp] [--op write|read|mix]\n"
 		"       [--qd N] [--conns N] [--seconds S] [--ops N] [--start LBA] [--count N]\n"
 		"       [--writer ID] [--fill] [--verify-end] [--verify-all] [--poll-us US]\n"
-		"       [--no-rdma-read] [--src IP]\n");
+		"       [--no-rdma-read] [--src IP] [--stale-rkey] [--shared]\n"
+		"--shared: other clients write the same range (reads check order, not owner)\n"
+		"--stale-rkey: a wrong client on purpose (keeps its first rkey across a\n"
+		"cache move) for `softrnic explain` to diagnose\n");
 }
 
 int bs_bench_main(int argc, char **argv)
@@ -231,7 +263,8 @@ int bs_bench_main(int argc, char **argv)
 		{ "seconds", 1, 0, 's' }, { "ops", 1, 0, 'n' },	      { "start", 1, 0, 'S' },
 		{ "count", 1, 0, 'C' },	 { "writer", 1, 0, 'w' },     { "fill", 0, 0, 'f' },
 		{ "verify-end", 0, 0, 'v' }, { "verify-all", 0, 0, 'V' }, { "poll-us", 1, 0, 'u' },
-		{ "no-rdma-read", 0, 0, 'R' }, { "src", 1, 0, 'I' }, { 0 },
+		{ "no-rdma-read", 0, 0, 'R' }, { "src", 1, 0, 'I' }, { "stale-rkey", 0, 0, 'K' },
+		{ "shared", 0, 0, 'H' }, { 0 },
 	};
 	struct run r = { .qd = 1, .writer = 1 };
 	r.co = (struct bs_client_opts){ .host = "127.0.0.1", .port = 7470, .nconn = 2,
@@ -260,6 +293,8 @@ int bs_bench_main(int argc, char **argv)
 		case 'u': r.co.poll_us = (unsigned)atoi(optarg); break;
 		case 'R': r.co.no_rdma_read = true; break;
 		case 'I': r.co.src = optarg; break;
+		case 'K': r.co.stale_rkey = true; break;
+		case 'H': r.shared = true; break;
 		default: usage(); return 2;
 		}
 	}
@@ -297,10 +332,12 @@ int bs_bench_main(int argc, char **argv)
 	}
 	r.expect = calloc(r.count, sizeof(*r.expect));
 	r.busy = calloc(r.count, 1);
+	r.seen_seq = calloc(r.count, sizeof(*r.seen_seq));
+	r.own_seq = calloc(r.count, sizeof(*r.own_seq));
 	r.io_version = calloc(bs_client_nios(r.c), sizeof(*r.io_version));
 	r.lat = malloc(MAX_LAT * sizeof(*r.lat));
 	r.rng = 0x2545f4914f6cdd1dull ^ ((uint64_t)r.writer << 32) ^ bs_client_now();
-	if (!r.expect || !r.busy || !r.io_version || !r.lat) {
+	if (!r.expect || !r.busy || !r.io_version || !r.lat || !r.seen_seq || !r.own_seq) {
 		bs_client_close(r.c);
 		return 1;
 	}
@@ -327,7 +364,7 @@ int bs_bench_main(int argc, char **argv)
 	printf("result transport=%s op=%s qd=%u conns=%u ops=%llu secs=%.3f iops=%.0f "
 	       "p50_us=%.1f p99_us=%.1f errors=%llu verify_fail=%llu retries=%llu "
 	       "reconnects=%llu reconnect_max_ms=%.1f rdma_read_hits=%llu rdma_read_misses=%llu "
-	       "crc_rejects=%llu remaps_seen=%llu\n",
+	       "crc_rejects=%llu remaps_seen=%llu access_errors=%llu stale_reads=%llu\n",
 	       r.co.tcp ? "tcp" : "rdma", verify_all ? "verify-all" : op, r.qd, r.co.nconn,
 	       (unsigned long long)r.ops, elapsed / 1e6,
 	       elapsed > 0 ? r.ops / (elapsed / 1e6) : 0.0, p50, p99,
@@ -335,12 +372,15 @@ int bs_bench_main(int argc, char **argv)
 	       (unsigned long long)k->retries, (unsigned long long)k->reconnects,
 	       k->reconnect_max_us / 1e3, (unsigned long long)k->rdma_read_hits,
 	       (unsigned long long)k->rdma_read_misses, (unsigned long long)k->crc_rejects,
-	       (unsigned long long)k->remaps_seen);
+	       (unsigned long long)k->remaps_seen, (unsigned long long)k->access_errors,
+	       (unsigned long long)r.stale_reads);
 	fflush(stdout);
 	bs_client_close(r.c);
 	bool bad = ret < 0 || r.errors || r.verify_fail;
 	free(r.expect);
 	free(r.busy);
+	free(r.seen_seq);
+	free(r.own_seq);
 	free(r.io_version);
 	free(r.lat);
 	return bad ? 1 : 0;
