@@ -204,7 +204,7 @@ static void keys(void)
 	check("a stale key used on two QPs; one refused live key is no pattern", got, 1, &out,
 	      "diagnosis: stale rkey: pid 10 (client) softrnic0 keeps using rkey 0x1234 after "
 	      "pid 20 (server) softrnic0 deregistered it",
-	      "3 RDMA operations failed with REM_ACCESS_ERR on 2 QPs (0x000020, 0x000021) over 2.0 s",
+	      "in its log: 3 RDMA operations failed with REM_ACCESS_ERR on 2 QPs (0x000020, 0x000021) over 2.0 s",
 	      "connected again and used the same key",
 	      "rkey 0x1234 was the region va 0x7f0000000000 len 8 MiB of pid 20",
 	      "now offers rkey 0x5678 va 0x7f1000000000 len 8 MiB",

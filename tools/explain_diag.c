@@ -414,7 +414,7 @@ static bool story(FILE *f, const struct srn_xd_key_err *e, size_t n, size_t firs
 		fprintf(f, "diagnosis: stale rkey: %s %s rkey 0x%x, which its peer%s%s no longer "
 			   "knows\n", a->who, repeated ? "keeps using" : "used", a->rkey,
 			a->peer_addr[0] ? " at " : "", a->peer_addr);
-	fprintf(f, "  %zu RDMA operation%s failed with REM_ACCESS_ERR on %zu QP%s (", count,
+	fprintf(f, "  in its log: %zu RDMA operation%s failed with REM_ACCESS_ERR on %zu QP%s (", count,
 		count == 1 ? "" : "s", nq, nq == 1 ? "" : "s");
 	for (size_t q = 0; q < nq; q++)
 		fprintf(f, "%s0x%06x", q ? ", " : "", qps[q]);
