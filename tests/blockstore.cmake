@@ -21,6 +21,8 @@ bs_script_test(blockstore test_blockstore.sh tcp shm udp netns)
 bs_script_test(blockstore_stale_rkey test_blockstore_stale.sh shm udp)
 # Reads racing writers of the same LBAs: never torn, never going back.
 bs_script_test(blockstore_race test_blockstore_race.sh tcp shm udp)
+# Per-connection memory windows: one revoked alone, then a cache move.
+bs_script_test(blockstore_mw test_blockstore_mw.sh shm udp)
 
 # The cache and the store alone, against a naive model, plus crash
 # recovery (a damaged in-place block replayed, a torn journal dropped).

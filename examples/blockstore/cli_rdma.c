@@ -16,7 +16,10 @@
  *          RDMA Write with immediate (the request id) into our buffer.
  *
  * A connection is a small state machine driven by rdma_cm events:
- * DOWN -> ADDR -> ROUTE -> CONNECTING -> UP; any error event, DISCONNECTED
+ * DOWN -> ADDR -> ROUTE -> CONNECTING -> [WINDOW ->] UP (WINDOW: the
+ * server's hello said the rkey is this connection's memory window, which
+ * it binds after the connection is established; the BS_OP_WINDOW message
+ * says it is bound, server --mw); any error event, DISCONNECTED
  * or failed completion sends it back to DOWN: its requests are queued
  * again, its id and QP destroyed, its incarnation bumped (completions of
  * an older incarnation are ignored), and it reconnects with backoff.
@@ -49,7 +52,7 @@
 /* K_WRITE: the unsignaled Write of a block; it completes only when it
  * fails (a remote access error names it by its own id). */
 enum kind { K_RECV, K_SEND_W, K_SEND, K_READ, K_WRITE };
-enum rstate { R_DOWN, R_ADDR, R_ROUTE, R_CONNECTING, R_UP };
+enum rstate { R_DOWN, R_ADDR, R_ROUTE, R_CONNECTING, R_WINDOW, R_UP };
 
 struct rconn {
 	enum rstate state;
@@ -62,6 +65,7 @@ struct rconn {
 	uint32_t rkey;
 	uint64_t down_since, retry_at;
 	unsigned backoff_ms;
+	bool window_ready; /* BS_OP_WINDOW arrived (it may beat the ESTABLISHED event) */
 	struct bs_rep *rx;
 };
 
@@ -107,7 +111,7 @@ static void conn_fail(struct bs_client *c, unsigned ci)
 			bs_requeue(c, io, true);
 	}
 	if (rc->id) {
-		if (rc->state == R_UP)
+		if (rc->state >= R_WINDOW) /* connected */
 			rdma_disconnect(rc->id);
 		if (rc->id->qp)
 			rdma_destroy_qp(rc->id);
@@ -118,6 +122,7 @@ static void conn_fail(struct bs_client *c, unsigned ci)
 	if (!rc->down_since)
 		rc->down_since = now;
 	rc->state = R_DOWN;
+	rc->window_ready = false;
 	rc->inc++;
 	rc->inflight = rc->sq_used = rc->nlanding = 0;
 	rc->retry_at = now + (uint64_t)rc->backoff_ms * 1000000u;
@@ -234,6 +239,10 @@ static int on_established(struct bs_client *c, unsigned ci, const void *pd, unsi
 		rc->raddr = t->first_raddr;
 		rc->rkey = t->first_rkey;
 	}
+	if ((h.flags & BS_HELLO_WINDOW) && !rc->window_ready) {
+		rc->state = R_WINDOW; /* up once the server says the window is bound */
+		return 0;
+	}
 	rc->state = R_UP;
 	rc->backoff_ms = 0;
 	bs_note_up(c, &rc->down_since);
@@ -299,6 +308,17 @@ static void on_reply(struct bs_client *c, unsigned ci, const struct bs_rep *rep)
 {
 	struct rtp *t = tp(c);
 	struct rconn *rc = &t->conns[ci];
+	if (rep->magic == BS_MAGIC && rep->op == BS_OP_REPLY && rep->req_op == BS_OP_WINDOW) {
+		/* The server Sends it once the connection is established on its
+		 * side, so it can arrive before our ESTABLISHED event. */
+		rc->window_ready = true;
+		if (rc->state == R_WINDOW) {
+			rc->state = R_UP;
+			rc->backoff_ms = 0;
+			bs_note_up(c, &rc->down_since);
+		}
+		return;
+	}
 	struct bs_io *io = io_of(c, rep->id, ci);
 	if (rep->magic != BS_MAGIC || rep->op != BS_OP_REPLY || !io || io->op != rep->req_op)
 		return; /* not an answer to anything we asked on this connection */
@@ -586,7 +606,7 @@ static void rdma_close(struct bs_client *c)
 		struct rconn *rc = &t->conns[i];
 		if (!rc->id)
 			continue;
-		if (rc->state == R_UP)
+		if (rc->state >= R_WINDOW) /* connected */
 			rdma_disconnect(rc->id);
 		if (rc->id->qp)
 			rdma_destroy_qp(rc->id);

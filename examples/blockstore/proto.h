@@ -31,6 +31,8 @@ enum bs_op {
 	BS_OP_FLUSH = 3, /* answered once every block acknowledged before is on disk */
 	BS_OP_STATS = 4, /* the server's CPU time and I/O count */
 	BS_OP_REPLY = 5,
+	BS_OP_WINDOW = 6, /* as req_op of a reply nobody asked for: this connection's
+			   * memory window is bound, the hello's rkey works from now on */
 };
 
 /* The tag after each cached block: which LBA this slot holds, which
@@ -87,10 +89,15 @@ struct bs_hello {
 	uint32_t rkey;
 	uint32_t nslots; /* cache slots */
 	uint16_t nlanding;
-	uint16_t pad;
+	uint16_t flags; /* BS_HELLO_WINDOW */
 	uint32_t landing[BS_MAX_QP_DEPTH];
 };
 _Static_assert(sizeof(struct bs_hello) <= 196, "fits the CM REP private data");
+
+/* The rkey is a type-2 memory window of this connection alone (server
+ * --mw), bound once the connection is established: wait for the
+ * BS_OP_WINDOW message before using it. */
+#define BS_HELLO_WINDOW 1u
 
 /* What a client asks for in its connect private data. */
 struct bs_conn_req {

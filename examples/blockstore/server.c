@@ -29,6 +29,8 @@ void bs_server_signals(struct bs_server *s)
 	while (read(s->sigfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
 		if (si.ssi_signo == SIGUSR1)
 			s->remap_wanted = true;
+		else if (si.ssi_signo == SIGUSR2)
+			s->revoke_wanted = true;
 		else
 			s->stop = true;
 	}
@@ -73,7 +75,9 @@ int bs_server_check_req(const struct bs_server *s, const struct bs_req *req)
 static void usage(void)
 {
 	fprintf(stderr, "usage: blockstore server --dev FILE [--blocks N] [--slots N] --addr IP\n"
-			"       [--port P] [--tcp] [--poll-us US] [--pidfile FILE]\n");
+			"       [--port P] [--tcp] [--poll-us US] [--pidfile FILE] [--mw]\n"
+			"--mw: a type-2 memory window per connection instead of the cache's\n"
+			"rkey; SIGUSR2 revokes one connection's window\n");
 }
 
 int bs_server_main(int argc, char **argv)
@@ -81,7 +85,8 @@ int bs_server_main(int argc, char **argv)
 	static const struct option lo[] = {
 		{ "dev", 1, 0, 'd' },	  { "blocks", 1, 0, 'b' }, { "slots", 1, 0, 's' },
 		{ "addr", 1, 0, 'a' },	  { "port", 1, 0, 'p' },   { "tcp", 0, 0, 't' },
-		{ "poll-us", 1, 0, 'u' }, { "pidfile", 1, 0, 'P' }, { 0 },
+		{ "poll-us", 1, 0, 'u' }, { "pidfile", 1, 0, 'P' }, { "mw", 0, 0, 'm' },
+		{ 0 },
 	};
 	struct bs_server s = { .o = { .nblocks = 0, .nslots = 12288, .port = 7470,
 				      .poll_us = 1000, .addr = "127.0.0.1" } };
@@ -96,6 +101,7 @@ int bs_server_main(int argc, char **argv)
 		case 't': s.o.tcp = true; break;
 		case 'u': s.o.poll_us = (unsigned)atoi(optarg); break;
 		case 'P': s.o.pidfile = optarg; break;
+		case 'm': s.o.mw = true; break;
 		default: usage(); return 2;
 		}
 	}
@@ -111,6 +117,7 @@ int bs_server_main(int argc, char **argv)
 	sigset_t set;
 	sigemptyset(&set);
 	sigaddset(&set, SIGUSR1);
+	sigaddset(&set, SIGUSR2);
 	sigaddset(&set, SIGINT);
 	sigaddset(&set, SIGTERM);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);

@@ -25,6 +25,7 @@ struct bs_server_opts {
 	int port;
 	bool tcp;
 	unsigned poll_us;  /* spin this long on an idle loop before sleeping */
+	bool mw;           /* RDMA: each connection gets its own type-2 memory window */
 	const char *pidfile;
 };
 
@@ -32,19 +33,21 @@ struct bs_server {
 	struct bs_server_opts o;
 	struct bs_store *st;
 	struct bs_cache *cache;
-	int sigfd;        /* SIGUSR1: move the cache; SIGINT/SIGTERM: stop */
+	int sigfd;        /* SIGUSR1: move the cache; SIGUSR2: revoke one connection's
+			   * window (--mw); SIGINT/SIGTERM: stop */
 	uint64_t ios;     /* requests answered */
 	uint64_t remaps;
 	uint32_t epoch;
 	bool stop;
 	bool remap_wanted;
+	bool revoke_wanted;
 };
 
 int bs_server_main(int argc, char **argv);
 int bs_server_rdma(struct bs_server *s);
 int bs_server_tcp(struct bs_server *s);
 
-/* Read pending signals from s->sigfd into s->stop / s->remap_wanted. */
+/* Read pending signals from s->sigfd into s->stop / remap_wanted / revoke_wanted. */
 void bs_server_signals(struct bs_server *s);
 /* A STATS reply: CPU time of the process and of the calling (I/O) thread. */
 void bs_server_stats(struct bs_server *s, struct bs_rep *rep);

@@ -22,6 +22,19 @@
  * copy, deregister the old region, unmap it.  Clients see the disconnect
  * and flushed work requests, reconnect, receive the new rkey, and retry.
  *
+ * With --mw each connection gets a type-2 memory window over the cache
+ * instead of the region's rkey: allocated at the connect request, its
+ * key (the window's next, ibv_inc_rkey) sent in the hello with
+ * BS_HELLO_WINDOW, bound by the connection's own QP once it is
+ * established, then announced with a BS_OP_WINDOW message (after the
+ * bind in the send queue, so the window is bound when the client hears
+ * of it).  A type-2 window works only through the QP that bound it, so a
+ * key is useless on any other connection, and SIGUSR2 revokes one
+ * connection alone: a Local Invalidate of its window, whose next access
+ * then fails (REM_ACCESS_ERR) and that client reconnects for a new one;
+ * the others go on untouched.  Windows are deallocated with their
+ * connection, before the region they cover can be deregistered.
+ *
  * Work request ids: [63:40] connection generation, [39:32] connection
  * index, [31:30] kind, [29:0] receive buffer or cache slot.  A completion
  * of an earlier generation only releases its slot pin.
@@ -59,6 +72,8 @@ struct conn {
 	uint32_t landing[BS_MAX_QP_DEPTH];
 	unsigned nlanding;
 	uint64_t dead_since;
+	struct ibv_mw *mw;    /* --mw: this connection's window over the cache */
+	uint32_t mw_rkey;     /* its key once bound */
 };
 
 struct rsrv {
@@ -105,6 +120,8 @@ static void conn_free(struct rsrv *r, struct conn *c, bool destroy_id)
 		rdma_destroy_id(c->id);
 	if (c->rx_mr)
 		ibv_dereg_mr(c->rx_mr);
+	if (c->mw)
+		ibv_dealloc_mw(c->mw); /* before the region it covers can go */
 	free(c->rx);
 	if (c->dead)
 		r->ndead--;
@@ -309,6 +326,15 @@ static struct rdma_cm_id *on_connect_request(struct rsrv *r, struct rdma_cm_even
 			      .addr = (uintptr_t)bs_cache_mem(r->s->cache),
 			      .nblocks = bs_store_nblocks(r->s->st), .rkey = r->cache_mr->rkey,
 			      .nslots = bs_cache_nslots(r->s->cache) };
+	if (r->s->o.mw) {
+		c->mw = ibv_alloc_mw(r->pd, IBV_MW_TYPE_2);
+		if (!c->mw)
+			goto undo;
+		/* The key the window will have once bound: the server picks it. */
+		c->mw_rkey = ibv_inc_rkey(c->mw->rkey);
+		h.rkey = c->mw_rkey;
+		h.flags = BS_HELLO_WINDOW;
+	}
 	for (; c->nlanding < depth; c->nlanding++)
 		if (bs_cache_alloc(r->s->cache, &c->landing[c->nlanding]))
 			goto undo;
@@ -325,6 +351,61 @@ undo:
 reject:
 	rdma_reject(id, NULL, 0);
 	return id;
+}
+
+/* Established: bind this connection's window over the cache, then tell
+ * the client (the Send follows the bind in the send queue). */
+static void bind_window(struct rsrv *r, struct conn *c)
+{
+	static const struct bs_rep ready = { .magic = BS_MAGIC, .op = BS_OP_REPLY,
+					     .req_op = BS_OP_WINDOW };
+	struct ibv_sge sge = { (uintptr_t)&ready, sizeof(ready), 0 };
+	struct ibv_send_wr wr[2], *bad;
+	memset(wr, 0, sizeof(wr));
+	wr[0].wr_id = wr_id(r, c, K_REPLY, 0);
+	wr[0].opcode = IBV_WR_BIND_MW;
+	wr[0].send_flags = IBV_SEND_SIGNALED;
+	wr[0].next = &wr[1];
+	wr[0].bind_mw.mw = c->mw;
+	wr[0].bind_mw.rkey = c->mw_rkey;
+	wr[0].bind_mw.bind_info = (struct ibv_mw_bind_info){
+		.mr = r->cache_mr, .addr = (uintptr_t)bs_cache_mem(r->s->cache),
+		.length = bs_cache_len(r->s->cache),
+		.mw_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ };
+	wr[1] = (struct ibv_send_wr){ .wr_id = wr_id(r, c, K_REPLY, 0), .sg_list = &sge,
+				      .num_sge = 1, .opcode = IBV_WR_SEND,
+				      .send_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE };
+	if (ibv_post_send(c->id->qp, wr, &bad)) {
+		conn_kill(r, c);
+		return;
+	}
+	c->sends_out += 2;
+}
+
+/* SIGUSR2: invalidate the window of the longest-standing live connection
+ * (the lowest generation), and only that one. */
+static void revoke_one(struct rsrv *r)
+{
+	struct conn *c = NULL;
+	for (unsigned i = 0; i < BS_MAX_CONNS; i++) {
+		struct conn *x = &r->conns[i];
+		if (x->used && !x->dead && x->mw && (!c || x->gen < c->gen))
+			c = x;
+	}
+	if (!c) {
+		fprintf(stderr, "blockstore: no connection with a window to revoke\n");
+		return;
+	}
+	struct ibv_send_wr wr = { .wr_id = wr_id(r, c, K_REPLY, 0), .opcode = IBV_WR_LOCAL_INV,
+				  .send_flags = IBV_SEND_SIGNALED,
+				  .invalidate_rkey = c->mw_rkey }, *bad;
+	if (ibv_post_send(c->id->qp, &wr, &bad)) {
+		conn_kill(r, c);
+		return;
+	}
+	c->sends_out++;
+	fprintf(stderr, "blockstore: revoked the window (rkey %#x) of connection %u\n",
+		c->mw_rkey, (unsigned)(c - r->conns));
 }
 
 static void on_cm_events(struct rsrv *r)
@@ -348,7 +429,10 @@ static void on_cm_events(struct rsrv *r)
 		if (!c)
 			continue;
 		switch (copy.event) {
-		case RDMA_CM_EVENT_ESTABLISHED: break;
+		case RDMA_CM_EVENT_ESTABLISHED:
+			if (c->mw && !c->dead)
+				bind_window(r, c);
+			break;
 		case RDMA_CM_EVENT_DISCONNECTED:
 		case RDMA_CM_EVENT_CONNECT_ERROR:
 		case RDMA_CM_EVENT_UNREACHABLE:
@@ -384,7 +468,7 @@ static int move_cache(struct rsrv *r)
 		return -ENOMEM;
 	struct ibv_mr *mr = ibv_reg_mr(r->pd, mem, bs_cache_len(r->s->cache),
 				       IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-					       IBV_ACCESS_REMOTE_READ);
+					       IBV_ACCESS_REMOTE_READ | IBV_ACCESS_MW_BIND);
 	if (!mr) {
 		int ret = -errno;
 		bs_cache_move_end(r->s->cache, NULL); /* keep the old region */
@@ -430,7 +514,7 @@ static int setup(struct rsrv *r)
 	r->cache_mr = r->cq ? ibv_reg_mr(r->pd, bs_cache_mem(r->s->cache),
 					 bs_cache_len(r->s->cache),
 					 IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-						 IBV_ACCESS_REMOTE_READ)
+						 IBV_ACCESS_REMOTE_READ | IBV_ACCESS_MW_BIND)
 			    : NULL;
 	/* Non-blocking: epoll may report the channel readable for an event
 	 * that is no longer there (softrnic withdraws the event of a CQ that
@@ -506,6 +590,10 @@ int bs_server_rdma(struct bs_server *s)
 				s->remap_wanted = false;
 				if (move_cache(r))
 					fprintf(stderr, "blockstore: cache move failed\n");
+			}
+			if (s->revoke_wanted) {
+				s->revoke_wanted = false;
+				revoke_one(r);
 			}
 		}
 		if (bs_now_ns() - last_work <= s->o.poll_us * 1000ull)

@@ -229,6 +229,7 @@ int bs_server_tcp(struct bs_server *s)
 			s->remap_wanted = false;
 			move_cache(&t);
 		}
+		s->revoke_wanted = false; /* windows are RDMA's (--mw) */
 	}
 	for (unsigned i = 0; i < BS_MAX_CONNS; i++)
 		if (t.conns[i])
