@@ -15,12 +15,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/time.h>
 #include <time.h>
 #include <infiniband/verbs.h>
 
 #include "rc_test_conn.h"
 #include "diag/clock.h"
+#include "diag/seg_layout.h"
 
 #define BUF (1 << 20)
 
@@ -312,6 +314,29 @@ static void test_event_signal(void)
 }
 
 /* Errors complete with the status a NIC gives, and flush the rest. */
+/* A device counter by name, read from this process's diagnostic file
+ * the way `softrnic stat` reads it: the counters the errors below must
+ * move are the ones operators and explain look at. */
+static uint64_t dev_counter(const char *name)
+{
+	const char *dir = getenv(SRN_DIAG_DIR_ENV);
+	char path[512];
+	snprintf(path, sizeof(path), "%s/softrnic.%d.%s", dir && *dir ? dir : SRN_DIAG_DEFAULT_DIR,
+		 (int)getpid(), ibv_get_device_name(ctx->device));
+	int fd = open(path, O_RDONLY);
+	CHECK(fd >= 0);
+	struct srn_diag_seg *seg = mmap(NULL, sizeof(*seg), PROT_READ, MAP_SHARED, fd, 0);
+	close(fd);
+	CHECK(seg != MAP_FAILED);
+	uint64_t v = UINT64_MAX;
+	for (uint32_t i = 0; i < seg->hdr.ncounters && i < SRN_DIAG_MAX_COUNTERS; i++)
+		if (!strncmp(seg->counter_names[i], name, SRN_DIAG_NAME_LEN))
+			v = atomic_load(&seg->counters.v[i]);
+	munmap(seg, sizeof(*seg));
+	CHECK(v != UINT64_MAX);
+	return v;
+}
+
 static void test_errors(void)
 {
 	struct ibv_sge s = { (uintptr_t)buf_a, 100, mr_a->lkey };
@@ -335,7 +360,11 @@ static void test_errors(void)
 	CHECK(ibv_query_qp(qa, &qattr, IBV_QP_STATE, &qinit) == 0 && qattr.qp_state == IBV_QPS_ERR);
 	teardown();
 
-	/* stale rkey -> NAK remote access error -> REM_ACCESS_ERR */
+	/* stale rkey -> NAK remote access error -> REM_ACCESS_ERR, counted
+	 * on both sides under mlx5's names */
+	uint64_t req_acc = dev_counter("req_remote_access_errors");
+	uint64_t resp_acc = dev_counter("resp_remote_access_errors");
+	uint64_t req_cqe = dev_counter("req_cqe_error");
 	setup(IBV_MTU_1024, 0);
 	wr.opcode = IBV_WR_RDMA_WRITE;
 	wr.wr_id = 3;
@@ -344,6 +373,9 @@ static void test_errors(void)
 	CHECK(ibv_post_send(qa, &wr, &bad) == 0);
 	w = poll_one(cq_a);
 	CHECK(w.status == IBV_WC_REM_ACCESS_ERR && w.wr_id == 3);
+	CHECK(dev_counter("req_remote_access_errors") == req_acc + 1);
+	CHECK(dev_counter("resp_remote_access_errors") == resp_acc + 1);
+	CHECK(dev_counter("req_cqe_error") == req_cqe + 1);
 	/* out of range */
 	teardown();
 	setup(IBV_MTU_1024, 0);

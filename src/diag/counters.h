@@ -67,9 +67,10 @@ enum srn_counter {
 	SRN_CNT_DIRECT_FENCE_WAITS, /* dereg/revoke/QP changes that waited for a peer's placement */
 	SRN_CNT_DIRECT_FENCE_TIMEOUTS, /* ... and gave up on a stopped peer (SRN_DIRECT_FENCE_MAX_NS) */
 	/* Names mlx5 uses for error completions by cause (`rdma statistic`)
-	 * and two of rxe's: named so tools written for those find them, but
-	 * nothing counts them yet, so they stay 0 (requester errors are in
-	 * send_err, coalesced ACKs are not counted). */
+	 * and two of rxe's, so tools written for those find them.  The
+	 * mlx5 ones are counted (transport/complete.c, completer.c,
+	 * responder.c); rxe's two stay 0: coalesced ACKs and completer
+	 * retries are not counted apart (see retry_* and gobackn). */
 	SRN_CNT_REQ_REMOTE_ACCESS_ERR,   /* req_remote_access_errors: NAK remote access received */
 	SRN_CNT_REQ_REMOTE_INVALID_REQ,  /* req_remote_invalid_request: NAK invalid request received */
 	SRN_CNT_RESP_REMOTE_ACCESS_ERR,  /* resp_remote_access_errors: NAK remote access sent */

@@ -70,9 +70,26 @@ static const char *take_why(struct srn_qp *qp, enum ibv_wc_status status)
 	return qp->err_why;
 }
 
+/* mlx5's error-completion counters: a flush counts apart from the error
+ * that caused it. */
+static void count_error(struct srn_qp *qp, enum ibv_wc_status status, bool send)
+{
+	if (status == IBV_WC_SUCCESS)
+		return;
+	enum srn_counter c;
+	if (status == IBV_WC_WR_FLUSH_ERR)
+		c = send ? SRN_CNT_REQ_CQE_FLUSH_ERR : SRN_CNT_RESP_CQE_FLUSH_ERR;
+	else
+		c = send ? SRN_CNT_REQ_CQE_ERR : SRN_CNT_RESP_CQE_ERR;
+	srn_count(qp->nic->diag.cnt, c, 1);
+	if (!send && status == IBV_WC_LOC_LEN_ERR)
+		srn_count(qp->nic->diag.cnt, SRN_CNT_RESP_LOCAL_LENGTH_ERR, 1);
+}
+
 void srn_complete_send(struct srn_qp *qp, enum ibv_wc_status status)
 {
 	struct srn_swqe *w = &qp->sq.wqe[qp->sq.tail & (qp->sq.size - 1)];
+	count_error(qp, status, true);
 	const char *why = take_why(qp, status);
 	if (why) {
 		srn_diag_explain_send(qp->diag, qp, w, status, "%s", why);
@@ -101,6 +118,7 @@ void srn_complete_recv(struct srn_qp *qp, enum ibv_wc_status status, uint32_t by
 		       enum ibv_wc_opcode op)
 {
 	qp->resp.recv_valid = false;
+	count_error(qp, status, false);
 	/* The reason stays recorded: the NAK this error also causes (RC)
 	 * explains itself with it and then clears it. */
 	const char *why = take_why(qp, status);

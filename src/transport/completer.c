@@ -192,6 +192,7 @@ static void on_ack(struct srn_qp *qp, const struct srn_pkt *p)
 		srn_req_retry(qp, p->psn, "NAK sequence error");
 		return;
 	case SRN_AETH_NAK_REM_ACCESS:
+		srn_count(qp->nic->diag.cnt, SRN_CNT_REQ_REMOTE_ACCESS_ERR, 1);
 		srn_diag_qp_count(qp->diag, SRN_QPC_REMOTE_NAKS, 1);
 		fail_at(qp, p->psn, IBV_WC_REM_ACCESS_ERR);
 		return;
@@ -200,6 +201,7 @@ static void on_ack(struct srn_qp *qp, const struct srn_pkt *p)
 		fail_at(qp, p->psn, IBV_WC_REM_OP_ERR);
 		return;
 	default:
+		srn_count(qp->nic->diag.cnt, SRN_CNT_REQ_REMOTE_INVALID_REQ, 1);
 		srn_diag_qp_count(qp->diag, SRN_QPC_REMOTE_NAKS, 1);
 		fail_at(qp, p->psn, IBV_WC_REM_INV_REQ_ERR);
 		return;

@@ -401,6 +401,7 @@ static int send_read(struct srn_qp *qp, struct srn_resp_res *r, uint32_t *budget
 				/* Deregistered while the READ was answered. */
 				r->pending = false;
 				srn_ack_schedule(qp, SRN_AETH_NAK_REM_ACCESS, r->next_psn);
+				srn_count(qp->nic->diag.cnt, SRN_CNT_RESP_REMOTE_ACCESS_ERR, 1);
 				srn_qp_fail(qp, IBV_EVENT_QP_ACCESS_ERR);
 				return 0;
 			}
@@ -505,6 +506,8 @@ static void duplicate_rd_atomic(struct srn_qp *qp, const struct srn_pkt *p)
 static void nak(struct srn_qp *qp, const struct srn_pkt *p, uint8_t syndrome, const char *what)
 {
 	srn_ack_schedule(qp, syndrome, p->psn);
+	if (syndrome == SRN_AETH_NAK_REM_ACCESS)
+		srn_count(qp->nic->diag.cnt, SRN_CNT_RESP_REMOTE_ACCESS_ERR, 1);
 	srn_diag_log(qp->diag, SRN_LOG_ERROR, "NAK %s for %s PSN 0x%06x: %s", what,
 		     srn_opcode_name(p->opcode), p->psn,
 		     qp->err_why[0] ? qp->err_why : "no further detail recorded");
