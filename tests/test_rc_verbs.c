@@ -317,8 +317,16 @@ static void test_event_signal(void)
 /* A device counter by name, read from this process's diagnostic file
  * the way `softrnic stat` reads it: the counters the errors below must
  * move are the ones operators and explain look at. */
+static bool diag_off(void)
+{
+	const char *v = getenv("SOFTRNIC_DIAG");
+	return v && !strcmp(v, "0");     /* pcap_mixed runs us so */
+}
+
 static uint64_t dev_counter(const char *name)
 {
+	if (diag_off())
+		return 0;
 	const char *dir = getenv(SRN_DIAG_DIR_ENV);
 	char path[512];
 	snprintf(path, sizeof(path), "%s/softrnic.%d.%s", dir && *dir ? dir : SRN_DIAG_DEFAULT_DIR,
@@ -373,9 +381,9 @@ static void test_errors(void)
 	CHECK(ibv_post_send(qa, &wr, &bad) == 0);
 	w = poll_one(cq_a);
 	CHECK(w.status == IBV_WC_REM_ACCESS_ERR && w.wr_id == 3);
-	CHECK(dev_counter("req_remote_access_errors") == req_acc + 1);
-	CHECK(dev_counter("resp_remote_access_errors") == resp_acc + 1);
-	CHECK(dev_counter("req_cqe_error") == req_cqe + 1);
+	CHECK(diag_off() || dev_counter("req_remote_access_errors") == req_acc + 1);
+	CHECK(diag_off() || dev_counter("resp_remote_access_errors") == resp_acc + 1);
+	CHECK(diag_off() || dev_counter("req_cqe_error") == req_cqe + 1);
 	/* out of range */
 	teardown();
 	setup(IBV_MTU_1024, 0);
