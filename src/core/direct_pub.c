@@ -13,10 +13,11 @@
 #include <string.h>
 
 #include "core/mr.h"
+#include "core/mr_share.h"
 #include "core/nic.h"
 #include "core/qp.h"
 
-#define REMOTE_RIGHTS (IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE)
+#define REMOTE_RIGHTS (IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)
 
 static void fence(struct srn_nic *nic)
 {
@@ -40,6 +41,7 @@ void srn_direct_pub_qp(struct srn_qp *qp)
 		.access = qp->attr.qp_access_flags,
 		.flags = qp->type == IBV_QPT_RC && nic->link.direct_on ? SRN_DIRECT_QP_OK : 0,
 		.dest_qpn = qp->attr.dest_qp_num,
+		.max_dest_rd_atomic = qp->attr.max_dest_rd_atomic,
 		.pd = (uint64_t)(uintptr_t)qp->pd,
 	};
 	srn_direct_own_set_qp(&nic->link.direct, qp->qpn & (SRN_QP_TABLE_SIZE - 1), &e);
@@ -72,6 +74,13 @@ void srn_direct_pub_mr(struct srn_nic *nic, const struct srn_mr *mr)
 		e.iova = mr->iova;
 		e.length = mr->length;
 		e.base = (uint64_t)(uintptr_t)mr->base;
+		/* Its memfd for atomics (core/mr_share.h): peers map it. */
+		if (mr->share && (mr->access & IBV_ACCESS_REMOTE_ATOMIC)) {
+			e.share_fd = mr->share->fd + 1;
+			e.share_ino = mr->share->ino;
+			e.share_base = mr->share->base;
+			e.share_len = mr->share->len;
+		}
 	}
 	srn_direct_own_set_mr(&nic->link.direct, srn_mr_key_slot(mr->key), &e);
 	fence(nic);

@@ -53,6 +53,10 @@ struct srn_mr {
 	bool map_tracked;
 	bool map_collected;            /* a hook is revoking it */
 	int map_users;                 /* hooks holding it outside the list lock */
+	/* Its pages are on a memfd same-host peers map for atomics
+	 * (core/mr_share.h), NULL: not.  Set before its key is inserted
+	 * or under nic->lock. */
+	struct srn_mr_share *share;
 };
 
 static inline struct srn_pd *srn_pd(struct ibv_pd *p) { return (struct srn_pd *)p; }

@@ -9,6 +9,7 @@
  */
 #include "core/direct_pub.h"
 #include "core/mr_map.h"
+#include "core/mr_share.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -216,6 +217,25 @@ bool srn_mr_map_collected(struct srn_mr *mr)
 	return c;
 }
 
+void srn_mr_map_lock(void)
+{
+	pthread_once(&atfork_once, atfork_register);
+	pthread_mutex_lock(&list_lock);
+}
+
+void srn_mr_map_unlock(void)
+{
+	pthread_mutex_unlock(&list_lock);
+}
+
+bool srn_mr_map_overlap_locked(const struct srn_mr *self, uintptr_t start, uint64_t len)
+{
+	for (const struct srn_mr *mr = list_head; mr; mr = mr->map_next)
+		if (mr != self && mr->map_base < start + len && mr->map_base + mr->map_len > start)
+			return true;
+	return false;
+}
+
 /* Would a region lose a right it needs if its pages became prot? */
 static bool loses_right(const struct srn_mr *mr, int prot)
 {
@@ -230,6 +250,13 @@ void srn_mr_unmapping(uintptr_t start, size_t len, int prot)
 		return;
 	uintptr_t end = start + len < start ? UINTPTR_MAX : start + len;
 	enum { BATCH = 32 };
+	if (prot < 0) {
+		/* Pages moved onto a memfd (core/mr_share.h) that go now are
+		 * never shared again, whatever is mapped there next. */
+		pthread_mutex_lock(&list_lock);
+		srn_mr_share_unmapping_locked(start, end);
+		pthread_mutex_unlock(&list_lock);
+	}
 	for (;;) {
 		struct srn_mr *batch[BATCH];
 		unsigned n = 0;

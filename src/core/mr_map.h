@@ -50,6 +50,14 @@ bool srn_mr_map_collected(struct srn_mr *mr);
  * with a nic->lock held. */
 void srn_mr_unmapping(uintptr_t start, size_t len, int prot);
 
+/* The list lock, for core/mr_share.c, which keeps its spans under it.
+ * May be taken with a nic->lock held, never the other way round. */
+void srn_mr_map_lock(void);
+void srn_mr_map_unlock(void);
+/* Does a tracked region other than self overlap [start, start+len)?
+ * Must hold the list lock. */
+bool srn_mr_map_overlap_locked(const struct srn_mr *self, uintptr_t start, uint64_t len);
+
 /* How many regions are tracked (a hint: 0 lets the hooks skip the list). */
 extern _Atomic unsigned srn_mr_tracked;
 

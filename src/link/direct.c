@@ -38,6 +38,7 @@
 #include <stddef.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
@@ -46,7 +47,7 @@
 #include "link/shm_file.h"
 
 #define DIRECT_MAGIC 0x3154434552494453ull   /* "SDIRECT1", little-endian */
-#define DIRECT_LAYOUT 1u
+#define DIRECT_LAYOUT 2u                     /* 2: QP max_dest_rd_atomic, region share */
 #define READ_TRIES 64                        /* a seqlock read gives up after this many */
 #define PEER_RETRY_NS 1000000000ull          /* a target without a usable table: look again in 1 s */
 
@@ -293,8 +294,17 @@ static bool claim_slot(struct srn_direct_tab *t, uint32_t *slot)
 	return false;
 }
 
+static void unmap_one(struct srn_direct_map *m)
+{
+	if (m->at)
+		munmap(m->at, m->len);
+	memset(m, 0, sizeof(*m));
+}
+
 static void drop_peer(struct srn_direct_peer *p)
 {
+	for (unsigned i = 0; i < SRN_DIRECT_MAPS; i++)
+		unmap_one(&p->map[i]);
 	if (p->tab) {
 		uint64_t me = (uint64_t)getpid();
 		atomic_compare_exchange_strong(&p->tab->slot[p->slot].claim, &me, 0);
@@ -409,4 +419,65 @@ int srn_direct_copy(const struct srn_direct_peer *p, bool write, const struct io
 	if (n < 0)
 		return -errno;
 	return (uint64_t)n == len ? 0 : -EIO;
+}
+
+/* Open and map the target's memfd for region m: the descriptor must be a
+ * sealed memfd of our user, 0600, exactly share_len long (so the mapping
+ * can never fault past its end) and the inode published with it (a
+ * descriptor number the target closed and reused names another file). */
+static uint8_t *map_share(const struct srn_direct_peer *p, const struct srn_direct_mr_ent *m)
+{
+	if (m->share_fd <= 0 || !m->share_len || m->share_len > SIZE_MAX / 2)
+		return NULL;
+	int fd = srn_shm_peer_fd_open(p->pid, m->share_fd - 1, (size_t)m->share_len);
+	if (fd < 0)
+		return NULL;
+	struct stat st;
+	void *at = MAP_FAILED;
+	if (!fstat(fd, &st) && (uint64_t)st.st_ino == m->share_ino)
+		at = mmap(NULL, (size_t)m->share_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (at == MAP_FAILED)
+		return NULL;
+	/* A forked child does not use this device's mappings. */
+	madvise(at, (size_t)m->share_len, MADV_DONTFORK);
+	return at;
+}
+
+uint64_t *srn_direct_atomic_ptr(struct srn_direct_peer *p, uint32_t slot,
+				const struct srn_direct_mr_ent *m, uint64_t remote)
+{
+	/* The 8 bytes must lie inside the span the memfd backs. */
+	if (m->share_fd <= 0 || remote < m->share_base || (remote & 7) ||
+	    remote - m->share_base > m->share_len || m->share_len - (remote - m->share_base) < 8)
+		return NULL;
+	struct srn_direct_map *hit = NULL, *victim = &p->map[0];
+	for (unsigned i = 0; i < SRN_DIRECT_MAPS; i++) {
+		struct srn_direct_map *c = &p->map[i];
+		if (c->at && c->slot == slot && (c->key != m->key || c->ino != m->share_ino ||
+						 c->base != m->share_base || c->len != m->share_len))
+			unmap_one(c);  /* an older region of this slot: dereg'd or rekeyed */
+		if (c->at && c->slot == slot)
+			hit = c;
+		/* Evict an unused entry first, else the least recently used. */
+		if (!c->at) {
+			if (victim->at)
+				victim = c;
+		} else if (victim->at && c->used < victim->used) {
+			victim = c;
+		}
+	}
+	if (!hit) {
+		uint8_t *at = map_share(p, m);
+		if (!at)
+			return NULL;
+		unmap_one(victim);
+		hit = victim;
+		*hit = (struct srn_direct_map){
+			.at = at, .slot = slot, .key = m->key, .ino = m->share_ino,
+			.base = m->share_base, .len = m->share_len,
+		};
+	}
+	hit->used = ++p->map_tick;
+	return (uint64_t *)(hit->at + (remote - m->share_base));
 }

@@ -33,6 +33,17 @@
  * and the wait is bounded (SRN_DIRECT_FENCE_MAX_NS) so a stopped peer
  * cannot hang the target: that is counted and logged.
  *
+ * Atomics.  A Compare-and-Swap or Fetch-and-Add cannot be done by
+ * copying: it needs the CPU's atomic instruction on the target's page.
+ * So a region registered with remote atomics is re-backed by a memfd at
+ * registration (core/mr_share.h) and its entry names that memfd; the
+ * requester opens it through /proc/PID/fd (same user only, checked as
+ * the table is, plus the published inode), maps it once and keeps the
+ * mapping (srn_direct_atomic_ptr), and executes the atomic there between
+ * enter and leave, so the fence covers it as it covers a copy.  The
+ * target's responder executes ring and UDP atomics with the same
+ * instructions on the same physical page, so all are atomic together.
+ *
  * Trust: the table is found as the inbox is (link/shm_file.h: the
  * locator names pid and descriptor, /proc/PID/fd/N opens only for the
  * same user, the file must be ours, 0600, sealed, of the exact size, with
@@ -53,6 +64,7 @@
 #define SRN_DIRECT_SLOTS 32u          /* requester devices per target */
 #define SRN_DIRECT_PEERS 16u          /* targets a requester device remembers */
 #define SRN_DIRECT_FENCE_MAX_NS 2000000000ull  /* a fence waits at most 2 s for a peer */
+#define SRN_DIRECT_MAPS 8u            /* a target's shared regions a requester keeps mapped */
 
 /* QP entry flags. */
 #define SRN_DIRECT_QP_OK 1u           /* accepts direct placement */
@@ -65,7 +77,7 @@ struct srn_direct_qp_ent {
 	uint32_t access;              /* qp_access_flags */
 	uint32_t flags;
 	uint32_t dest_qpn;            /* the QP it is connected to (RC is one to one) */
-	uint32_t pad;
+	uint32_t max_dest_rd_atomic;  /* 0: the responder refuses Reads and atomics */
 	uint64_t pd;                  /* the PD's identity in the target */
 };
 
@@ -78,6 +90,15 @@ struct srn_direct_mr_ent {
 	uint64_t iova;
 	uint64_t length;
 	uint64_t base;                /* where iova lies in the target's address space */
+	/* A region with remote atomics whose pages the target re-backed by
+	 * a memfd (core/mr_share.h): the memfd's descriptor in the target
+	 * (+1, 0 = none), its inode (the descriptor number may be reused),
+	 * and the span of the target's address space it backs. */
+	int32_t share_fd;
+	uint32_t pad2;
+	uint64_t share_ino;
+	uint64_t share_base;
+	uint64_t share_len;
 };
 
 struct srn_direct_tab;
@@ -92,6 +113,15 @@ struct srn_direct_own {
 	uint64_t fence_timeouts;      /* fences that gave up on a stopped peer */
 };
 
+/* A target's shared region mapped here for atomics: which published
+ * region it was (slot, key, memfd inode, span) and where it lies here. */
+struct srn_direct_map {
+	uint8_t *at;                  /* NULL: unused */
+	uint32_t slot, key;
+	uint64_t ino, base, len;
+	uint64_t used;                /* for eviction: the last use's tick */
+};
+
 /* A target as a requester device sees it. */
 struct srn_direct_peer {
 	int32_t pid;                  /* 0: unused entry */
@@ -100,6 +130,8 @@ struct srn_direct_peer {
 	struct srn_direct_tab *tab;   /* NULL: none usable (until retry_ns) */
 	uint32_t slot;
 	uint64_t retry_ns;
+	struct srn_direct_map map[SRN_DIRECT_MAPS];
+	uint64_t map_tick;
 };
 
 struct srn_direct_req {
@@ -148,5 +180,14 @@ bool srn_direct_read_mr(const struct srn_direct_peer *p, uint32_t slot, uint32_t
  * idempotent). */
 int srn_direct_copy(const struct srn_direct_peer *p, bool write, const struct iovec *local,
 		    int nlocal, uint64_t remote, uint64_t len);
+/* Where the 8 bytes at the target's address `remote` lie in our mapping
+ * of the region's shared memfd (m, as srn_direct_read_mr gave it), mapped
+ * on first use and kept (SRN_DIRECT_MAPS per target, the least recently
+ * used dropped; a mapping of an older region in the same slot is dropped
+ * when seen).  Call between enter and leave, after the checks: the
+ * pointer may be used until leave.  NULL: not shared, or the memfd
+ * cannot be opened or is not the one published (the rings serve it). */
+uint64_t *srn_direct_atomic_ptr(struct srn_direct_peer *p, uint32_t slot,
+				const struct srn_direct_mr_ent *m, uint64_t remote);
 
 #endif

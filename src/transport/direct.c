@@ -1,10 +1,12 @@
 /*
- * direct.c - RDMA Write and Read between same-host softrnic processes,
- * placed by the requester itself (direct.h, link/direct.h).
+ * direct.c - RDMA Write, Read and atomics between same-host softrnic
+ * processes, executed by the requester itself (direct.h, link/direct.h).
  *
  * When a WQE may go direct:
  *  - RC, QP in RTS, an RDMA Write (without immediate: the immediate needs
- *    the target's receive queue and CQ) or Read of 1 .. max_msg_sz bytes;
+ *    the target's receive queue and CQ) or Read of 1 .. max_msg_sz bytes,
+ *    or an 8-byte aligned atomic on a region whose pages the target put
+ *    on a memfd (core/mr_share.h; others take the rings);
  *  - ordering: nothing before it on the send queue is outstanding (every
  *    earlier WQE is complete, so acknowledged, so executed by the target)
  *    and nothing of it was sent yet.  A Write behind a queued Send, a Read
@@ -32,6 +34,7 @@
 #include "transport/direct.h"
 
 #include <errno.h>
+#include <string.h>
 #include <sys/uio.h>
 
 #include "core/limits.h"
@@ -79,12 +82,11 @@ static bool local_iov(struct srn_qp *qp, const struct srn_swqe *w, bool read,
 }
 
 /* The responder's checks against the target's published QP and region.
- * Returns where [va, va+len) lies in the target, or 0. */
+ * Returns where [va, va+len) lies in the target, or 0; *m: the region. */
 static uint64_t remote_addr(const struct srn_direct_peer *dp, const struct srn_qp *qp, uint32_t rkey,
-			    uint64_t va, uint64_t len, unsigned need)
+			    uint64_t va, uint64_t len, unsigned need, struct srn_direct_mr_ent *m)
 {
 	struct srn_direct_qp_ent q;
-	struct srn_direct_mr_ent m;
 	const char *why;
 	/* The target QP must be the one connected to this QP: our packets
 	 * to any other would be dropped as not from its peer. */
@@ -92,11 +94,14 @@ static uint64_t remote_addr(const struct srn_direct_peer *dp, const struct srn_q
 	    !(q.flags & SRN_DIRECT_QP_OK) ||
 	    (q.state != IBV_QPS_RTR && q.state != IBV_QPS_RTS) || !(q.access & need))
 		return 0;
-	if (!srn_direct_read_mr(dp, srn_mr_key_slot(rkey), rkey, &m) || m.pd != q.pd ||
-	    (m.flags & SRN_DIRECT_MR_REVOKED) ||
-	    !srn_mr_rights_range_ok(m.access, m.iova, m.length, need, va, len, &why))
+	/* Reads and atomics need a responder resource (exec_read/atomic). */
+	if (need != IBV_ACCESS_REMOTE_WRITE && !q.max_dest_rd_atomic)
 		return 0;
-	return m.base + (va - m.iova);
+	if (!srn_direct_read_mr(dp, srn_mr_key_slot(rkey), rkey, m) || m->pd != q.pd ||
+	    (m->flags & SRN_DIRECT_MR_REVOKED) ||
+	    !srn_mr_rights_range_ok(m->access, m->iova, m->length, need, va, len, &why))
+		return 0;
+	return m->base + (va - m->iova);
 }
 
 /* Move the message in pieces of SRN_DIRECT_CHUNK, each its own
@@ -129,8 +134,9 @@ static int place(struct srn_direct_peer *dp, const struct srn_qp *qp, const stru
 				in = 0;
 			}
 		}
+		struct srn_direct_mr_ent m;
 		srn_direct_enter(dp);
-		uint64_t at = remote_addr(dp, qp, w->rkey, w->remote_addr, w->length, need);
+		uint64_t at = remote_addr(dp, qp, w->rkey, w->remote_addr, w->length, need, &m);
 		int ret = at ? srn_direct_copy(dp, write, part, np, at + done, len) : -EACCES;
 		srn_direct_leave(dp);
 		if (ret)
@@ -138,6 +144,50 @@ static int place(struct srn_direct_peer *dp, const struct srn_qp *qp, const stru
 		done += len;
 	}
 	return 0;
+}
+
+/* A Compare-and-Swap or Fetch-and-Add on the target's page, mapped from
+ * its memfd (link/direct.h "Atomics"), with the same instruction its
+ * responder uses (responder.c exec_atomic: seq_cst, host order), so it is
+ * atomic against the target's own CPU, its responder (ring and UDP
+ * atomics) and other requesters.  Between enter and leave: a dereg or
+ * revoke fences it like a copy.  0 with *orig, or -errno and nothing was
+ * executed (an atomic cannot be retried: every check comes first). */
+static int place_atomic(struct srn_direct_peer *dp, const struct srn_qp *qp,
+			const struct srn_swqe *w, uint64_t *orig)
+{
+	/* Misaligned: the responder's NAK (invalid request) from the packets. */
+	if (w->remote_addr & 7)
+		return -EINVAL;
+	struct srn_direct_mr_ent m;
+	srn_direct_enter(dp);
+	uint64_t at = remote_addr(dp, qp, w->rkey, w->remote_addr, 8, IBV_ACCESS_REMOTE_ATOMIC, &m);
+	uint64_t *t = at ? srn_direct_atomic_ptr(dp, srn_mr_key_slot(w->rkey), &m, at) : NULL;
+	if (t) {
+		if (w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP) {
+			*orig = w->compare_add;
+			__atomic_compare_exchange_n(t, orig, w->swap, false, __ATOMIC_SEQ_CST,
+						    __ATOMIC_SEQ_CST);
+		} else {
+			*orig = __atomic_fetch_add(t, w->compare_add, __ATOMIC_SEQ_CST);
+		}
+	}
+	srn_direct_leave(dp);
+	return t ? 0 : -EACCES;
+}
+
+/* The original value into the local buffer (8 bytes, host order, as the
+ * completer scatters an atomic ACK's). */
+static void scatter_orig(const struct iovec *iov, int niov, uint64_t orig)
+{
+	const uint8_t *src = (const uint8_t *)&orig;
+	size_t left = sizeof(orig);
+	for (int i = 0; i < niov && left; i++) {
+		size_t take = iov[i].iov_len < left ? iov[i].iov_len : left;
+		memcpy(iov[i].iov_base, src, take);
+		src += take;
+		left -= take;
+	}
 }
 
 /* The WQE at req.cur took no PSN after all: move the later ones down. */
@@ -159,7 +209,9 @@ bool srn_direct_try(struct srn_qp *qp, struct srn_swqe *w)
 	if (!nic->link.direct_on || qp->type != IBV_QPT_RC || qp->state != IBV_QPS_RTS)
 		return false;
 	bool write = w->opcode == IBV_WR_RDMA_WRITE;
-	if (!write && w->opcode != IBV_WR_RDMA_READ)
+	bool atomic = w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
+		      w->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD;
+	if (!write && !atomic && w->opcode != IBV_WR_RDMA_READ)
 		return false;
 	/* Zero-length and oversized requests: the responder's answers
 	 * (IBTA 9.4.2.1, max_msg_sz) come from the packet path. */
@@ -182,7 +234,8 @@ bool srn_direct_try(struct srn_qp *qp, struct srn_swqe *w)
 	if (!local_iov(qp, w, !write, iov, &niov))
 		return false;
 
-	int ret = place(dp, qp, w, write, iov, niov);
+	uint64_t orig = 0;
+	int ret = atomic ? place_atomic(dp, qp, w, &orig) : place(dp, qp, w, write, iov, niov);
 	if (ret) {
 		/* A refused check or a failed copy (the target died, its
 		 * pages went): the packets carry it and get the answer. */
@@ -193,9 +246,16 @@ bool srn_direct_try(struct srn_qp *qp, struct srn_swqe *w)
 	qp->req.placed_direct = true;
 	qp->req.cur++;
 	qp->req.sent_end++;
-	srn_count(nic->diag.cnt, write ? SRN_CNT_DIRECT_WRITE : SRN_CNT_DIRECT_READ, 1);
-	srn_count(nic->diag.cnt, write ? SRN_CNT_DIRECT_WRITE_BYTES : SRN_CNT_DIRECT_READ_BYTES,
-		  w->length);
+	if (atomic) {
+		/* Local buffer resolved with local write before the atomic ran
+		 * (local_iov): this cannot fail now. */
+		scatter_orig(iov, niov, orig);
+		srn_count(nic->diag.cnt, SRN_CNT_DIRECT_ATOMIC, 1);
+	} else {
+		srn_count(nic->diag.cnt, write ? SRN_CNT_DIRECT_WRITE : SRN_CNT_DIRECT_READ, 1);
+		srn_count(nic->diag.cnt,
+			  write ? SRN_CNT_DIRECT_WRITE_BYTES : SRN_CNT_DIRECT_READ_BYTES, w->length);
+	}
 	/* Nothing was outstanding before it: complete now, in order, as
 	 * after the ACK (or the last READ response). */
 	srn_complete_send(qp, IBV_WC_SUCCESS);

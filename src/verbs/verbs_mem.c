@@ -7,6 +7,7 @@
 #include "core/device.h"
 #include "core/mr.h"
 #include "core/mr_map.h"
+#include "core/mr_share.h"
 #include "core/nic.h"
 #include "engine/nic.h"
 #include "verbs/verbs.h"
@@ -63,12 +64,15 @@ static struct ibv_mr *reg(struct ibv_pd *ibpd, void *addr, size_t length, uint64
 	srn_mr_track(mr);
 	ret = srn_mr_map_check(addr, length, srn_mr_access_writable(access));
 	if (!ret) {
+		/* Remote atomics: pages onto a memfd peers may map. */
+		srn_mr_share_attach(mr);
 		srn_nic_lock(pd->nic);
 		ret = srn_mr_insert(pd->nic, mr);
 		srn_nic_unlock(pd->nic);
 	}
 	if (ret) {
 		srn_mr_untrack(mr);
+		srn_mr_share_detach(mr);
 		free(mr);
 		return srn_null_errno(ret);
 	}
@@ -149,6 +153,10 @@ static int rereg_apply(struct srn_mr *mr, const struct rereg *n)
 			mr->pd->refs--;
 			mr->pd = n->pd;
 		}
+		/* New translation or rights: no more shared pages (its atomics
+		 * take the rings); peers see that at the publish below. */
+		if (n->moves || n->access != mr->access)
+			srn_mr_share_detach(mr);
 		mr->access = n->access;
 		if (n->moves) {
 			mr->base = n->base;
@@ -243,6 +251,7 @@ SRN_EXPORT int ibv_dereg_mr(struct ibv_mr *ibmr)
 	srn_diag_obj_del(mr->diag);
 	srn_nic_unlock(nic);
 	srn_mr_untrack(mr);
+	srn_mr_share_detach(mr);
 	mr->pd->refs--;
 	free(mr);
 	return 0;

@@ -1,0 +1,206 @@
+/*
+ * mr_share.c - moving a region's pages onto a memfd for same-host direct
+ * atomics (mr_share.h).
+ *
+ * The spans live on one process-wide list under the mr_map list lock
+ * (core/mr_map.h), the lock the unmap hooks take, so a hook that unmaps a
+ * span waits for a move in progress and then marks it dead.  The move
+ * itself uses raw system calls: the library's own mmap/mremap/munmap are
+ * the hooks, which would take the list lock we hold.
+ */
+#include "core/mr_share.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "core/mr.h"
+#include "core/mr_map.h"
+#include "core/nic.h"
+#include "link/shm_file.h"
+
+#define SHARE_MAX_DEFAULT (4u << 20)
+
+static struct srn_mr_share *spans;     /* under the list lock */
+
+static size_t share_max(void)
+{
+	const char *on = getenv("SOFTRNIC_DIRECT_ATOMIC");
+	if (on && !strcmp(on, "0"))
+		return 0;
+	const char *max = getenv("SOFTRNIC_DIRECT_ATOMIC_MAX");
+	if (max && *max) {
+		char *end;
+		unsigned long long v = strtoull(max, &end, 0);
+		if (!*end)
+			return v > SIZE_MAX / 2 ? SIZE_MAX / 2 : (size_t)v;
+	}
+	return SHARE_MAX_DEFAULT;
+}
+
+/* Is all of [s, e) private anonymous read-write memory (no file, no
+ * hugetlbfs, not shared, not executable, not the stack)?  Read from the
+ * text of /proc/self/maps, before any lock is taken (stdio allocates). */
+static bool anon_private(uintptr_t s, uintptr_t e)
+{
+	FILE *f = fopen("/proc/self/maps", "re");
+	if (!f)
+		return false;
+	char line[576];
+	uintptr_t cur = s;
+	while (cur < e && fgets(line, sizeof(line), f)) {
+		unsigned long vs, ve, ino;
+		char perms[5];
+		int n = 0;
+		if (sscanf(line, "%lx-%lx %4s %*s %*s %lu %n", &vs, &ve, perms, &ino, &n) < 4)
+			continue;
+		if (ve <= cur)
+			continue;
+		if (vs > cur)
+			break;          /* a hole */
+		const char *name = n ? line + n : "";
+		if (strcmp(perms, "rw-p") || ino != 0 || !strncmp(name, "[stack", 6) ||
+		    !strncmp(name, "[v", 2))
+			break;
+		cur = ve;
+	}
+	fclose(f);
+	return cur >= e;
+}
+
+/* Copy [base, base+len) onto a new sealed memfd and map it over the same
+ * addresses.  0 or -errno (nothing changed).  Must hold the list lock. */
+static int move_pages(uintptr_t base, size_t len, int *fdp, uint64_t *ino)
+{
+	/* 0600, sealed against shrinking (a peer's mapping can never fault
+	 * past its end), every page allocated now (no SIGBUS on a full
+	 * /dev/shm later). */
+	int fd = srn_shm_memfd_create(len, len);
+	if (fd < 0)
+		return fd;
+	struct stat st;
+	if (fstat(fd, &st)) {
+		int ret = -errno;
+		close(fd);
+		return ret;
+	}
+	void *tmp = (void *)syscall(SYS_mmap, NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (tmp == MAP_FAILED) {
+		int ret = -errno;
+		close(fd);
+		return ret;
+	}
+	memcpy(tmp, (const void *)base, len);
+	/* One system call replaces the old pages: no moment without a
+	 * mapping (a thread touching the span never faults). */
+	void *at = (void *)syscall(SYS_mremap, tmp, len, len, MREMAP_MAYMOVE | MREMAP_FIXED,
+				   (void *)base);
+	if (at == MAP_FAILED) {
+		int ret = -errno;
+		syscall(SYS_munmap, tmp, len);
+		close(fd);
+		return ret;
+	}
+	madvise((void *)base, len, MADV_DONTFORK);
+	*fdp = fd;
+	*ino = (uint64_t)st.st_ino;
+	return 0;
+}
+
+/* The live span holding all of [s, e), or NULL; *overlap: some span
+ * overlaps it.  Must hold the list lock. */
+static struct srn_mr_share *find_span(uintptr_t s, uintptr_t e, bool *overlap)
+{
+	*overlap = false;
+	for (struct srn_mr_share *sp = spans; sp; sp = sp->next) {
+		if (sp->base >= e || sp->base + sp->len <= s)
+			continue;
+		if (!sp->dead && sp->base <= s && sp->base + sp->len >= e)
+			return sp;
+		*overlap = true;
+	}
+	return NULL;
+}
+
+void srn_mr_share_attach(struct srn_mr *mr)
+{
+	struct srn_nic *nic = mr->pd->nic;
+	size_t max = share_max();
+	if (!nic->link.direct_on || !(mr->access & IBV_ACCESS_REMOTE_ATOMIC) || !max)
+		return;
+	uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
+	uintptr_t s = (uintptr_t)mr->base & ~(pg - 1);
+	uintptr_t e = ((uintptr_t)mr->base + mr->length + pg - 1) & ~(pg - 1);
+	if (e <= s || e - s > max)
+		return;
+	bool overlap;
+	srn_mr_map_lock();
+	struct srn_mr_share *sp = find_span(s, e, &overlap);
+	if (sp && !mr->map_collected) {
+		sp->refs++;
+		mr->share = sp;
+	}
+	srn_mr_map_unlock();
+	if (sp || overlap || !anon_private(s, e))
+		return;
+	struct srn_mr_share *n = calloc(1, sizeof(*n));
+	if (!n)
+		return;
+	/* This device's threads (progress, responder) write nothing while
+	 * the pages move: they write only under its lock. */
+	srn_nic_lock(nic);
+	srn_mr_map_lock();
+	int ret = -EBUSY;
+	if (!mr->map_collected && !find_span(s, e, &overlap) && !overlap &&
+	    !srn_mr_map_overlap_locked(mr, s, e - s))
+		ret = move_pages(s, e - s, &n->fd, &n->ino);
+	if (!ret) {
+		n->base = s;
+		n->len = e - s;
+		n->refs = 1;
+		n->next = spans;
+		spans = n;
+		mr->share = n;
+	}
+	srn_mr_map_unlock();
+	/* raw nic unlock: nothing was queued, a page move under it only */
+	pthread_mutex_unlock(&nic->lock);
+	if (ret)
+		free(n);
+}
+
+void srn_mr_share_detach(struct srn_mr *mr)
+{
+	struct srn_mr_share *sp = mr->share;
+	if (!sp)
+		return;
+	srn_mr_map_lock();
+	mr->share = NULL;
+	bool last = --sp->refs == 0;
+	if (last)
+		for (struct srn_mr_share **pp = &spans; *pp; pp = &(*pp)->next)
+			if (*pp == sp) {
+				*pp = sp->next;
+				break;
+			}
+	srn_mr_map_unlock();
+	if (last) {
+		/* The pages stay where they are, on the memfd: the mapping
+		 * keeps it alive after the descriptor goes. */
+		close(sp->fd);
+		free(sp);
+	}
+}
+
+void srn_mr_share_unmapping_locked(uintptr_t start, uintptr_t end)
+{
+	for (struct srn_mr_share *sp = spans; sp; sp = sp->next)
+		if (sp->base < end && sp->base + sp->len > start)
+			sp->dead = true;
+}

@@ -1,0 +1,72 @@
+/*
+ * mr_share.h - regions with remote atomics re-backed by a memfd, so that
+ * same-host peers can execute atomics on the very page (link/direct.h).
+ *
+ * A Compare-and-Swap or Fetch-and-Add from a peer process must be a CPU
+ * atomic on the target's memory; cross-memory attach only copies.  So at
+ * ibv_reg_mr with IBV_ACCESS_REMOTE_ATOMIC the region's whole pages (the
+ * "span") are moved onto a sealed memfd: contents copied, then the memfd
+ * mapped MAP_SHARED over the same addresses with one mremap, so the
+ * program keeps its pointers and sees the same bytes.  The memfd's
+ * descriptor is published in the direct table for same-user peers only.
+ *
+ * Only plain private anonymous memory is moved (heap, mmap'd anonymous,
+ * BSS), never file-backed, huge-page (hugetlbfs), already shared or stack
+ * memory; and only a span no other registered region overlaps (a region
+ * inside a span already moved shares it).  Anything else keeps its pages
+ * and its atomics take the rings, which are atomic with the direct ones
+ * because the responder uses the same instructions on the same page.
+ *
+ * Hazards, and what is done:
+ *  - other threads writing the span's pages during the move (between the
+ *    copy and the mremap, microseconds): their writes would be lost.  The
+ *    device's own threads are held off (the move runs under its nic
+ *    lock) and no registered region overlaps the span (so no peer's Write
+ *    lands there); the program's own threads, and other devices' on edge
+ *    pages, are not: registering memory that another thread is writing
+ *    is the program's race, as with any memory a NIC re-maps.
+ *  - edge pages shared with other data: moved whole, contents copied.
+ *  - fork: the span is MADV_DONTFORK, as ibv_fork_init makes registered
+ *    memory (a shared mapping in a child would share the parent's bytes).
+ *    It stays so after dereg: the pages stay on the memfd.
+ *  - unmap, mremap, mmap over the span (verbs_unmap.c hooks): the regions
+ *    are revoked as any region is, and the span is marked dead: a later
+ *    registration there never reuses it.
+ *  - rereg that moves the region or changes its rights: it stops sharing
+ *    (its atomics take the rings); a rereg never moves pages.
+ * Large spans (SOFTRNIC_DIRECT_ATOMIC_MAX, default 4 MiB: the move costs
+ * about 0.7 ms per MiB) and SOFTRNIC_DIRECT_ATOMIC=0 keep their pages.
+ */
+#ifndef SRN_CORE_MR_SHARE_H
+#define SRN_CORE_MR_SHARE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct srn_mr;
+
+/* A span of pages on a memfd (immutable but for refs and dead). */
+struct srn_mr_share {
+	struct srn_mr_share *next;
+	uintptr_t base;
+	size_t len;
+	int fd;                        /* the memfd, open while refs > 0 */
+	uint64_t ino;
+	int refs;                      /* regions using it (under the mr_map list lock) */
+	bool dead;                     /* pages unmapped or replaced (under the list lock) */
+};
+
+/* At registration of a tracked region (after its mapping check, before
+ * its key is inserted): move its pages onto a memfd, or share the span
+ * already moved, when it may (see above); mr->share is then set.  Takes
+ * the region's nic lock and the list lock; must hold neither. */
+void srn_mr_share_attach(struct srn_mr *mr);
+/* The region stops using its span (dereg, after its key is removed and
+ * fenced; rereg).  Takes the list lock; may hold nic->lock. */
+void srn_mr_share_detach(struct srn_mr *mr);
+/* [start, start+len) is being unmapped or replaced: spans in it are
+ * dead.  Must hold the list lock (core/mr_map.c). */
+void srn_mr_share_unmapping_locked(uintptr_t start, uintptr_t end);
+
+#endif
