@@ -1,0 +1,8 @@
+# Same-host direct atomics (issue 14: core/mr_share.c, transport/direct.c).
+# test_direct_atomic runs two processes through the public verbs API; the
+# script runs each mode with direct placement on and off and checks the
+# direct_atomic counter says which path ran.
+add_executable(test_direct_atomic test_direct_atomic.c rc_test_conn.c)
+target_link_libraries(test_direct_atomic PRIVATE softrnic)
+target_include_directories(test_direct_atomic PRIVATE ${IBVERBS_INCLUDE})
+srn_script_test(direct_atomic test_direct_atomic.sh)
