@@ -19,6 +19,11 @@
  *                        dereg still returns (bounded), nothing changes
  *   test_direct order    a Write posted behind a Send that waits for a
  *                        receive (RNR) is not placed ahead of it
+ *   test_direct imm      Write-with-immediate (data direct, the immediate
+ *                        alone over the ring) interleaved with Sends: the
+ *                        target's completions come in order, with the imm
+ *                        and the whole length, and the data is in place
+ *                        when the completion is seen
  *   test_direct unmap    the target unmaps its region while Writes stream
  *                        and maps fresh memory at the same address: the
  *                        new pages never receive a byte
@@ -26,6 +31,7 @@
  * The parent is the requester, the child the target (killed: the other
  * way round).  The target never polls: only its progress thread runs.
  */
+#include <arpa/inet.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <string.h>
@@ -384,6 +390,98 @@ static int mode_order(int fd, bool parent)
 	return 0;
 }
 
+/* imm: NIMM messages on QP 0, every third a Send, the others
+ * Write-with-immediate of 1 .. 20000 bytes (multi-packet on the rings,
+ * one placement direct) into one of 40 places; each message's bytes are
+ * its index, its imm the index too.  The target checks each completion
+ * against what the requester will post (the same generator). */
+enum { NIMM = 600 };
+static uint32_t imm_len(unsigned i) { return 1 + (i * 7919u) % 20000u; }
+/* 40 places: the requester runs at most 4 receives (plus RNR retries)
+ * ahead of the target's check, so a place is not rewritten before. */
+static uint32_t imm_off(unsigned i) { return (i % 40u) * 20000u + i % 13u; }
+
+static int mode_imm(int fd, bool parent)
+{
+	if (!parent) {
+		target_open(fd, NULL);
+		struct ibv_sge sge = { (uintptr_t)t_wo, SMALL, mr_wo->lkey };
+		struct ibv_recv_wr rw = { .sg_list = &sge, .num_sge = 1 }, *bad;
+		unsigned posted = 0;
+		uint8_t verdict = 1;
+		for (; posted < 4; posted++) {       /* max_recv_wr 4 */
+			rw.wr_id = posted;
+			CHECK(ibv_post_recv(T.qp[0], &rw, &bad) == 0);
+		}
+		for (unsigned i = 0; i < NIMM && verdict; i++) {
+			struct ibv_wc wc = srn_tc_poll_one(T.cq, 60);
+			CHECK(wc.status == IBV_WC_SUCCESS, "recv %u: %s", i,
+			      ibv_wc_status_str(wc.status));
+			bool send = i % 3 == 0;
+			uint32_t len = send ? 16 : imm_len(i);
+			if (wc.opcode != (send ? IBV_WC_RECV : IBV_WC_RECV_RDMA_WITH_IMM) ||
+			    !(wc.wc_flags & IBV_WC_WITH_IMM) || ntohl(wc.imm_data) != i ||
+			    wc.byte_len != len) {
+				fprintf(stderr, "[child] message %u: opcode %d imm %u len %u\n", i,
+					wc.opcode, ntohl(wc.imm_data), wc.byte_len);
+				verdict = 0;
+			}
+			if (!send)
+				for (uint32_t k = 0; k < len; k++)
+					if (t_rw[imm_off(i) + k] != (uint8_t)i) {
+						fprintf(stderr, "[child] message %u: byte %u not there\n",
+							i, k);
+						verdict = 0;
+						break;
+					}
+			rw.wr_id = posted++;
+			CHECK(ibv_post_recv(T.qp[0], &rw, &bad) == 0);
+		}
+		target_wait_done(fd);
+		srn_tc_send(fd, &verdict, 1);
+		return verdict ? 0 : 1;
+	}
+	requester_open(fd);
+	enum { DEPTH = 4 };
+	unsigned posted = 0, done = 0;
+	double end = srn_tc_now() + 120;
+	while (done < NIMM) {
+		CHECK(srn_tc_now() < end, "imm: %u of %u done", done, NIMM);
+		while (posted < NIMM && posted - done < DEPTH) {
+			unsigned i = posted;
+			bool send = i % 3 == 0;
+			uint32_t len = send ? 16 : imm_len(i);
+			uint8_t *src = r_src + (i % DEPTH) * 20000u;
+			memset(src, (int)(uint8_t)i, len);
+			struct ibv_sge sge = { (uintptr_t)src, len, req_mr_src->lkey };
+			struct ibv_send_wr wr = {
+				.wr_id = i, .sg_list = &sge, .num_sge = 1,
+				.opcode = send ? IBV_WR_SEND_WITH_IMM : IBV_WR_RDMA_WRITE_WITH_IMM,
+				.send_flags = IBV_SEND_SIGNALED, .imm_data = htonl(i),
+				.wr.rdma = { .remote_addr = R.peer.addr_rw + imm_off(i),
+					     .rkey = R.peer.rkey_rw },
+			}, *bad;
+			CHECK(ibv_post_send(R.qp[0], &wr, &bad) == 0);
+			posted++;
+		}
+		struct ibv_wc wc;
+		int n = ibv_poll_cq(R.cq, 1, &wc);
+		CHECK(n >= 0);
+		if (n) {
+			CHECK(wc.status == IBV_WC_SUCCESS && wc.wr_id == done, "send %u: %s",
+			      done, ibv_wc_status_str(wc.status));
+			done++;
+		}
+	}
+	srn_tc_barrier(fd, 0xd2, TMO);
+	uint8_t verdict = 0;
+	srn_tc_recv(fd, &verdict, 1, TMO);
+	CHECK(verdict == 1);
+	printf("ok: %u Write-with-immediate and %u Sends: in order, imm and length exact, data "
+	       "in place at the completion\n", NIMM - NIMM / 3, NIMM / 3);
+	return 0;
+}
+
 /* The requester's stream for dereg/killed: 16 KiB Writes into the first
  * 64 KiB of the rw region, each with its own byte value, 8 in flight,
  * until an error completion or `seconds` pass (0: until killed). */
@@ -521,10 +619,11 @@ int main(int argc, char **argv)
 	const char *m = argc == 2 ? argv[1] : "";
 	int (*fn)(int, bool) = !strcmp(m, "data") ? mode_data : !strcmp(m, "errors") ? mode_errors
 			     : !strcmp(m, "qp_err") ? mode_qp_err : !strcmp(m, "dereg") ? mode_dereg
-			     : !strcmp(m, "order") ? mode_order
+			     : !strcmp(m, "order") ? mode_order : !strcmp(m, "imm") ? mode_imm
 			     : !strcmp(m, "unmap") ? mode_unmap : NULL;
 	if (!fn && strcmp(m, "killed")) {
-		fprintf(stderr, "usage: %s data|errors|qp_err|dereg|killed|order|unmap\n", argv[0]);
+		fprintf(stderr, "usage: %s data|errors|qp_err|dereg|killed|order|imm|unmap\n",
+			argv[0]);
 		return 2;
 	}
 	int fd;

@@ -5,6 +5,7 @@
 # (SOFTRNIC_STATS=1) must say which path carried the Writes and Reads:
 #   data    direct_write and direct_read > 0 on; 0 off
 #   errors  every refused request took the rings (direct_fallback > 0 on)
+#   imm     the Write-with-immediate data went direct (direct_write > 0 on)
 #   qp_err, dereg, killed, order, unmap: the semantic check alone
 set -u
 : "${SRN_BUILD:?}"
@@ -22,7 +23,7 @@ counter() {
     awk -v n="$2" '$1 == "softrnic" && $3 == n { v += $4 } END { print v + 0 }' "$1"
 }
 
-for mode in data errors qp_err dereg killed order unmap; do
+for mode in data errors qp_err dereg killed order imm unmap; do
     for d in 1 0; do
         log="$tmp/$mode.$d"
         if ! SOFTRNIC_STATS=1 SOFTRNIC_DIRECT=$d timeout -k 5 150 "$bin" "$mode" >"$log" 2>&1; then
@@ -46,6 +47,10 @@ for mode in data errors qp_err dereg killed order unmap; do
         fi
         if [ "$d" = 1 ] && [ "$mode" = errors ] && { [ "$fb" -lt 5 ] || [ "$w" -lt 4 ]; }; then
             echo "FAIL: errors: expected 4 direct Writes and 5 fallbacks (write $w, fallback $fb)"
+            fail=1
+        fi
+        if [ "$d" = 1 ] && [ "$mode" = imm ] && [ "$w" -lt 20 ]; then
+            echo "FAIL: imm: the Write-with-immediate data did not go direct (write $w)"
             fail=1
         fi
         if [ "$d" = 1 ] && { [ "$mode" = dereg ] || [ "$mode" = unmap ]; } && [ "$w" -lt 1 ]; then

@@ -130,7 +130,7 @@ static size_t mutate(uint8_t *buf, size_t len, uint64_t *s)
 static void normalise(uint8_t *h, const struct srn_opcode_info *in)
 {
 	h[4] &= 0xc0;		/* Resv6 */
-	h[8] &= 0x80;		/* Resv7 */
+	h[8] &= 0xc0;		/* Resv7 but its top bit (SRN_BTH_PLACED, round-trips) */
 	if (in->hdr_mask & SRN_HDR_DETH)
 		h[in->off_deth + 4] = 0;	/* DETH reserved byte */
 	if (in->hdr_mask & SRN_HDR_FETH) {

@@ -84,6 +84,8 @@ struct srn_swqe {
 	struct srn_mr *mw;                 /* BIND_MW */
 	struct ibv_mw_bind_info bind;      /* BIND_MW */
 	bool local_done;                   /* BIND_MW/LOCAL_INV executed (go-back-N skips it) */
+	bool placed;                       /* WRITE_WITH_IMM: data placed directly (transport/direct.c),
+					    * one packet carries the immediate alone */
 	uint32_t first_psn, last_psn;  /* assigned at post (srn_req_number);
 					* a READ owns one PSN per response packet */
 };

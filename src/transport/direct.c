@@ -3,8 +3,12 @@
  * processes, executed by the requester itself (direct.h, link/direct.h).
  *
  * When a WQE may go direct:
- *  - RC, QP in RTS, an RDMA Write (without immediate: the immediate needs
- *    the target's receive queue and CQ) or Read of 1 .. max_msg_sz bytes,
+ *  - RC, QP in RTS, an RDMA Write or Read of 1 .. max_msg_sz bytes (a
+ *    Write-with-immediate's data; its immediate then goes alone as a
+ *    zero-payload WRITE_ONLY_WITH_IMMEDIATE marked SRN_BTH_PLACED over
+ *    the ring, whose RETH length the target's responder counts as
+ *    placed: it consumes a receive and completes with the imm and the
+ *    whole length, in order behind everything before it),
  *    or an 8-byte aligned atomic on a region whose pages the target put
  *    on a memfd (core/mr_share.h; others take the rings);
  *  - ordering: nothing before it on the send queue is outstanding (every
@@ -190,11 +194,16 @@ static void scatter_orig(const struct iovec *iov, int niov, uint64_t orig)
 	}
 }
 
-/* The WQE at req.cur took no PSN after all: move the later ones down. */
-static void give_back_psns(struct srn_qp *qp, const struct srn_swqe *w)
+/* The WQE at req.cur keeps only `keep` (0 or 1) of its PSNs: move the
+ * later ones down. */
+static void give_back_psns(struct srn_qp *qp, struct srn_swqe *w, uint32_t keep)
 {
-	uint32_t n = srn_psn_diff(w->last_psn, w->first_psn) + 1;
+	uint32_t n = srn_psn_diff(w->last_psn, w->first_psn) + 1 - keep;
+	if (!n)
+		return;
 	uint32_t back = SRN_PSN_MASK + 1 - n;    /* - n, modulo 2^24 */
+	if (keep)
+		w->last_psn = w->first_psn;
 	for (uint32_t i = qp->req.cur + 1; i != qp->sq.head; i++) {
 		struct srn_swqe *later = &qp->sq.wqe[i & (qp->sq.size - 1)];
 		later->first_psn = srn_psn_add(later->first_psn, back);
@@ -208,14 +217,17 @@ bool srn_direct_try(struct srn_qp *qp, struct srn_swqe *w)
 	struct srn_nic *nic = qp->nic;
 	if (!nic->link.direct_on || qp->type != IBV_QPT_RC || qp->state != IBV_QPS_RTS)
 		return false;
-	bool write = w->opcode == IBV_WR_RDMA_WRITE;
+	/* Write-with-immediate: the data goes direct, then the immediate
+	 * alone as one packet (the target's receive and CQ). */
+	bool imm = w->opcode == IBV_WR_RDMA_WRITE_WITH_IMM;
+	bool write = w->opcode == IBV_WR_RDMA_WRITE || imm;
 	bool atomic = w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
 		      w->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD;
 	if (!write && !atomic && w->opcode != IBV_WR_RDMA_READ)
 		return false;
 	/* Zero-length and oversized requests: the responder's answers
 	 * (IBTA 9.4.2.1, max_msg_sz) come from the packet path. */
-	if (!w->length || w->length > SRN_MAX_MSG_SZ)
+	if (!w->length || w->length > SRN_MAX_MSG_SZ || w->placed)
 		return false;
 	if (qp->sq.tail != qp->req.cur || qp->req.cur != qp->req.sent_end ||
 	    qp->req.cur_started || qp->comp.rnr_wait || qp->req.rd_atomic_inflight)
@@ -242,8 +254,19 @@ bool srn_direct_try(struct srn_qp *qp, struct srn_swqe *w)
 		srn_count(nic->diag.cnt, SRN_CNT_DIRECT_FALLBACK, 1);
 		return false;
 	}
-	give_back_psns(qp, w);
 	qp->req.placed_direct = true;
+	if (imm) {
+		/* The data is in place before the immediate's packet leaves:
+		 * the target's completion finds it there.  That packet goes
+		 * out now, in this WQE's one remaining PSN, and the WQE
+		 * completes at its ACK as any Write does. */
+		give_back_psns(qp, w, 1);
+		w->placed = true;
+		srn_count(nic->diag.cnt, SRN_CNT_DIRECT_WRITE, 1);
+		srn_count(nic->diag.cnt, SRN_CNT_DIRECT_WRITE_BYTES, w->length);
+		return false;
+	}
+	give_back_psns(qp, w, 0);
 	qp->req.cur++;
 	qp->req.sent_end++;
 	if (atomic) {

@@ -116,7 +116,8 @@ static uint32_t npkts_of(const struct srn_qp *qp, const struct srn_swqe *w)
 {
 	if (srn_wr_is_local(w->opcode))
 		return 0;
-	if (w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP || w->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD)
+	if (w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP || w->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD ||
+	    w->placed)
 		return 1;
 	return w->length ? (w->length + qp->path.mtu - 1) / qp->path.mtu : 1;
 }
@@ -156,8 +157,10 @@ static int send_one(struct srn_qp *qp)
 	uint32_t left = w->length - off;
 	bool rd = w->opcode == IBV_WR_RDMA_READ;
 	bool atomic = srn_wr_is_rd_atomic(w->opcode) && !rd;
-	/* A READ request carries no data; atomics carry it in AtomicETH. */
-	uint32_t len = (rd || atomic) ? 0 : (left < qp->path.mtu ? left : qp->path.mtu);
+	/* A READ request carries no data; atomics carry it in AtomicETH; a
+	 * placed Write-with-immediate none (it is in the target already). */
+	uint32_t len = (rd || atomic || w->placed) ? 0
+						    : (left < qp->path.mtu ? left : qp->path.mtu);
 	enum srn_seg seg = (rd || atomic) ? SRN_SEG_ONLY : srn_seg_of(pktidx, npkts);
 	bool last = seg == SRN_SEG_LAST || seg == SRN_SEG_ONLY;
 
@@ -168,6 +171,7 @@ static int send_one(struct srn_qp *qp)
 		.opcode = (uint8_t)op,
 		.dqpn = qp->attr.dest_qp_num,
 		.psn = qp->req.psn,
+		.placed = w->placed,
 		.paylen = len,
 		.se = last && (w->send_flags & IBV_SEND_SOLICITED),
 		.imm_be = w->imm_be,

@@ -221,7 +221,12 @@ static enum exec_result exec_write(struct srn_qp *qp, const struct srn_pkt *p)
 				      (unsigned long long)(qp->resp.write_va + qp->resp.off), why);
 		memcpy(dst, p->payload, p->paylen);
 	}
-	qp->resp.off += p->paylen;
+	/* The requester placed the data itself (transport/direct.c) and
+	 * sends the immediate alone: the message counts all of it. */
+	if (p->placed && !p->paylen && (f & SRN_OPF_ONLY) && (f & SRN_OPF_IMM))
+		qp->resp.off = qp->resp.write_len;
+	else
+		qp->resp.off += p->paylen;
 	qp->resp.in_msg = !last;
 	if (last) {
 		if (qp->resp.off != qp->resp.write_len) {

@@ -92,6 +92,9 @@ static bool at_the_door(struct srn_nic *nic, const uint8_t *data, uint32_t len,
 		srn_count(nic->diag.cnt, SRN_CNT_SHM_RCVD_PKTS, 1);
 		return true;
 	}
+	/* "Data already placed" is a same-host peer's word only: a remote
+	 * peer cannot claim bytes it never sent. */
+	p->placed = false;
 	if (!icrc_ok(nic, data, len, src, local, p->icrc, id_hint)) {
 		srn_count(nic->diag.cnt, SRN_CNT_BAD_ICRC, 1);
 		return false;

@@ -200,6 +200,7 @@ struct srn_pkt {
 	bool fecn, becn;
 	uint32_t dqpn;		/* 24 bits */
 	bool ackreq;
+	bool placed;		/* SRN_BTH_PLACED (same-host rings only) */
 	uint32_t psn;		/* 24 bits */
 
 	uint64_t reth_va;	/* RETH */

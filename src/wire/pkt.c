@@ -84,6 +84,7 @@ int srn_pkt_parse(const uint8_t *buf, size_t len, struct srn_pkt *p)
 	p->dqpn = w & SRN_QPN_MASK;
 	w = be32toh(bth.apsn);
 	p->ackreq = w & SRN_BTH_ACKREQ;
+	p->placed = w & SRN_BTH_PLACED;
 	p->psn = w & SRN_PSN_MASK;
 
 	if (info->hdr_mask & SRN_HDR_RETH) {
@@ -157,7 +158,8 @@ int srn_pkt_build_hdr(uint8_t *out, const struct srn_pkt *p)
 	w = (p->fecn ? SRN_BTH_FECN : 0) | (p->becn ? SRN_BTH_BECN : 0) |
 	    (p->dqpn & SRN_QPN_MASK);
 	bth->qpn = htobe32(w);
-	w = (p->ackreq ? SRN_BTH_ACKREQ : 0) | (p->psn & SRN_PSN_MASK);
+	w = (p->ackreq ? SRN_BTH_ACKREQ : 0) | (p->placed ? SRN_BTH_PLACED : 0) |
+	    (p->psn & SRN_PSN_MASK);
 	bth->apsn = htobe32(w);
 
 	if (info->hdr_mask & SRN_HDR_RETH) {

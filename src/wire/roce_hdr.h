@@ -75,6 +75,11 @@ struct srn_bth {
 #define SRN_BTH_RESV6_MASK	0x3f000000u
 #define SRN_BTH_ACKREQ		0x80000000u
 #define SRN_BTH_RESV7_MASK	0x7f000000u
+/* softrnic's own use of the top Resv7 bit, on same-host rings only: a
+ * zero-payload RDMA WRITE ..._WITH_IMMEDIATE whose RETH length of data
+ * the requester already placed directly (transport/direct.c).  Never
+ * sent on the UDP link; ignored when it arrives there. */
+#define SRN_BTH_PLACED		0x40000000u
 /* BTH byte 4 (FECN, BECN, Resv6) is replaced by 0xff in the ICRC
  * (docs/wire.md §5.1). */
 #define SRN_BTH_ICRC_MASKED_BYTE 4
