@@ -8,20 +8,9 @@
 #   imm     the Write-with-immediate data went direct (direct_write > 0 on)
 #   qp_err, dereg, killed, order, unmap: the semantic check alone
 set -u
-: "${SRN_BUILD:?}"
-bin="$SRN_BUILD/bin/test_direct"
-[ -x "$bin" ] || { echo "FAIL: $bin not built"; exit 1; }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-export SOFTRNIC_DIAG_DIR="$tmp/diag"
-mkdir "$SOFTRNIC_DIAG_DIR"
-unset SOFTRNIC_DEVICES SOFTRNIC_CONFIG SOFTRNIC_SHM SOFTRNIC_PCAP SOFTRNIC_FAULTS
+bin="${SRN_BUILD:?}/bin/test_direct"
+source "$SRN_SRC/tests/lib/direct.sh"
 fail=0
-
-# counter FILE NAME: the sum of a counter over every process in FILE.
-counter() {
-    awk -v n="$2" '$1 == "softrnic" && $3 == n { v += $4 } END { print v + 0 }' "$1"
-}
 
 for mode in data errors qp_err dereg killed order imm unmap; do
     for d in 1 0; do

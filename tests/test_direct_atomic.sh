@@ -7,20 +7,9 @@
 #                  rings, so direct_fallback > 0 too); 0 off
 #   errors, dereg, unmap: the semantic check alone
 set -u
-: "${SRN_BUILD:?}"
-bin="$SRN_BUILD/bin/test_direct_atomic"
-[ -x "$bin" ] || { echo "FAIL: $bin not built"; exit 1; }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-export SOFTRNIC_DIAG_DIR="$tmp/diag"
-mkdir "$SOFTRNIC_DIAG_DIR"
-unset SOFTRNIC_DEVICES SOFTRNIC_CONFIG SOFTRNIC_SHM SOFTRNIC_PCAP SOFTRNIC_FAULTS \
-    SOFTRNIC_DIRECT_ATOMIC SOFTRNIC_DIRECT_ATOMIC_MAX
+bin="${SRN_BUILD:?}/bin/test_direct_atomic"
+source "$SRN_SRC/tests/lib/direct.sh"
 fail=0
-
-counter() {
-    awk -v n="$2" '$1 == "softrnic" && $3 == n { v += $4 } END { print v + 0 }' "$1"
-}
 
 for mode in exact errors dereg unmap; do
     for d in 1 0; do

@@ -33,14 +33,19 @@
 
 static struct srn_direct_own own;
 static struct srn_direct_req req;
-static _Atomic int entered, left;
+static _Atomic int entered, left, changed;
 
 static void *placement(void *arg)
 {
 	struct srn_direct_peer *p = arg;
 	srn_direct_enter(p);
 	atomic_store(&entered, 1);
-	usleep(100000);
+	/* Stay inside until the owner changed the entry, and a while more,
+	 * so its fence finds us here even on a loaded machine (a fixed
+	 * 100 ms from entering was sometimes over before the fence ran). */
+	for (int i = 0; i < 10000 && !atomic_load(&changed); i++)
+		usleep(1000);
+	usleep(300000);
 	atomic_store(&left, 1);
 	srn_direct_leave(p);
 	return NULL;
@@ -94,6 +99,7 @@ int main(void)
 		usleep(1000);
 	memset(&e, 0, sizeof(e));
 	srn_direct_own_set_mr(&own, 3, &e);
+	atomic_store(&changed, 1);
 	CHECK(srn_direct_own_fence(&own));
 	CHECK(atomic_load(&left) == 1);
 	CHECK(pthread_join(t, NULL) == 0);
