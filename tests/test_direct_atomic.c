@@ -23,6 +23,9 @@
  *            changes after ibv_dereg_mr returns
  *   unmap    the target unmaps the region while FAAs stream and maps
  *            fresh memory at the same address: it stays zero
+ *   rereg    the target changes the region's rights (ibv_rereg_mr)
+ *            half-way through 2000 FAAs: it stops sharing its pages, the
+ *            rest go over the rings, and the word ends exact
  *
  * The parent is the requester, the child the target, which never polls.
  */
@@ -411,6 +414,58 @@ static int unmap_target(int fd)
 	return verdict ? 0 : 1;
 }
 
+/* rereg: 2000 FAAs in lists of 8; the target rereg's the region's
+ * rights (without remote read) half-way; the sum is exact. */
+static int rereg_target(int fd)
+{
+	static uint64_t words[512] __attribute__((aligned(4096)));
+	target_open(fd, (uint8_t *)words, sizeof(words));
+	srn_tc_barrier(fd, 0xa8, 120000);
+	CHECK(ibv_rereg_mr(mr_a, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0,
+			   ATOMIC_ACCESS & ~IBV_ACCESS_REMOTE_READ) == 0);
+	srn_tc_barrier(fd, 0xa9, 120000);
+	srn_tc_barrier(fd, 0xa7, 120000);
+	uint64_t v = __atomic_load_n(&words[0], __ATOMIC_SEQ_CST);
+	srn_tc_send(fd, &v, sizeof(v));
+	return 0;
+}
+
+static int rereg_requester(int fd)
+{
+	requester_open(fd);
+	enum { N = 2000, DEPTH = 8 };
+	for (unsigned done = 0; done < N; done += DEPTH) {
+		if (done == N / 2) {
+			srn_tc_barrier(fd, 0xa8, 120000);    /* the target rereg's */
+			srn_tc_barrier(fd, 0xa9, 120000);
+		}
+		struct ibv_send_wr wr[DEPTH], *bad;
+		struct ibv_sge sge[DEPTH];
+		for (unsigned i = 0; i < DEPTH; i++) {
+			sge[i] = (struct ibv_sge){ (uintptr_t)&res[i], 8, mr_res->lkey };
+			wr[i] = (struct ibv_send_wr){
+				.wr_id = done + i, .sg_list = &sge[i], .num_sge = 1,
+				.opcode = IBV_WR_ATOMIC_FETCH_AND_ADD, .send_flags = IBV_SEND_SIGNALED,
+				.next = i + 1 < DEPTH ? &wr[i + 1] : NULL,
+				.wr.atomic = { .remote_addr = S.peer.addr_a, .compare_add = 1,
+					       .rkey = S.peer.rkey_a },
+			};
+		}
+		CHECK(ibv_post_send(S.qp[0], wr, &bad) == 0);
+		for (unsigned i = 0; i < DEPTH; i++) {
+			struct ibv_wc wc = srn_tc_poll_one(S.cq, 20);
+			CHECK(wc.status == IBV_WC_SUCCESS, "FAA %u: %s", done + i,
+			      ibv_wc_status_str(wc.status));
+		}
+	}
+	srn_tc_barrier(fd, 0xa7, 120000);
+	uint64_t v;
+	srn_tc_recv(fd, &v, sizeof(v), TMO);
+	CHECK(v == N, "after rereg the word is %llu, want %u", (unsigned long long)v, N);
+	printf("ok: %u FAAs across a rereg of the region's rights: exact\n", N);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *m = argc == 2 ? argv[1] : "";
@@ -425,11 +480,14 @@ int main(int argc, char **argv)
 	} else if (!strcmp(m, "dereg")) {
 		tgt = dereg_target;
 		what = "dereg";
+	} else if (!strcmp(m, "rereg")) {
+		tgt = rereg_target;
+		req = rereg_requester;
 	} else if (!strcmp(m, "unmap")) {
 		tgt = unmap_target;
 		what = "unmap";
 	} else {
-		fprintf(stderr, "usage: %s exact|errors|dereg|unmap\n", argv[0]);
+		fprintf(stderr, "usage: %s exact|errors|dereg|unmap|rereg\n", argv[0]);
 		return 2;
 	}
 	int fd;
