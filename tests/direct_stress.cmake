@@ -13,4 +13,3 @@ srn_script_test(direct_stress_tsan test_direct_stress.sh LABELS stress)
 set_tests_properties(direct_stress_tsan PROPERTIES ENVIRONMENT
   "SRN_BUILD=${CMAKE_BINARY_DIR};SRN_SRC=${CMAKE_SOURCE_DIR};SRN_DIRECT_STRESS_OPS=10000")
 set_property(TEST direct_stress_tsan APPEND PROPERTY LABELS tsan)
-set_property(TEST direct_atomic APPEND PROPERTY LABELS tsan)
