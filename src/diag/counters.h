@@ -134,10 +134,14 @@ enum srn_counter {
 	SRN_CNT_CM_SIDR_REP_RCVD,
 	SRN_CNT_CM_SIDR_REP_DROPPED,
 	SRN_CNT_CM_MALFORMED,              /* refused by the CM's MAD parser */
+	/* librdmacm's datagram rsockets (src/rsocket/dgram*.c), counted
+	 * through the same export: UD messages and UDP datagrams dropped
+	 * for a header that is no rsocket's. */
+	SRN_CNT_RS_DGRAM_MALFORMED,
 	SRN_CNT__MAX
 };
 #define SRN_CNT_CM_FIRST SRN_CNT_CM_REQ_SENT
-#define SRN_CNT_CM_LAST SRN_CNT_CM_MALFORMED
+#define SRN_CNT_CM_LAST SRN_CNT_RS_DGRAM_MALFORMED   /* what softrnic_cm_count may bump */
 
 struct srn_counters {
 	_Atomic uint64_t v[SRN_CNT__MAX];

@@ -54,7 +54,13 @@ SRN_RDMACM_EXPORT int rshutdown(int socket, int how)
 	if (!rs)
 		return -1;
 	int ret = 0;
-	if (rs->state == SRN_RS_CONNECTED)
+	if (rs->ds) {
+		/* Datagrams: reading or writing stops here, nothing is sent. */
+		if (how != SHUT_WR)
+			rs->readable = false;
+		if (how != SHUT_RD)
+			rs->writable = false;
+	} else if (rs->state == SRN_RS_CONNECTED)
 		srn_rs_shutdown_locked(rs, how);
 	else if (rs->state != SRN_RS_DISCONNECTED && rs->state != SRN_RS_ERROR)
 		ret = -ENOTCONN;
@@ -67,6 +73,15 @@ SRN_RDMACM_EXPORT int rclose(int socket)
 	struct srn_rs *rs = srn_rs_get(socket);
 	if (!rs)
 		return -1;
+	if (rs->ds) {
+		/* Let the Sends we posted leave (bounded: a UD Send completes
+		 * without the peer), then the last reference frees it all. */
+		srn_rs_wait(rs, false, SRN_RS_CLOSE_MS, srn_ds_all_sent);
+		rs->readable = rs->writable = false;
+		srn_rs_table_del(rs);
+		srn_rs_put(rs);
+		return 0;
+	}
 	if (rs->state == SRN_RS_CONNECTED)
 		srn_rs_shutdown_locked(rs, SHUT_RDWR);
 	if (rs->state == SRN_RS_DISCONNECTED || rs->state == SRN_RS_ERROR || rs->state == SRN_RS_CONNECTING)

@@ -7,7 +7,8 @@
  * meaning on RDMA (TCP_NODELAY, SO_LINGER, keepalive timings) are kept so
  * rgetsockopt returns what was set.  SO_KEEPALIVE is recorded but sends
  * no keepalive messages.  RDMA_ROUTE is accepted and ignored: routes come
- * from rdma_resolve_route.
+ * from rdma_resolve_route.  A datagram socket passes socket-level
+ * options to its kernel UDP socket, as rdma-core's does.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -54,9 +55,61 @@ static uint32_t buf_size(int v)
 	return (uint32_t)s;
 }
 
+/* A datagram socket: socket-level options are its UDP socket's (as in
+ * rdma-core); the buffer and queue sizes count until its buffers exist. */
+static int ds_set(struct srn_rs *rs, int level, int optname, const void *optval, socklen_t optlen)
+{
+	int v;
+	if (level != SOL_RDMA) {
+		if (setsockopt(rs->fd, level, optname, optval, optlen))
+			return -errno;
+		if (level == SOL_SOCKET && (optname == SO_RCVBUF || optname == SO_SNDBUF) &&
+		    !rs->ds->ep && !int_arg(optval, optlen, &v))
+			*(optname == SO_RCVBUF ? &rs->rbuf_size : &rs->sbuf_size) = buf_size(v);
+		return 0;
+	}
+	if (int_arg(optval, optlen, &v))
+		return -EINVAL;
+	if (optname == RDMA_ROUTE)
+		return 0;
+	if (optname != RDMA_SQSIZE && optname != RDMA_RQSIZE && optname != RDMA_INLINE)
+		return -ENOPROTOOPT;
+	if (rs->ds->ep)
+		return -EINVAL;
+	uint16_t n = (uint16_t)(v > SRN_RS_QP_MAX || v < 0 ? SRN_RS_QP_MAX : v);
+	*(optname == RDMA_SQSIZE ? &rs->sq_size : optname == RDMA_RQSIZE ? &rs->rq_size : &rs->sq_inline) = n;
+	return 0;
+}
+
+static int ds_get(struct srn_rs *rs, int level, int optname, void *optval, socklen_t *optlen)
+{
+	int v;
+	if (level == SOL_SOCKET && optname == SO_RCVBUF)
+		v = (int)rs->rbuf_size;
+	else if (level == SOL_SOCKET && optname == SO_SNDBUF)
+		v = (int)rs->sbuf_size;
+	else if (level != SOL_RDMA)
+		return getsockopt(rs->fd, level, optname, optval, optlen) ? -errno : 0;
+	else if (optname == RDMA_SQSIZE)
+		v = rs->sq_size;
+	else if (optname == RDMA_RQSIZE)
+		v = rs->rq_size;
+	else if (optname == RDMA_INLINE)
+		v = rs->sq_inline;
+	else
+		return -ENOPROTOOPT;
+	if (*optlen < sizeof(int))
+		return -EINVAL;
+	memcpy(optval, &v, sizeof(v));
+	*optlen = sizeof(int);
+	return 0;
+}
+
 static int set_locked(struct srn_rs *rs, int level, int optname, const void *optval, socklen_t optlen)
 {
 	int v, ret;
+	if (rs->ds)
+		return ds_set(rs, level, optname, optval, optlen);
 	if (level == SOL_SOCKET && optname == SO_LINGER) {
 		if (!optval || optlen < sizeof(struct linger))
 			return -EINVAL;
@@ -158,6 +211,8 @@ SRN_RDMACM_EXPORT int rsetsockopt(int socket, int level, int optname, const void
 static int get_locked(struct srn_rs *rs, int level, int optname, void *optval, socklen_t *optlen)
 {
 	int v;
+	if (rs->ds)
+		return ds_get(rs, level, optname, optval, optlen);
 	if (level == SOL_SOCKET && optname == SO_LINGER) {
 		if (*optlen < sizeof(struct linger))
 			return -EINVAL;
@@ -278,6 +333,12 @@ static int name(int socket, struct sockaddr *addr, socklen_t *addrlen, bool peer
 	if (!rs)
 		return -1;
 	int ret = 0;
+	if (rs->ds) {
+		/* A datagram socket's names are its UDP socket's. */
+		ret = (peer ? getpeername : getsockname)(rs->fd, addr, addrlen) ? -errno : 0;
+		srn_rs_put(rs);
+		return srn_rs_seterr(ret);
+	}
 	const struct sockaddr *a = peer ? rdma_get_peer_addr(rs->id) : rdma_get_local_addr(rs->id);
 	if (peer && rs->state != SRN_RS_CONNECTED && rs->state != SRN_RS_DISCONNECTED) {
 		ret = -ENOTCONN;

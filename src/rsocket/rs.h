@@ -1,6 +1,7 @@
 /*
- * rs.h - one rsocket (SOCK_STREAM over an RC QP) and the calls between the
- * files of src/rsocket/:
+ * rs.h - one rsocket (SOCK_STREAM over an RC QP; SOCK_DGRAM sockets keep
+ * their own state in rs->ds, dgram.h) and the calls between the files of
+ * src/rsocket/:
  *   table.c   socket numbers to rsockets, the global defaults
  *   setup.c   rsocket/rbind/rlisten/raccept/rconnect over the rdma_cm API
  *   cmev.c    connection events (rdma_cm) driving the socket's state
@@ -11,6 +12,7 @@
  *   opts.c    socket options, rfcntl, names
  *   iomap.c   riomap, riounmap, riowrite
  *   close.c   rshutdown, rclose
+ *   dgram*.c  datagram rsockets; the calls above hand them over
  * The socket number is the fd of the rsocket's own rdma_cm event channel,
  * so it never collides with another descriptor of the process and a
  * preload library can keep using it as a number.
@@ -32,6 +34,7 @@
 #include <rdma/rdma_cma.h>
 #include <rdma/rsocket.h>
 
+#include "rsocket/dgram.h"
 #include "rsocket/proto.h"
 
 #define SRN_RS_SNDLOWAT 2048         /* least send-buffer room worth a message */
@@ -80,6 +83,7 @@ struct srn_rs {
 	int err;                     /* SO_ERROR: positive errno, 0 */
 	int fd_flags;                /* O_NONBLOCK as rfcntl set it */
 	int domain;
+	struct srn_ds *ds;           /* SOCK_DGRAM: everything else (dgram.h); NULL for a stream */
 
 	struct rdma_event_channel *ch;
 	struct rdma_cm_id *id;

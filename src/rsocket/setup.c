@@ -2,9 +2,8 @@
  * setup.c - rsocket, rbind, rlisten, raccept, rconnect: an rsocket is an
  * rdma_cm id (RDMA_PS_TCP, so the service IDs and the IP CM header are
  * those of any rdma_cm TCP port) on an event channel of its own; cmev.c
- * turns its events into states.  SOCK_DGRAM (rsockets over UD) is not
- * built: rsocket refuses it with EOPNOTSUPP, which preload libraries take
- * as "use a kernel socket".
+ * turns its events into states.  A SOCK_DGRAM rsocket is a kernel UDP
+ * socket and UD QPs (dgram.c); these calls hand it over.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -20,7 +19,8 @@ SRN_RDMACM_EXPORT int rsocket(int domain, int type, int protocol)
 	type &= ~(SOCK_NONBLOCK | SOCK_CLOEXEC);
 	if (domain != AF_INET && domain != AF_INET6)
 		return srn_rs_seterr(-EAFNOSUPPORT);
-	if (type != SOCK_STREAM || (protocol && protocol != IPPROTO_TCP))
+	bool dgram = type == SOCK_DGRAM && (!protocol || protocol == IPPROTO_UDP);
+	if (!dgram && (type != SOCK_STREAM || (protocol && protocol != IPPROTO_TCP)))
 		return srn_rs_seterr(-EOPNOTSUPP);
 	struct srn_rs *rs = srn_rs_alloc(NULL);
 	if (!rs)
@@ -28,6 +28,14 @@ SRN_RDMACM_EXPORT int rsocket(int domain, int type, int protocol)
 	int ret = -ENOMEM;
 	rs->domain = domain;
 	rs->fd_flags = flags & SOCK_NONBLOCK ? O_NONBLOCK : 0;
+	if (dgram) {
+		ret = srn_ds_socket(rs, domain, flags);
+		if (!ret)
+			ret = srn_rs_table_add(rs);
+		if (ret)
+			goto err;
+		return rs->fd;
+	}
 	rs->ch = srn_rs_new_channel();
 	if (!rs->ch) {
 		ret = -(errno ? errno : ENODEV);
@@ -68,7 +76,9 @@ SRN_RDMACM_EXPORT int rbind(int socket, const struct sockaddr *addr, socklen_t a
 	struct srn_rs *rs = srn_rs_get(socket);
 	if (!rs)
 		return -1;
-	if (rs->state != SRN_RS_INIT)
+	if (rs->ds)
+		ret = srn_ds_bind(rs, addr, addrlen);
+	else if (rs->state != SRN_RS_INIT)
 		ret = -EINVAL;
 	else if (rdma_bind_addr(rs->id, (struct sockaddr *)addr))
 		ret = -errno;
@@ -84,6 +94,10 @@ SRN_RDMACM_EXPORT int rlisten(int socket, int backlog)
 	if (!rs)
 		return -1;
 	int ret = 0;
+	if (rs->ds) {
+		ret = -EOPNOTSUPP;   /* as listen(2) on a UDP socket */
+		goto out;
+	}
 	if (rs->state == SRN_RS_LISTENING)
 		goto out;
 	if (rs->state != SRN_RS_INIT && rs->state != SRN_RS_BOUND) {
@@ -119,8 +133,8 @@ SRN_RDMACM_EXPORT int raccept(int socket, struct sockaddr *addr, socklen_t *addr
 	struct srn_rs *ls = srn_rs_get(socket);
 	if (!ls)
 		return -1;
-	int ret = -EINVAL;
-	if (ls->state == SRN_RS_LISTENING)
+	int ret = ls->ds ? -EOPNOTSUPP : -EINVAL;
+	if (ls->state == SRN_RS_LISTENING && !ls->ds)
 		ret = srn_rs_wait(ls, ls->fd_flags & O_NONBLOCK, -1, have_request);
 	if (!ret && !ls->accept_head)
 		ret = -EINVAL;     /* closed while we waited */
@@ -155,6 +169,10 @@ SRN_RDMACM_EXPORT int rconnect(int socket, const struct sockaddr *addr, socklen_
 	if (!rs)
 		return -1;
 	bool nb = rs->fd_flags & O_NONBLOCK;
+	if (rs->ds) {
+		ret = srn_ds_connect(rs, addr, addrlen);
+		goto out;
+	}
 	switch (rs->state) {
 	case SRN_RS_INIT:
 	case SRN_RS_BOUND:

@@ -7,7 +7,8 @@
  * after the peer closed, then 0 (end of stream); a connection that failed
  * (the peer vanished, a protocol lie) reads ECONNRESET once the queue is
  * empty; writing to a closed or failed connection is ECONNRESET.
- * MSG_DONTWAIT or O_NONBLOCK turn every wait into EAGAIN.
+ * MSG_DONTWAIT or O_NONBLOCK turn every wait into EAGAIN.  A datagram
+ * socket's calls go to dgram_xfer.c.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -131,16 +132,39 @@ static ssize_t recv_locked(struct srn_rs *rs, const struct iovec *iov, int iovcn
 	return 0;    /* end of stream */
 }
 
-static ssize_t recv_iov(int fd, const struct iovec *iov, int iovcnt, int flags)
+/* rrecvfrom on a stream: the peer's address, as rgetpeername gives it. */
+static ssize_t rs_peer_name(struct srn_rs *rs, struct sockaddr *from, socklen_t *fromlen, ssize_t n)
+{
+	const struct sockaddr *a = rdma_get_peer_addr(rs->id);
+	socklen_t have = a->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+	memcpy(from, a, *fromlen < have ? *fromlen : have);
+	*fromlen = have;
+	return n;
+}
+
+static ssize_t recv_iov_from(int fd, const struct iovec *iov, int iovcnt, int flags,
+			     struct sockaddr *from, socklen_t *fromlen)
 {
 	if (iovcnt < 0 || (iovcnt > 0 && !iov))
 		return srn_rs_seterr(-EINVAL);
 	struct srn_rs *rs = srn_rs_get(fd);
 	if (!rs)
 		return -1;
-	ssize_t ret = recv_locked(rs, iov, iovcnt, flags);
+	ssize_t ret;
+	if (rs->ds) {
+		ret = srn_ds_recv(rs, iov, iovcnt, flags, from, fromlen);
+	} else {
+		ret = recv_locked(rs, iov, iovcnt, flags);
+		if (ret >= 0 && from && fromlen)
+			ret = rs_peer_name(rs, from, fromlen, ret);
+	}
 	srn_rs_put(rs);
 	return ret < 0 ? srn_rs_seterr((int)ret) : ret;
+}
+
+static ssize_t recv_iov(int fd, const struct iovec *iov, int iovcnt, int flags)
+{
+	return recv_iov_from(fd, iov, iovcnt, flags, NULL, NULL);
 }
 
 struct iov_cursor {
@@ -261,16 +285,28 @@ static ssize_t send_locked(struct srn_rs *rs, const struct iovec *iov, int iovcn
 	return ret;
 }
 
-static ssize_t send_iov(int fd, const struct iovec *iov, int iovcnt, int flags)
+static ssize_t send_iov_to(int fd, const struct iovec *iov, int iovcnt, int flags,
+			   const struct sockaddr *to, socklen_t tolen)
 {
 	if (iovcnt < 0 || (iovcnt > 0 && !iov))
 		return srn_rs_seterr(-EINVAL);
 	struct srn_rs *rs = srn_rs_get(fd);
 	if (!rs)
 		return -1;
-	ssize_t ret = send_locked(rs, iov, iovcnt, flags);
+	ssize_t ret;
+	if (rs->ds)
+		ret = srn_ds_send(rs, iov, iovcnt, flags, to, tolen);
+	else if (to || tolen)
+		ret = -EISCONN;      /* a stream has its one peer */
+	else
+		ret = send_locked(rs, iov, iovcnt, flags);
 	srn_rs_put(rs);
 	return ret < 0 ? srn_rs_seterr((int)ret) : ret;
+}
+
+static ssize_t send_iov(int fd, const struct iovec *iov, int iovcnt, int flags)
+{
+	return send_iov_to(fd, iov, iovcnt, flags, NULL, 0);
 }
 
 SRN_RDMACM_EXPORT ssize_t rrecv(int socket, void *buf, size_t len, int flags)
@@ -282,10 +318,8 @@ SRN_RDMACM_EXPORT ssize_t rrecv(int socket, void *buf, size_t len, int flags)
 SRN_RDMACM_EXPORT ssize_t rrecvfrom(int socket, void *buf, size_t len, int flags,
 				    struct sockaddr *src_addr, socklen_t *addrlen)
 {
-	ssize_t ret = rrecv(socket, buf, len, flags);
-	if (ret >= 0 && src_addr && addrlen)
-		rgetpeername(socket, src_addr, addrlen);
-	return ret;
+	struct iovec v = { buf, len };
+	return recv_iov_from(socket, &v, 1, flags, src_addr, addrlen);
 }
 
 SRN_RDMACM_EXPORT ssize_t rrecvmsg(int socket, struct msghdr *msg, int flags)
@@ -294,7 +328,8 @@ SRN_RDMACM_EXPORT ssize_t rrecvmsg(int socket, struct msghdr *msg, int flags)
 		return srn_rs_seterr(-EINVAL);
 	if (msg->msg_control && msg->msg_controllen)
 		return srn_rs_seterr(-EOPNOTSUPP);
-	return recv_iov(socket, msg->msg_iov, (int)msg->msg_iovlen, flags);
+	return recv_iov_from(socket, msg->msg_iov, (int)msg->msg_iovlen, flags,
+			     msg->msg_name, msg->msg_name ? &msg->msg_namelen : NULL);
 }
 
 SRN_RDMACM_EXPORT ssize_t rread(int socket, void *buf, size_t count)
@@ -316,9 +351,8 @@ SRN_RDMACM_EXPORT ssize_t rsend(int socket, const void *buf, size_t len, int fla
 SRN_RDMACM_EXPORT ssize_t rsendto(int socket, const void *buf, size_t len, int flags,
 				  const struct sockaddr *dest_addr, socklen_t addrlen)
 {
-	if (dest_addr || addrlen)
-		return srn_rs_seterr(-EISCONN);   /* a stream has its one peer */
-	return rsend(socket, buf, len, flags);
+	struct iovec v = { (void *)buf, len };
+	return send_iov_to(socket, &v, 1, flags, dest_addr, addrlen);
 }
 
 SRN_RDMACM_EXPORT ssize_t rsendmsg(int socket, const struct msghdr *msg, int flags)
@@ -327,7 +361,8 @@ SRN_RDMACM_EXPORT ssize_t rsendmsg(int socket, const struct msghdr *msg, int fla
 		return srn_rs_seterr(-EINVAL);
 	if (msg->msg_control && msg->msg_controllen)
 		return srn_rs_seterr(-EOPNOTSUPP);
-	return send_iov(socket, msg->msg_iov, (int)msg->msg_iovlen, flags);
+	return send_iov_to(socket, msg->msg_iov, (int)msg->msg_iovlen, flags, msg->msg_name,
+			   msg->msg_name ? msg->msg_namelen : 0);
 }
 
 SRN_RDMACM_EXPORT ssize_t rwrite(int socket, const void *buf, size_t count)

@@ -139,6 +139,7 @@ void srn_rs_free(struct srn_rs *rs)
 	 * setup failed before there was one. */
 	srn_rs_iomap_free_all(rs);
 	srn_rs_res_destroy(rs);
+	srn_ds_free(rs);             /* closes the UDP socket, the number */
 	if (rs->id)
 		rdma_destroy_id(rs->id);
 	if (rs->ch)

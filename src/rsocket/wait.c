@@ -9,7 +9,9 @@
  * armed CQ).  Before sleeping the CQ is armed and polled once more, so a
  * completion that raced the arming is seen, not slept through.  Sleeps
  * are cut into slices of SRN_RS_WAKE_MS so that a completion event another
- * thread consumed cannot keep this one asleep for long.
+ * thread consumed cannot keep this one asleep for long.  A datagram
+ * socket sleeps on its UDP socket and on an epoll set of its QPs'
+ * completion channels (dgram.h).
  */
 #include <errno.h>
 #include <poll.h>
@@ -31,6 +33,10 @@ static int64_t now_ms(void)
 
 void srn_rs_progress(struct srn_rs *rs)
 {
+	if (rs->ds) {
+		srn_ds_progress(rs);
+		return;
+	}
 	srn_rs_cm_progress(rs);
 	if (rs->cq) {
 		srn_rs_poll_cq(rs);
@@ -44,6 +50,10 @@ static void take_cq_event(struct srn_rs *rs)
 {
 	struct ibv_cq *cq;
 	void *ctx;
+	if (rs->ds) {
+		srn_ds_take_events(rs);
+		return;
+	}
 	if (rs->cq_ch && !ibv_get_cq_event(rs->cq_ch, &cq, &ctx)) {
 		ibv_ack_cq_events(cq, 1);
 		rs->cq_armed = false;
@@ -53,6 +63,8 @@ static void take_cq_event(struct srn_rs *rs)
 /* Arm the CQ if it is not; true if it was armed now (poll again first). */
 static bool arm(struct srn_rs *rs)
 {
+	if (rs->ds)
+		return srn_ds_arm(rs);
 	if (!rs->cq || rs->cq_armed)
 		return false;
 	if (ibv_req_notify_cq(rs->cq, 0))
@@ -65,6 +77,13 @@ static bool arm(struct srn_rs *rs)
 static int sleep_fds(const struct srn_rs *rs, struct pollfd *p)
 {
 	int n = 0;
+	if (rs->ds) {
+		/* A datagram socket: its UDP socket (a peer's handshake) and
+		 * the epoll set of its QPs' completion channels. */
+		p[n++] = (struct pollfd){ .fd = rs->fd, .events = POLLIN };
+		p[n++] = (struct pollfd){ .fd = rs->ds->epfd, .events = POLLIN };
+		return n;
+	}
 	if (rs->ch)
 		p[n++] = (struct pollfd){ .fd = rs->ch->fd, .events = POLLIN };
 	if (rs->cq_ch)
@@ -111,6 +130,8 @@ int srn_rs_wait(struct srn_rs *rs, bool nonblock, int timeout_ms, bool (*test)(c
 static short rs_revents(const struct srn_rs *rs, short events)
 {
 	short r = 0;
+	if (rs->ds)
+		return srn_ds_revents(rs, events);
 	switch (rs->state) {
 	case SRN_RS_LISTENING:
 		if (rs->accept_head)
