@@ -8,8 +8,11 @@ srn_unit_test(test_rsocket_dgram_proto test_rsocket_dgram_proto.c
 srn_fuzz_target(fuzz_rsocket_dgram RUNS 50000 SOURCES fuzz_rsocket_dgram.c
   ${CMAKE_SOURCE_DIR}/src/rsocket/dgram_proto.c)
 
-# rsocket_udp_echo links nothing of RDMA (librspreload brings it in).
+# rsocket_udp_echo links nothing of RDMA (librspreload brings it in);
+# rsocket_udp_inject is a hostile UD peer on our librdmacm and libibverbs.
 add_executable(rsocket_udp_echo rsocket_udp_echo.c)
+add_executable(rsocket_udp_inject rsocket_udp_inject.c)
+target_link_libraries(rsocket_udp_inject PRIVATE rdmacm ibverbs)
 
 foreach(mode loopback netns preload malformed)
   add_test(NAME rsocket_udp_${mode} COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/test_rsocket_udp.sh ${mode})

@@ -14,8 +14,9 @@
 #              refused with EMSGSIZE
 #   malformed  datagrams that are no rsocket's (garbage, a wrong tag,
 #              version, length or op, a payload too large) sent at a live
-#              udpong server: it keeps serving, and `softrnic stat` counts
-#              them in rsocket_dgram_malformed
+#              udpong server, and UD messages with a wrong source header
+#              (tests/rsocket_udp_inject.c): it keeps serving, and
+#              `softrnic stat` counts each in rsocket_dgram_malformed
 # udpong's server never exits: it is stopped by its pid once the client is
 # done.  Every run is bounded (timeout); exit 0 pass, 1 fail, 77 skip.
 set -u
@@ -143,6 +144,12 @@ for d in (os.urandom(40), b"", b"x" * 10, hdr()[:12], hdr(tag=0x55555554) + b"p"
           hdr() + b"p" * 2100):
     s.sendto(d, dst)
 PY
+	# And eight UD messages with a wrong source header, from a peer that
+	# learnt the server's QPN by the handshake.
+	# shellcheck disable=SC2086
+	env "${envs[@]}" timeout -k 5 "$T" "$SOFTRNIC" run -- "$SRN_BUILD/bin/rsocket_udp_inject" \
+		"$addr" "$p" 8 >"$work/i" 2>&1 || { echo "FAIL: inject"; cat "$work/i"; fail=1; }
+	cat "$work/i"
 	sleep 1
 	client "after: udpong -S 64 echo" "" "udpong -s $addr -p $p -S 64 -C 100 -T e -T b" "^custom"
 	n=$("$SOFTRNIC" stat --json | python3 -c '
@@ -151,8 +158,8 @@ d = json.load(sys.stdin)
 print(sum(x["counters"].get("rsocket_dgram_malformed", 0) for x in d["devices"] if x["state"] == "running"))')
 	unserve
 	echo "rsocket_dgram_malformed of the server: $n"
-	# The empty datagram and the 12-byte one are short; each of the ten is refused.
-	[ "${n:-0}" -ge 10 ] || { echo "FAIL: expected 10 malformed datagrams counted, got ${n:-none}"; fail=1; }
+	# Each of the ten UDP datagrams and the eight UD messages is refused.
+	[ "${n:-0}" -ge 18 ] || { echo "FAIL: expected 18 malformed datagrams counted, got ${n:-none}"; fail=1; }
 	;;
 *)
 	echo "unknown mode $MODE"; exit 2 ;;
