@@ -132,8 +132,15 @@ int srn_ds_init_ep(struct srn_rs *rs)
 	ds->sfree = calloc(rs->sq_size, sizeof(*ds->sfree));
 	ds->size = rs->rq_size + 1u;
 	ds->rmsg = calloc(ds->size, sizeof(*ds->rmsg));
-	if (!ds->sbuf || !ds->sfree || !ds->rmsg)
-		return -ENOMEM;      /* srn_ds_free takes what was allocated */
+	if (!ds->sbuf || !ds->sfree || !ds->rmsg) {
+		free(ds->sbuf);      /* a later call tries again from nothing */
+		free(ds->sfree);
+		free(ds->rmsg);
+		ds->sbuf = NULL;
+		ds->sfree = NULL;
+		ds->rmsg = NULL;
+		return -ENOMEM;
+	}
 	for (int i = 0; i < rs->sq_size; i++)
 		ds->sfree[ds->nsfree++] = (uint16_t)(rs->sq_size - 1 - i);
 	ds->rqe_avail = rs->rq_size;
