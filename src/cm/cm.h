@@ -24,6 +24,13 @@
 #include "diag/clock.h"
 
 #define SRN_CM_MAX_DEV 8
+/* RoCE paths have no SA: the packet lifetime rdma_cm uses for them
+ * (CMA_IBOE_PACKET_LIFETIME), its CM response timeout and retries. */
+#define CMA_PACKET_LIFETIME 16
+#define CMA_CM_RESPONSE_TIMEOUT 20
+#define CMA_MAX_CM_RETRIES 15
+#define CMA_MRA_SERVICE_TIMEOUT 24
+#define CMA_DEFAULT_ACK_TIMEOUT 18    /* 2 × lifetime: 4.096 us << 18 ≈ 1.07 s */
 /* QP1's queues, as deep as the kernel's MAD layer makes them
  * (mad_recvq_size 512, mad_sendq_size 128): a program that connects
  * hundreds of ids at once (cmtime) sends and receives MADs in bursts,
@@ -62,6 +69,10 @@ struct srn_cm_dev {
 	uint64_t guid;
 	enum ibv_mtu mtu;
 	uint8_t max_rd_atomic;
+	/* The XRC domain the device's XRC ids share, opened at the first
+	 * (rdmacm/ep.c; rdma-core's ucma_get_xrcd); kept, like pd, while
+	 * the process lives. */
+	struct ibv_xrcd *xrcd;
 	struct { uint8_t gid[16]; struct ibv_ah *ah; } ah[SRN_CM_NAH];
 	unsigned nah;
 };

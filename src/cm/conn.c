@@ -19,14 +19,6 @@
 
 #include "wire/roce_hdr.h"
 
-/* RoCE paths have no SA: the packet lifetime rdma_cm uses for them
- * (CMA_IBOE_PACKET_LIFETIME), its CM response timeout and retries. */
-#define CMA_PACKET_LIFETIME 16
-#define CMA_CM_RESPONSE_TIMEOUT 20
-#define CMA_MAX_CM_RETRIES 15
-#define CMA_MRA_SERVICE_TIMEOUT 24
-#define CMA_DEFAULT_ACK_TIMEOUT 18    /* 2 × lifetime: 4.096 us << 18 ≈ 1.07 s */
-
 /* 4.096 us × 2^t in milliseconds (at least 1). */
 static uint32_t cm_ms(uint8_t t)
 {
@@ -105,111 +97,6 @@ static uint32_t new_comm_id(void)
 	return srn_cm.next_comm_id;
 }
 
-void srn_cm_fill_path(struct srn_cm_id *id, enum ibv_mtu mtu)
-{
-	struct ibv_sa_path_rec *p = &id->path;
-	memset(p, 0, sizeof(*p));
-	memcpy(p->sgid.raw, id->dev->gid, 16);
-	memcpy(p->dgid.raw, id->peer_gid, 16);
-	p->hop_limit = 64;
-	p->traffic_class = id->tos;
-	p->reversible = 1;
-	p->pkey = htobe16(0xffff);
-	p->mtu_selector = 2;
-	p->mtu = mtu;
-	p->rate_selector = 2;
-	p->rate = 3;
-	p->packet_life_time_selector = 2;
-	p->packet_life_time = CMA_PACKET_LIFETIME;
-	id->id.route.path_rec = p;
-	id->id.route.num_paths = 1;
-}
-
-int srn_cm_init_qp_attr(struct srn_cm_id *id, struct ibv_qp_attr *a, int *mask)
-{
-	if (id->id.qp_type == IBV_QPT_UD)
-		return srn_cm_ud_init_qp_attr(id, a, mask);
-	bool conn = id->state >= SRN_CMS_REQ_SENT;
-	switch (a->qp_state) {
-	case IBV_QPS_INIT:
-		a->pkey_index = 0;
-		a->port_num = 1;
-		*mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT;
-		if (id->id.qp_type == IBV_QPT_UD) {
-			a->qkey = RDMA_UDP_QKEY;
-			*mask |= IBV_QP_QKEY;
-		} else {
-			/* Before a connection: no remote access (cma_ib_init_qp_attr);
-			 * with one: the CM's (cm_init_qp_init_attr). */
-			a->qp_access_flags = !conn ? 0 : IBV_ACCESS_REMOTE_WRITE |
-				(id->resp_res ? IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC : 0);
-			*mask |= IBV_QP_ACCESS_FLAGS;
-		}
-		return 0;
-	case IBV_QPS_RTR:
-		if (!conn || id->id.qp_type == IBV_QPT_UD)
-			return -EINVAL;
-		memset(&a->ah_attr, 0, sizeof(a->ah_attr));
-		a->ah_attr.is_global = 1;
-		a->ah_attr.port_num = 1;
-		memcpy(a->ah_attr.grh.dgid.raw, id->peer_gid, 16);
-		a->ah_attr.grh.hop_limit = 64;
-		a->ah_attr.grh.traffic_class = id->tos;
-		a->path_mtu = id->mtu;
-		a->dest_qp_num = id->remote_qpn;
-		a->rq_psn = id->recv_psn;
-		*mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
-		if (id->id.qp_type == IBV_QPT_RC) {
-			a->max_dest_rd_atomic = id->resp_res;
-			a->min_rnr_timer = 0;   /* rdma_cm's default (655 ms) */
-			*mask |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
-		}
-		return 0;
-	case IBV_QPS_RTS:
-		if (!conn || id->id.qp_type == IBV_QPT_UD)
-			return -EINVAL;
-		a->sq_psn = id->send_psn;
-		*mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
-		if (id->id.qp_type == IBV_QPT_RC) {
-			a->timeout = id->ack_timeout;
-			a->retry_cnt = id->retry_count;
-			a->rnr_retry = id->rnr_retry;
-			a->max_rd_atomic = id->init_depth;
-			*mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
-		}
-		return 0;
-	default:
-		return -EINVAL;
-	}
-}
-
-/* Move the id's QP (librdmacm's ucma_modify_qp_rtr/rts/err): INIT is
- * refreshed before RTR so the access rights follow the connection. */
-int srn_cm_qp_to(struct srn_cm_id *id, enum ibv_qp_state s)
-{
-	struct ibv_qp *qp = id->id.qp;
-	struct ibv_qp_attr a;
-	int mask, ret;
-	if (!qp)
-		return 0;
-	if (s == IBV_QPS_ERR) {
-		memset(&a, 0, sizeof(a));
-		a.qp_state = IBV_QPS_ERR;
-		return -ibv_modify_qp(qp, &a, IBV_QP_STATE);
-	}
-	if (s == IBV_QPS_RTR) {
-		memset(&a, 0, sizeof(a));
-		a.qp_state = IBV_QPS_INIT;
-		if ((ret = srn_cm_init_qp_attr(id, &a, &mask)) || (ret = -ibv_modify_qp(qp, &a, mask)))
-			return ret;
-	}
-	memset(&a, 0, sizeof(a));
-	a.qp_state = s;
-	if ((ret = srn_cm_init_qp_attr(id, &a, &mask)))
-		return ret;
-	return -ibv_modify_qp(qp, &a, mask);
-}
-
 static void set_conn_param(struct rdma_conn_param *c, uint8_t rr, uint8_t id, uint8_t fc,
 			   uint8_t retry, uint8_t rnr, uint8_t srq, uint32_t qpn)
 {
@@ -228,7 +115,8 @@ int srn_cm_connect(struct srn_cm_id *id, const struct rdma_conn_param *p)
 		return -EINVAL;
 	if (id->id.qp_type == IBV_QPT_UD)
 		return srn_cm_sidr_connect(id, p);
-	if (id->id.qp_type != IBV_QPT_RC && id->id.qp_type != IBV_QPT_UC)
+	enum ibv_qp_type t = id->id.qp_type;
+	if (t != IBV_QPT_RC && t != IBV_QPT_UC && t != IBV_QPT_XRC_SEND)
 		return -EOPNOTSUPP;
 	if (p->private_data_len > SRN_CM_REQ_PDATA - SRN_CMA_HDR_LEN)
 		return -EINVAL;
@@ -245,10 +133,14 @@ int srn_cm_connect(struct srn_cm_id *id, const struct rdma_conn_param *p)
 	r->service_id = srn_cma_service_id((uint16_t)id->id.ps, ntohs(id->id.route.addr.dst_sin.sin_port));
 	r->ca_guid = id->dev->guid;
 	r->qpn = id->id.qp ? id->id.qp->qp_num : p->qp_num;
-	r->resp_res = p->responder_resources;
+	/* An XRC send QP answers no requests: it offers no responder
+	 * resources, and its target (not it) has the SRQs. */
+	r->resp_res = t == IBV_QPT_XRC_SEND ? 0 : p->responder_resources;
 	r->init_depth = p->initiator_depth;
 	r->remote_cm_timeout = CMA_CM_RESPONSE_TIMEOUT;
-	r->transport = id->id.qp_type == IBV_QPT_UC ? SRN_CM_TRANSPORT_UC : SRN_CM_TRANSPORT_RC;
+	r->transport = t == IBV_QPT_UC ? SRN_CM_TRANSPORT_UC
+		     : t == IBV_QPT_XRC_SEND ? SRN_CM_TRANSPORT_EXT : SRN_CM_TRANSPORT_RC;
+	r->ext_transport = t == IBV_QPT_XRC_SEND ? SRN_CM_EXT_TRANSPORT_XRC : 0;
 	r->flow_ctrl = p->flow_control ? 1 : 0;
 	r->psn = id->recv_psn;
 	r->local_cm_timeout = CMA_CM_RESPONSE_TIMEOUT;
@@ -258,7 +150,7 @@ int srn_cm_connect(struct srn_cm_id *id, const struct rdma_conn_param *p)
 	r->rnr_retry = p->rnr_retry_count > SRN_RNR_RETRY_MAX ?
 		SRN_RNR_RETRY_MAX : p->rnr_retry_count;
 	r->max_cm_retries = CMA_MAX_CM_RETRIES;
-	r->srq = (id->id.srq || (!id->id.qp && p->srq)) ? 1 : 0;
+	r->srq = t != IBV_QPT_XRC_SEND && (id->id.srq || (!id->id.qp && p->srq)) ? 1 : 0;
 	r->local_lid = r->remote_lid = 0xffff;   /* permissive: RoCE is routed by GID */
 	memcpy(r->local_gid, id->dev->gid, 16);
 	memcpy(r->remote_gid, id->peer_gid, 16);
@@ -303,7 +195,12 @@ int srn_cm_accept(struct srn_cm_id *id, const struct rdma_conn_param *p)
 	struct srn_cm_rep *r = &m.rep;
 	r->local_comm_id = id->local_comm_id;
 	r->remote_comm_id = id->remote_comm_id;
-	r->qpn = id->id.qp ? id->id.qp->qp_num : p->qp_num;
+	uint32_t qpn = id->id.qp ? id->id.qp->qp_num : p->qp_num;
+	/* An XRC target names its QP in the EECN field and always has SRQs
+	 * (the kernel's cm_format_rep for XRC_TGT). */
+	bool xrc = id->id.qp_type == IBV_QPT_XRC_RECV;
+	r->qpn = xrc ? 0 : qpn;
+	r->eecn = xrc ? qpn : 0;
 	r->psn = id->recv_psn;
 	r->resp_res = id->resp_res;
 	r->init_depth = id->init_depth;
@@ -311,7 +208,7 @@ int srn_cm_accept(struct srn_cm_id *id, const struct rdma_conn_param *p)
 	r->flow_ctrl = p->flow_control ? 1 : 0;
 	r->rnr_retry = p->rnr_retry_count > SRN_RNR_RETRY_MAX ?
 		SRN_RNR_RETRY_MAX : p->rnr_retry_count;
-	r->srq = (id->id.srq || (!id->id.qp && p->srq)) ? 1 : 0;
+	r->srq = xrc || id->id.srq || (!id->id.qp && p->srq) ? 1 : 0;
 	r->ca_guid = id->dev->guid;
 	if (p->private_data_len)
 		memcpy(r->pdata, p->private_data, p->private_data_len);
@@ -520,7 +417,10 @@ int srn_cm_req_in(struct srn_cm_dev *dev, const struct srn_cm_msg *m, const uint
 							   : SRN_CM_REJ_CONSUMER_DEFINED);
 		return 0;
 	}
-	enum ibv_qp_type qpt = r->transport == SRN_CM_TRANSPORT_UC ? IBV_QPT_UC : IBV_QPT_RC;
+	/* The REQ's transport names the passive QP's type (the kernel's
+	 * cm_req_get_qp_type): an XRC initiator is answered by an XRC target. */
+	enum ibv_qp_type qpt = r->transport == SRN_CM_TRANSPORT_UC ? IBV_QPT_UC
+			     : r->transport == SRN_CM_TRANSPORT_EXT ? IBV_QPT_XRC_RECV : IBV_QPT_RC;
 	struct srn_cm_id *id = srn_cm_child_new(l, dev, &h, gid, qpt);
 	if (!id) {
 		srn_cm_rej_req(dev, gid, m, SRN_CM_REJ_CONSUMER_DEFINED);
@@ -535,7 +435,7 @@ int srn_cm_req_in(struct srn_cm_dev *dev, const struct srn_cm_msg *m, const uint
 	 * rdma_init_qp_attr before it accepts. */
 	id->recv_psn = rand24();
 	id->resp_res = r->init_depth;
-	id->init_depth = r->resp_res;
+	id->init_depth = qpt == IBV_QPT_XRC_RECV ? 0 : r->resp_res;   /* a target sends no reads */
 	id->retry_count = r->retry_count;
 	id->rnr_retry = r->rnr_retry;
 	id->ack_timeout = r->ack_timeout ? r->ack_timeout : CMA_DEFAULT_ACK_TIMEOUT;
@@ -580,13 +480,14 @@ static void on_rep(const struct srn_cm_msg *m)
 	}
 	srn_cm_timer_stop(id);
 	id->remote_comm_id = r->local_comm_id;
-	id->remote_qpn = r->qpn;
+	/* An XRC target's QPN comes in the EECN field (cm_rep_get_qpn). */
+	id->remote_qpn = id->id.qp_type == IBV_QPT_XRC_SEND ? r->eecn : r->qpn;
 	id->send_psn = r->psn;
 	id->resp_res = r->init_depth;
 	id->init_depth = r->resp_res;
 	id->rnr_retry = r->rnr_retry;
 	struct rdma_conn_param cp = { 0 };
-	set_conn_param(&cp, r->init_depth, r->resp_res, r->flow_ctrl, 0, r->rnr_retry, r->srq, r->qpn);
+	set_conn_param(&cp, r->init_depth, r->resp_res, r->flow_ctrl, 0, r->rnr_retry, r->srq, id->remote_qpn);
 	if (!id->id.qp) {
 		id->state = SRN_CMS_REP_RCVD;
 		struct srn_cm_event *e = srn_cm_event_queue(id, RDMA_CM_EVENT_CONNECT_RESPONSE, 0,

@@ -83,6 +83,7 @@ static int parse_req(const uint8_t *d, struct srn_cm_req *r)
 	r->rnr_retry = gbits(d[50], 5, 3);
 	r->max_cm_retries = gbits(d[51], 0, 4);
 	r->srq = gbits(d[51], 4, 1);
+	r->ext_transport = gbits(d[51], 5, 3);
 	r->local_lid = g16(d + 52);
 	r->remote_lid = g16(d + 54);
 	memcpy(r->local_gid, d + 56, 16);
@@ -95,12 +96,15 @@ static int parse_req(const uint8_t *d, struct srn_cm_req *r)
 	r->subnet_local = gbits(d[94], 4, 1);
 	r->ack_timeout = gbits(d[95], 0, 5);
 	memcpy(r->pdata, d + 140, SRN_CM_REQ_PDATA);
-	/* C12-6: only RC and UC connect through REQ/REP here (RD is not
-	 * built by anyone, XRC would say so in the extended type). */
-	if (r->transport != SRN_CM_TRANSPORT_RC && r->transport != SRN_CM_TRANSPORT_UC)
+	/* C12-6: RC, UC and XRC connect through REQ/REP here; RD is built
+	 * by nobody.  XRC is transport 3 with extended type 1 (Annex A14);
+	 * other extended types do not exist, and one named beside RC or UC
+	 * contradicts the transport. */
+	if (r->transport == SRN_CM_TRANSPORT_RD)
 		return -SRN_CM_BAD_FIELD;
-	if (gbits(d[51], 5, 3) != 0)
-		return -SRN_CM_BAD_FIELD;    /* extended transport (XRC): not taken */
+	if (r->transport == SRN_CM_TRANSPORT_EXT ? r->ext_transport != SRN_CM_EXT_TRANSPORT_XRC
+						  : r->ext_transport != 0)
+		return -SRN_CM_BAD_FIELD;
 	if (r->mtu < 1 || r->mtu > 5)
 		return -SRN_CM_BAD_FIELD;    /* 256..4096 are the only MTUs */
 	if (r->local_comm_id == 0)
@@ -122,7 +126,7 @@ static void build_req(uint8_t *d, const struct srn_cm_req *r)
 	d[47] = pbits(r->local_cm_timeout, 0, 5) | pbits(r->retry_count, 5, 3);
 	p16(d + 48, r->pkey);
 	d[50] = pbits(r->mtu, 0, 4) | pbits(r->rnr_retry, 5, 3);
-	d[51] = pbits(r->max_cm_retries, 0, 4) | pbits(r->srq, 4, 1);
+	d[51] = pbits(r->max_cm_retries, 0, 4) | pbits(r->srq, 4, 1) | pbits(r->ext_transport, 5, 3);
 	p16(d + 52, r->local_lid);
 	p16(d + 54, r->remote_lid);
 	memcpy(d + 56, r->local_gid, 16);
@@ -142,6 +146,7 @@ static int parse_rep(const uint8_t *d, struct srn_cm_rep *r)
 	r->remote_comm_id = g32(d + 4);
 	r->qkey = g32(d + 8);
 	r->qpn = g24(d + 12);
+	r->eecn = g24(d + 16);
 	r->psn = g24(d + 20);
 	r->resp_res = d[24];
 	r->init_depth = d[25];
@@ -163,6 +168,7 @@ static void build_rep(uint8_t *d, const struct srn_cm_rep *r)
 	p32(d + 4, r->remote_comm_id);
 	p32(d + 8, r->qkey);
 	p24(d + 12, r->qpn);
+	p24(d + 16, r->eecn);
 	p24(d + 20, r->psn);
 	d[24] = r->resp_res;
 	d[25] = r->init_depth;

@@ -79,8 +79,12 @@ enum srn_cm_sidr_status {
 /* "Message REJected / MRAed" codes. */
 enum { SRN_CM_MSG_REQ = 0, SRN_CM_MSG_REP = 1, SRN_CM_MSG_OTHER = 2 };
 
-/* Transport service type in a REQ (IBTA 12.6.5). */
-enum { SRN_CM_TRANSPORT_RC = 0, SRN_CM_TRANSPORT_UC = 1, SRN_CM_TRANSPORT_RD = 2 };
+/* Transport service type in a REQ (IBTA 12.6.5); 3 says "see the
+ * extended transport type", whose value 1 is XRC (IBTA Annex A14, the
+ * kernel's cm_req_set_qp_type). */
+enum { SRN_CM_TRANSPORT_RC = 0, SRN_CM_TRANSPORT_UC = 1, SRN_CM_TRANSPORT_RD = 2,
+       SRN_CM_TRANSPORT_EXT = 3 };
+enum { SRN_CM_EXT_TRANSPORT_XRC = 1 };
 
 struct srn_cm_req {
 	uint32_t local_comm_id;
@@ -100,6 +104,7 @@ struct srn_cm_req {
 	uint8_t rnr_retry;             /* 3 bits */
 	uint8_t max_cm_retries;        /* 4 bits */
 	uint8_t srq;                   /* 1 bit */
+	uint8_t ext_transport;         /* 3 bits: XRC (1) when transport is EXT, else 0 */
 	uint16_t local_lid, remote_lid;
 	uint8_t local_gid[16], remote_gid[16];
 	uint32_t flow_label;           /* 20 bits */
@@ -115,6 +120,9 @@ struct srn_cm_rep {
 	uint32_t local_comm_id, remote_comm_id;
 	uint32_t qkey;
 	uint32_t qpn;                  /* 24 bits */
+	/* 24 bits: an XRC target QP's number goes here, not in qpn (the
+	 * kernel's cm_format_rep / cm_rep_get_qpn for XRC_TGT / XRC_INI) */
+	uint32_t eecn;
 	uint32_t psn;                  /* 24 bits: the sender's first receive PSN */
 	uint8_t resp_res, init_depth;
 	uint8_t target_ack_delay;      /* 5 bits */

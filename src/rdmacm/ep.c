@@ -3,9 +3,15 @@
  * (with CQs and completion channels when the caller gives none, as
  * rdma-core's ucma_create_cqs), rdma_create_ep / rdma_get_request for the
  * synchronous rdma_server/rdma_client style, and rdma_getaddrinfo.
+ *
+ * XRC (rdma_xserver -c x): an id of type XRC_RECV gets its QP and its
+ * SRQs in the device's one XRC domain (dev->xrcd), as rdma-core does.
+ * The receive QP has no CQs; the XRC SRQ made on the id gets the id's
+ * receive CQ, so rdma_get_recv_comp sees what arrives through it.
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netdb.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,28 +36,41 @@ static struct ibv_pd *default_pd(struct srn_cm_id *p)
 	return p->dev ? p->dev->pd : NULL;
 }
 
+/* Destroy the id's CQs and channels that nothing uses any more.  One
+ * still in use stays (an XRC SRQ's CQ outlives the QP: rdma_destroy_ep
+ * destroys the QP first), and rdma_destroy_srq comes back for it. */
 static void destroy_cqs(struct rdma_cm_id *id)
 {
-	if (id->recv_cq) {
-		ibv_destroy_cq(id->recv_cq);
+	if (id->recv_cq && ibv_destroy_cq(id->recv_cq) == 0) {
 		if (id->send_cq == id->recv_cq)
 			id->send_cq = NULL;
 		id->recv_cq = NULL;
 	}
-	if (id->send_cq) {
-		ibv_destroy_cq(id->send_cq);
+	if (id->send_cq && ibv_destroy_cq(id->send_cq) == 0)
 		id->send_cq = NULL;
-	}
-	if (id->recv_cq_channel) {
-		ibv_destroy_comp_channel(id->recv_cq_channel);
+	if (id->recv_cq_channel && !id->recv_cq && ibv_destroy_comp_channel(id->recv_cq_channel) == 0) {
 		if (id->send_cq_channel == id->recv_cq_channel)
 			id->send_cq_channel = NULL;
 		id->recv_cq_channel = NULL;
 	}
-	if (id->send_cq_channel) {
-		ibv_destroy_comp_channel(id->send_cq_channel);
+	if (id->send_cq_channel && !id->send_cq && ibv_destroy_comp_channel(id->send_cq_channel) == 0)
 		id->send_cq_channel = NULL;
+}
+
+/* The device's XRC domain, opened at the first use (ucma_get_xrcd). */
+static struct ibv_xrcd *dev_xrcd(struct srn_cm_id *p)
+{
+	if (!p->dev)
+		return NULL;
+	pthread_mutex_lock(&srn_cm.lock);
+	if (!p->dev->xrcd) {
+		struct ibv_xrcd_init_attr xa = { .comp_mask = IBV_XRCD_INIT_ATTR_FD | IBV_XRCD_INIT_ATTR_OFLAGS,
+						 .fd = -1, .oflags = O_CREAT };
+		p->dev->xrcd = ibv_open_xrcd(p->dev->ctx, &xa);
 	}
+	struct ibv_xrcd *x = p->dev->xrcd;
+	pthread_mutex_unlock(&srn_cm.lock);
+	return x;
 }
 
 static int create_cqs(struct rdma_cm_id *id, uint32_t send_size, uint32_t recv_size)
@@ -91,8 +110,15 @@ SRN_RDMACM_EXPORT int rdma_create_qp_ex(struct rdma_cm_id *id, struct ibv_qp_ini
 	}
 	if (!attr->pd || attr->pd->context != id->verbs)
 		return ret_errno(-EINVAL);
+	bool xrc_recv = attr->qp_type == IBV_QPT_XRC_RECV;
+	if (xrc_recv && (!(attr->comp_mask & IBV_QP_INIT_ATTR_XRCD) || !attr->xrcd)) {
+		if (!(attr->xrcd = dev_xrcd(p)))
+			return -1;
+		attr->comp_mask |= IBV_QP_INIT_ATTR_XRCD;
+	}
 	bool own_cqs = false;
-	if ((!attr->recv_cq && !attr->srq) || !attr->send_cq) {
+	/* An XRC receive QP has no queues: its SRQs' CQs take its work. */
+	if (!xrc_recv && ((!attr->recv_cq && !attr->srq) || !attr->send_cq)) {
 		if (create_cqs(id, attr->send_cq ? 0 : attr->cap.max_send_wr,
 			       attr->recv_cq || attr->srq ? 0 : attr->cap.max_recv_wr))
 			return ret_errno(-ENOMEM);
@@ -102,7 +128,7 @@ SRN_RDMACM_EXPORT int rdma_create_qp_ex(struct rdma_cm_id *id, struct ibv_qp_ini
 		if (!attr->recv_cq && !attr->srq)
 			attr->recv_cq = id->recv_cq;
 	}
-	if (id->srq && !attr->srq)
+	if (id->srq && !attr->srq && !xrc_recv && attr->qp_type != IBV_QPT_XRC_SEND)
 		attr->srq = id->srq;
 	struct ibv_qp *qp = ibv_create_qp_ex(id->verbs, attr);
 	if (!qp) {
@@ -180,13 +206,33 @@ SRN_RDMACM_EXPORT int rdma_create_srq_ex(struct rdma_cm_id *id, struct ibv_srq_i
 		attr->srq_type = IBV_SRQT_BASIC;
 		attr->comp_mask |= IBV_SRQ_INIT_ATTR_TYPE;
 	}
-	if (attr->srq_type != IBV_SRQT_BASIC)
-		return ret_errno(-EOPNOTSUPP);   /* XRC SRQs through the CM: not yet */
-	struct ibv_srq_init_attr a = { .srq_context = attr->srq_context, .attr = attr->attr };
-	struct ibv_srq *srq = ibv_create_srq(attr->pd, &a);
-	if (!srq)
-		return -1;
-	attr->attr = a.attr;
+	if (attr->srq_type != IBV_SRQT_BASIC && attr->srq_type != IBV_SRQT_XRC)
+		return ret_errno(-EOPNOTSUPP);   /* tag matching */
+	bool own_cq = false;
+	if (attr->srq_type == IBV_SRQT_XRC) {
+		/* rdma-core's rdma_create_srq_ex: the device's domain, and a
+		 * receive CQ of the id's for the SRQ when none is given. */
+		if (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_XRCD) || !attr->xrcd) {
+			if (!(attr->xrcd = dev_xrcd(priv(id))))
+				return -1;
+		}
+		if (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_CQ) || !attr->cq) {
+			if (!id->recv_cq) {
+				if (create_cqs(id, 0, attr->attr.max_wr))
+					return ret_errno(-ENOMEM);
+				own_cq = true;
+			}
+			attr->cq = id->recv_cq;
+		}
+		attr->comp_mask |= IBV_SRQ_INIT_ATTR_XRCD | IBV_SRQ_INIT_ATTR_CQ;
+	}
+	struct ibv_srq *srq = ibv_create_srq_ex(id->verbs, attr);
+	if (!srq) {
+		int e = errno;
+		if (own_cq)
+			destroy_cqs(id);
+		return ret_errno(-e);
+	}
 	id->srq = srq;
 	id->pd = attr->pd;
 	return 0;
@@ -196,9 +242,12 @@ SRN_RDMACM_EXPORT int rdma_create_srq(struct rdma_cm_id *id, struct ibv_pd *pd, 
 {
 	if (!attr)
 		return ret_errno(-EINVAL);
+	/* An XRC receive id's SRQ is an XRC SRQ (rdma-core's rdma_create_srq). */
 	struct ibv_srq_init_attr_ex ex = { .srq_context = attr->srq_context, .attr = attr->attr,
 					   .comp_mask = IBV_SRQ_INIT_ATTR_TYPE | (pd ? IBV_SRQ_INIT_ATTR_PD : 0),
-					   .srq_type = IBV_SRQT_BASIC, .pd = pd };
+					   .srq_type = id->qp_type == IBV_QPT_XRC_RECV ? IBV_SRQT_XRC
+											 : IBV_SRQT_BASIC,
+					   .pd = pd };
 	int ret = rdma_create_srq_ex(id, &ex);
 	if (!ret)
 		attr->attr = ex.attr;
@@ -210,6 +259,7 @@ SRN_RDMACM_EXPORT void rdma_destroy_srq(struct rdma_cm_id *id)
 	if (id->srq)
 		ibv_destroy_srq(id->srq);
 	id->srq = NULL;
+	destroy_cqs(id);               /* an XRC SRQ's CQ (rdma-core does the same) */
 }
 
 SRN_RDMACM_EXPORT int rdma_create_ep(struct rdma_cm_id **id, struct rdma_addrinfo *res, struct ibv_pd *pd,

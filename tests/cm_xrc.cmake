@@ -1,0 +1,14 @@
+# XRC through rdma_cm, and ephemeral rdma_cm ports across processes
+# (issue 12): the codec's XRC fields, Debian's unmodified rdma_xserver /
+# rdma_xclient -c x on loopback and between namespaces, and two processes
+# binding port 0 at once.
+srn_unit_test(test_cm_xrc_mad test_cm_xrc_mad.c ${CMAKE_SOURCE_DIR}/src/cm/mad.c)
+# The MAD parser again, starting from an XRC REQ and an XRC target's REP.
+srn_fuzz_target(fuzz_cm_mad_xrc RUNS 50000 SOURCES fuzz_cm_mad.c ${CMAKE_SOURCE_DIR}/src/cm/mad.c
+  SEEDS ${CMAKE_CURRENT_LIST_DIR}/data/fuzz/cm_mad/xrc_req.bin
+        ${CMAKE_CURRENT_LIST_DIR}/data/fuzz/cm_mad/xrc_rep.bin)
+srn_script_test(cm_xrc test_cm_xrc.sh)
+srn_script_test(cm_xrc_netns test_cm_xrc_netns.sh)
+
+# The fast tier (ctest -L fast).
+set_property(TEST test_cm_xrc_mad fuzz_cm_mad_xrc APPEND PROPERTY LABELS fast)
