@@ -12,3 +12,9 @@ srn_script_test(cm_xrc_netns test_cm_xrc_netns.sh)
 
 # The fast tier (ctest -L fast).
 set_property(TEST test_cm_xrc_mad fuzz_cm_mad_xrc APPEND PROPERTY LABELS fast)
+
+# Ephemeral ports: two processes binding port 0 a thousand times each, at
+# once, never share one; an explicit bind sees them; dead holders' go.
+add_executable(test_cm_ephemeral test_cm_ephemeral.c)
+target_link_libraries(test_cm_ephemeral PRIVATE rdmacm)
+srn_script_test(cm_ephemeral test_cm_ephemeral.sh)

@@ -113,10 +113,10 @@ struct srn_cm_id {
 	 * kernel's (cma_new_conn_id): a listener destroyed after accept
 	 * frees the port for the next bind (perftest -R binds it twice). */
 	bool owns_port;
-	/* An explicit port written down for other processes (port_files.c):
-	 * the file, flock'ed shared while we hold the port; -1: none. */
-	int port_fd;
-	char port_name[48];
+	/* The port is written down for our other processes (port_files.c):
+	 * port_name is its file in the directory. */
+	bool port_file;
+	char port_name[64];
 	/* The same-host process behind the peer's device when the connection
 	 * began (peer_watch.c); 0: not known (another host, no rings). */
 	pid_t peer_pid;
@@ -335,6 +335,10 @@ int srn_cm_port_rule(const struct sockaddr *a, bool reuse, bool afonly, const st
  * id's bound port (listen: again, now without reuseaddr): 0 or what
  * srn_cm_port_rule says about another live process's hold. */
 int srn_cm_port_reserve(struct srn_cm_id *id, bool listen);
+/* Pick an ephemeral port for a (its address set, port 0) that neither
+ * this process's ids nor another process's files hold, and write it down;
+ * sets a's port.  0 or -EADDRNOTAVAIL (the range is full). */
+int srn_cm_port_ephemeral(struct srn_cm_id *id, struct sockaddr *a);
 void srn_cm_port_release(struct srn_cm_id *id);
 
 #endif

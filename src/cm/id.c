@@ -133,7 +133,6 @@ struct srn_cm_id *srn_cm_id_new(struct srn_cm_chan *chan, void *context, enum rd
 	id->id.ps = ps;
 	id->id.qp_type = qpt;
 	id->state = SRN_CMS_IDLE;
-	id->port_fd = -1;
 	id->next = srn_cm.ids;
 	srn_cm.ids = id;
 	return id;
@@ -393,18 +392,11 @@ int srn_cm_port_alloc(struct srn_cm_id *id, struct sockaddr *a)
 		id->owns_port = true;
 		return 0;
 	}
-	uint32_t r = 0;
-	if (getrandom(&r, sizeof(r), 0) != sizeof(r))
-		r = (uint32_t)srn_now_ns();
-	/* The kernel's default ephemeral range, 32768-60999. */
-	for (uint32_t i = 0; i < 28232; i++) {
-		s->sin_port = htons((uint16_t)(32768 + (r + i) % 28232));
-		if (!srn_cm_port_in_use(id->id.ps, a, id)) {
-			id->owns_port = true;
-			return 0;
-		}
-	}
-	return -EADDRNOTAVAIL;
+	/* Ephemeral: free here and in this user's other processes. */
+	int ret = srn_cm_port_ephemeral(id, a);
+	if (!ret)
+		id->owns_port = true;
+	return ret;
 }
 
 struct srn_cm_id *srn_cm_listener_for(uint64_t service_id, const struct sockaddr *dst)

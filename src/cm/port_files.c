@@ -3,29 +3,41 @@
  *
  * The kernel keeps one rdma_cm port space per network namespace, so a
  * second rdma_bind_addr or rdma_listen on a port another process holds
- * fails.  Here every process has its own CM, so a port bound explicitly
- * (rdma_bind_addr with a port) is also written down as a file in a
- * directory of our own:
+ * fails, and two processes binding port 0 never get the same port.  Here
+ * every process has its own CM, so every port an id holds (explicit or
+ * ephemeral) is also written down in a directory of our own:
  *
- *   /dev/shm/softrnic-cm-<euid>-<netns inode>/   0700, ours (checked on the fd)
- *     lock                                       0600, flock'ed while one
- *                                                process checks and adds
- *     <ps>-<port>-<pid>-<n>                      0600, one per bound id:
- *                                                its address and options
+ *   /dev/shm/softrnic-cm-<euid>-<netns inode>/     0700, ours (checked on the fd)
+ *     lock                                         0600, flock'ed while one
+ *                                                  process checks and adds
+ *     alive-<pid>-<token>                          0600, one per process, kept
+ *                                                  open and flock'ed shared
+ *                                                  while the process lives
+ *     <ps>-<port>-<pid>-<token>-<n>                0600, one per held port:
+ *                                                  its address and options
  *
- * The owner holds a shared flock on its file as long as the id holds the
- * port; a file whose lock can be taken belongs to a dead process and is
- * removed by whoever finds it.  Every file is opened with O_NOFOLLOW |
- * O_NONBLOCK and used only if fstat on the descriptor shows a regular
- * file of our euid, mode 0600, of the record's size.  Other users get
- * their own directory: their ports do not collide with ours (the trust
- * rules give them nothing of ours to read), and where the directory name
- * is taken by someone else only this process's ids are checked.
+ * A port file belongs to the process whose alive file it names; when that
+ * file's lock can be taken (or it is gone) the process is dead, and
+ * whoever finds that removes both.  One descriptor per process, not per
+ * id: a program with thousands of connections keeps its descriptors.  The
+ * token (random per process) keeps a reused pid from reviving a dead
+ * process's files.  Every file is opened with O_NOFOLLOW | O_NONBLOCK
+ * and used only if fstat on the descriptor shows a regular file of our
+ * euid, mode 0600, of the record's size.  Files are created, checked
+ * and removed only under the directory's lock, so a checker never sees
+ * an alive file before its lock is taken.  Other users get their own
+ * directory: their ports do not collide with ours (the trust rules give
+ * them nothing of ours to read), and where the directory name is taken
+ * by someone else only this process's ids are checked.
  *
- * Ephemeral ports (bind to port 0, rdma_resolve_addr) are not written
- * down: they come from this process's share of 32768-60999 and collide
- * only with an explicit bind of the same port elsewhere, which the
- * kernel would refuse and we let pass.  Must hold srn_cm.lock.
+ * Ephemeral ports (bind to port 0, an implicit bind in rdma_resolve_addr):
+ * under the lock a process picks, from the kernel's ephemeral range
+ * (ip_local_port_range of its network namespace), a port that no file of
+ * another process names and none of its own ids holds, and writes its
+ * file before it lets the lock go.  An explicit bind elsewhere then sees
+ * the ephemeral holder as the kernel's port check would.  A file left by
+ * a dead process keeps its port out of the ephemeral choice until a
+ * process's first reservation sweeps it.  Must hold srn_cm.lock.
  */
 #include "cm/cm.h"
 
@@ -35,11 +47,12 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #define PORT_DIR_FMT "/dev/shm/softrnic-cm-%u-%llx"
-#define PORT_REC_MAGIC 0x31504d434e5253ull   /* "SRNCMP1" */
+#define PORT_REC_MAGIC 0x32504d434e5253ull   /* "SRNCMP2" */
 #define OPEN_SAFE (O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC)
 
 struct port_rec {
@@ -52,6 +65,9 @@ struct port_rec {
 };
 
 static int dir_fd = -2;                /* -2: not looked at yet, -1: none usable */
+static int alive_fd = -1;              /* our alive file, flock'ed shared */
+static pid_t alive_pid;                /* whose: a forked child makes its own */
+static unsigned long long token;
 static unsigned serial;
 
 /* Is fd a regular file of ours, mode 0600, size bytes (-1: any)? */
@@ -99,44 +115,125 @@ static int lock_dir(int dfd)
 	return fd;
 }
 
+static void unlock_dir(int lfd)
+{
+	flock(lfd, LOCK_UN);
+	close(lfd);
+}
+
+/* Our alive file, made at the first hold (under the directory's lock).
+ * A forked child makes its own: its files name its pid; the parent's
+ * descriptor it inherited is closed (the parent's lock stays, it is on
+ * the parent's open file too). */
+static bool alive(int dfd)
+{
+	if (alive_fd >= 0 && alive_pid == getpid())
+		return true;
+	if (alive_fd >= 0) {
+		close(alive_fd);
+		alive_fd = -1;
+	}
+	if (getrandom(&token, sizeof(token), 0) != sizeof(token))
+		token = srn_now_ns() ^ (unsigned long long)getpid() << 40;
+	char name[48];
+	snprintf(name, sizeof(name), "alive-%d-%016llx", (int)getpid(), token);
+	int fd = openat(dfd, name, O_RDWR | O_CREAT | O_EXCL | OPEN_SAFE, 0600);
+	if (fd < 0)
+		return false;
+	if (fchmod(fd, 0600) || flock(fd, LOCK_SH)) {
+		close(fd);
+		unlinkat(dfd, name, 0);
+		return false;
+	}
+	alive_fd = fd;
+	alive_pid = getpid();
+	return true;
+}
+
+/* Is the process behind alive-<pid>-<tok> alive?  If not, its alive file
+ * goes (the caller removes the port file that named it). */
+static bool owner_alive(int dfd, int pid, unsigned long long tok)
+{
+	if (pid == getpid() && tok == token && alive_pid == getpid())
+		return true;
+	char name[48];
+	snprintf(name, sizeof(name), "alive-%d-%016llx", pid, tok);
+	int fd = openat(dfd, name, O_RDONLY | OPEN_SAFE);
+	if (fd < 0)
+		return errno != ENOENT;        /* gone: dead; unreadable: assume alive */
+	bool live = !file_ours(fd, -1) || flock(fd, LOCK_EX | LOCK_NB) != 0;
+	if (!live)
+		unlinkat(dfd, name, 0);
+	close(fd);
+	return live;
+}
+
 /* Read a live holder's record from dfd/name; false when it is not a
  * valid record of ours or its holder is dead (then the file goes). */
 static bool read_live(int dfd, const char *name, uint16_t ps, uint16_t port, struct port_rec *r)
 {
+	int pid;
+	unsigned long long tok;
+	if (sscanf(name, "%*4x-%*5u-%d-%16llx-", &pid, &tok) != 2)
+		return false;
 	int fd = openat(dfd, name, O_RDONLY | OPEN_SAFE);
 	if (fd < 0)
 		return false;
 	bool ok = file_ours(fd, sizeof(*r)) && pread(fd, r, sizeof(*r), 0) == (ssize_t)sizeof(*r) &&
-		  r->magic == PORT_REC_MAGIC && r->ps == ps && r->port == port &&
+		  r->magic == PORT_REC_MAGIC && r->ps == ps && r->port == port && r->pid == pid &&
 		  (r->addr.ss_family == AF_INET || r->addr.ss_family == AF_INET6);
-	if (ok && flock(fd, LOCK_EX | LOCK_NB) == 0) {
-		unlinkat(dfd, name, 0);        /* nobody holds it: its process is gone */
+	close(fd);
+	if (ok && !owner_alive(dfd, pid, tok)) {
+		unlinkat(dfd, name, 0);        /* its process is gone */
 		ok = false;
 	}
-	close(fd);
 	return ok;
 }
 
-/* Remove the files of dead holders (a process killed while it held a
- * port leaves its file; the next process of the user cleans up). */
-static void sweep(int dfd)
+/* The directory opened for a scan from its first entry (closedir). */
+static DIR *scan_dir(int dfd)
 {
-	int dfd2 = dup(dfd);
+	int dfd2 = dup(dfd);           /* closedir closes its own descriptor */
 	DIR *d = dfd2 >= 0 ? fdopendir(dfd2) : NULL;
 	if (!d) {
 		if (dfd2 >= 0)
 			close(dfd2);
-		return;
+		return NULL;
 	}
-	rewinddir(d);
+	rewinddir(d);                  /* the dup shares dir_fd's position */
+	return d;
+}
+
+/* Remove the files of dead holders (a process that exits or is killed
+ * while it holds ports leaves its files; the next process cleans up),
+ * and alive files nobody holds. */
+static void sweep(int dfd)
+{
+	DIR *d = scan_dir(dfd);
+	if (!d)
+		return;
 	struct dirent *e;
 	while ((e = readdir(d))) {
 		unsigned ps, port;
+		int pid;
+		unsigned long long tok;
 		struct port_rec r;
 		if (sscanf(e->d_name, "%4x-%5u-", &ps, &port) == 2)
 			read_live(dfd, e->d_name, (uint16_t)ps, (uint16_t)port, &r);
+		else if (sscanf(e->d_name, "alive-%d-%16llx", &pid, &tok) == 2)
+			owner_alive(dfd, pid, tok);
 	}
 	closedir(d);
+}
+
+/* The first reservation of a process removes dead holders' files. */
+static void sweep_once(int dfd)
+{
+	static bool swept;
+	if (!swept) {
+		swept = true;
+		sweep(dfd);
+	}
 }
 
 /* The kernel's verdict (cma_check_port) against every live holder of the
@@ -146,14 +243,9 @@ static int check_others(int dfd, const struct srn_cm_id *id, bool reuse)
 	char prefix[32];
 	uint16_t ps = (uint16_t)id->id.ps, port = srn_cm_id_port(id);
 	int n = snprintf(prefix, sizeof(prefix), "%04x-%05u-", ps, port);
-	int dfd2 = dup(dfd);           /* closedir closes its own descriptor */
-	DIR *d = dfd2 >= 0 ? fdopendir(dfd2) : NULL;
-	if (!d) {
-		if (dfd2 >= 0)
-			close(dfd2);
+	DIR *d = scan_dir(dfd);
+	if (!d)
 		return 0;
-	}
-	rewinddir(d);                  /* the dup shares dir_fd's position */
 	int ret = 0;
 	struct dirent *e;
 	while (!ret && (e = readdir(d))) {
@@ -168,57 +260,139 @@ static int check_others(int dfd, const struct srn_cm_id *id, bool reuse)
 	return ret;
 }
 
-static int write_rec(const struct srn_cm_id *id, bool reuse)
+/* Write the id's hold on a (address and port) into its file: created the
+ * first time (exclusive, 0600), rewritten later (a listener drops its
+ * reuseaddr).  On failure the port stays held in this process only. */
+static void write_rec(int dfd, struct srn_cm_id *id, const struct sockaddr *a, bool reuse)
 {
 	struct port_rec r = { .magic = PORT_REC_MAGIC, .pid = getpid(), .ps = (uint16_t)id->id.ps,
-			      .port = srn_cm_id_port(id), .reuseaddr = reuse, .afonly = id->afonly };
-	memcpy(&r.addr, &id->id.route.addr.src_storage, sizeof(r.addr));
-	return pwrite(id->port_fd, &r, sizeof(r), 0) == (ssize_t)sizeof(r) ? 0 : -EIO;
+			      .port = ntohs(((const struct sockaddr_in *)a)->sin_port), .reuseaddr = reuse,
+			      .afonly = id->afonly };
+	memcpy(&r.addr, a, a->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in));
+	if (!alive(dfd))
+		return;
+	int fd;
+	if (id->port_file) {
+		fd = openat(dfd, id->port_name, O_WRONLY | OPEN_SAFE);
+	} else {
+		snprintf(id->port_name, sizeof(id->port_name), "%04x-%05u-%d-%016llx-%u", (unsigned)r.ps,
+			 r.port, (int)getpid(), token, serial++);
+		fd = openat(dfd, id->port_name, O_WRONLY | O_CREAT | O_EXCL | OPEN_SAFE, 0600);
+		if (fd >= 0 && fchmod(fd, 0600)) {
+			close(fd);
+			fd = -1;
+			unlinkat(dfd, id->port_name, 0);
+		}
+	}
+	if (fd < 0) {
+		srn_cm_port_release(id);
+		return;
+	}
+	bool ok = file_ours(fd, -1) && pwrite(fd, &r, sizeof(r), 0) == (ssize_t)sizeof(r);
+	close(fd);
+	id->port_file = true;
+	if (!ok)
+		srn_cm_port_release(id);
 }
 
 int srn_cm_port_reserve(struct srn_cm_id *id, bool listen)
 {
 	int dfd = port_dir();
-	if (dfd < 0 || (listen && id->port_fd < 0))
-		return 0;              /* no directory, or an ephemeral port: ours alone */
+	if (dfd < 0)
+		return 0;              /* no directory: ours alone */
 	int lfd = lock_dir(dfd);
 	if (lfd < 0)
 		return 0;
-	static bool swept;
-	if (!swept) {
-		swept = true;
-		sweep(dfd);
-	}
+	sweep_once(dfd);
 	/* A listener must be alone on its address, reuseaddr or not (the
 	 * kernel's rdma_listen checks again without it, then clears it). */
 	bool reuse = id->reuseaddr && !listen;
 	int ret = check_others(dfd, id, reuse);
-	if (!ret && id->port_fd < 0) {
-		snprintf(id->port_name, sizeof(id->port_name), "%04x-%05u-%d-%u", (unsigned)id->id.ps,
-			 srn_cm_id_port(id), (int)getpid(), serial++);
-		int fd = openat(dfd, id->port_name, O_RDWR | O_CREAT | O_EXCL | OPEN_SAFE, 0600);
-		if (fd >= 0 && (fchmod(fd, 0600) || flock(fd, LOCK_SH))) {
-			close(fd);
-			unlinkat(dfd, id->port_name, 0);
-			fd = -1;
-		}
-		id->port_fd = fd;      /* not written down: the port is still ours here */
+	if (!ret)
+		write_rec(dfd, id, &id->id.route.addr.src_addr, reuse);
+	unlock_dir(lfd);
+	return ret;
+}
+
+/* The kernel's ephemeral range for this network namespace
+ * (inet_get_local_port_range); 32768-60999, its default, if unreadable. */
+static void local_range(uint32_t *lo, uint32_t *hi)
+{
+	static uint32_t rlo, rhi;
+	if (!rlo) {
+		unsigned a = 0, b = 0;
+		FILE *f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "re");
+		if (!f || fscanf(f, "%u %u", &a, &b) != 2 || a < 1 || a > b || b > 65535)
+			a = 32768, b = 60999;
+		if (f)
+			fclose(f);
+		rlo = a;
+		rhi = b;
 	}
-	if (!ret && id->port_fd >= 0 && write_rec(id, reuse))
-		srn_cm_port_release(id);
-	flock(lfd, LOCK_UN);
-	close(lfd);
+	*lo = rlo;
+	*hi = rhi;
+}
+
+/* Mark in held[] every port of port space ps that a file of another
+ * process names.  Names are enough (no open per file): a stale one only
+ * keeps its port out of this choice. */
+static void others_ports(int dfd, uint16_t ps, uint64_t held[65536 / 64])
+{
+	DIR *d = scan_dir(dfd);
+	if (!d)
+		return;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		unsigned fps, port;
+		int pid;
+		unsigned long long tok;
+		if (sscanf(e->d_name, "%4x-%5u-%d-%16llx-", &fps, &port, &pid, &tok) == 4 && fps == ps &&
+		    port < 65536 && (pid != getpid() || tok != token || alive_pid != getpid()))
+			held[port / 64] |= 1ull << (port % 64);
+	}
+	closedir(d);
+}
+
+int srn_cm_port_ephemeral(struct srn_cm_id *id, struct sockaddr *a)
+{
+	static uint64_t held[65536 / 64];   /* under srn_cm.lock */
+	struct sockaddr_in *s = (void *)a;
+	uint32_t lo, hi, r = 0;
+	local_range(&lo, &hi);
+	if (getrandom(&r, sizeof(r), 0) != sizeof(r))
+		r = (uint32_t)srn_now_ns();
+	memset(held, 0, sizeof(held));
+	int dfd = port_dir();
+	int lfd = dfd >= 0 ? lock_dir(dfd) : -1;
+	if (lfd >= 0) {
+		sweep_once(dfd);
+		others_ports(dfd, (uint16_t)id->id.ps, held);
+	}
+	int ret = -EADDRNOTAVAIL;
+	uint32_t n = hi - lo + 1;
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t port = lo + (r + i) % n;
+		if (held[port / 64] & 1ull << (port % 64))
+			continue;
+		s->sin_port = htons((uint16_t)port);
+		if (!srn_cm_port_in_use(id->id.ps, a, id)) {
+			ret = 0;
+			break;
+		}
+	}
+	if (lfd >= 0) {
+		if (!ret)
+			write_rec(dfd, id, a, id->reuseaddr);
+		unlock_dir(lfd);
+	}
 	return ret;
 }
 
 void srn_cm_port_release(struct srn_cm_id *id)
 {
-	if (id->port_fd < 0)
+	if (!id->port_file)
 		return;
-	/* Unlink first: a checker that opened it before sees our lock, one
-	 * after does not find it. */
 	if (dir_fd >= 0)
 		unlinkat(dir_fd, id->port_name, 0);
-	close(id->port_fd);
-	id->port_fd = -1;
+	id->port_file = false;
 }
