@@ -8,7 +8,7 @@
 #     500 ids through resolve, connect and disconnect at once, which
 #     needs QP1's queues as deep as the kernel's (a burst of 500 REQs and
 #     REPs; a MAD dropped costs a 4.8 s retry, a few make the run time out)
-# Not here: rdma_xserver -c x (XRC through rdma_cm; EOPNOTSUPP for now).
+# XRC through the same programs (-c x): test_cm_xrc.sh.
 # Every run is bounded; exit 0 pass, 1 fail, 77 skip.
 set -u
 command -v cmtime >/dev/null || { echo "SKIP: rdmacm-utils not installed"; exit 77; }
