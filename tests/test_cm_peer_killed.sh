@@ -39,6 +39,9 @@ run() {
 	[ "$victim" = client ] && survivor=server
 	for ((try = 0; try < 3; try++)); do
 		port=$(srn_conn_port)
+		# The last run's logs would satisfy wait_for before this run's
+		# client has truncated its own: the kill then hit a connect.
+		rm -f "$SRN_CONN_WORK/s" "$SRN_CONN_WORK/c"
 		srn_conn_run "$SRN_CONN_WORK/s" 120 SOFTRNIC_DEVICES="name=softrnic0,addr=$SRN_CONN_ADDR" \
 			"$SOFTRNIC" run -- rping -s -v -a "$SRN_CONN_ADDR" -p "$port"
 		spid=$srn_conn_bg
