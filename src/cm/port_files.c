@@ -13,8 +13,10 @@
  *     alive-<pid>-<token>                          0600, one per process, kept
  *                                                  open and flock'ed shared
  *                                                  while the process lives
- *     <ps>-<port>-<pid>-<token>-<n>                0600, one per held port:
+ *     <ps>-<port>-<pid>-<n>-<token>                0600, one per held port:
  *                                                  its address and options
+ *                                                  (the holder's pid third,
+ *                                                  where it always was)
  *
  * A port file belongs to the process whose alive file it names; when that
  * file's lock can be taken (or it is gone) the process is dead, and
@@ -174,7 +176,7 @@ static bool read_live(int dfd, const char *name, uint16_t ps, uint16_t port, str
 {
 	int pid;
 	unsigned long long tok;
-	if (sscanf(name, "%*4x-%*5u-%d-%16llx-", &pid, &tok) != 2)
+	if (sscanf(name, "%*4x-%*5u-%d-%*u-%16llx", &pid, &tok) != 2)
 		return false;
 	int fd = openat(dfd, name, O_RDONLY | OPEN_SAFE);
 	if (fd < 0)
@@ -275,8 +277,8 @@ static void write_rec(int dfd, struct srn_cm_id *id, const struct sockaddr *a, b
 	if (id->port_file) {
 		fd = openat(dfd, id->port_name, O_WRONLY | OPEN_SAFE);
 	} else {
-		snprintf(id->port_name, sizeof(id->port_name), "%04x-%05u-%d-%016llx-%u", (unsigned)r.ps,
-			 r.port, (int)getpid(), token, serial++);
+		snprintf(id->port_name, sizeof(id->port_name), "%04x-%05u-%d-%u-%016llx", (unsigned)r.ps,
+			 r.port, (int)getpid(), serial++, token);
 		fd = openat(dfd, id->port_name, O_WRONLY | O_CREAT | O_EXCL | OPEN_SAFE, 0600);
 		if (fd >= 0 && fchmod(fd, 0600)) {
 			close(fd);
@@ -346,7 +348,7 @@ static void others_ports(int dfd, uint16_t ps, uint64_t held[65536 / 64])
 		unsigned fps, port;
 		int pid;
 		unsigned long long tok;
-		if (sscanf(e->d_name, "%4x-%5u-%d-%16llx-", &fps, &port, &pid, &tok) == 4 && fps == ps &&
+		if (sscanf(e->d_name, "%4x-%5u-%d-%*u-%16llx", &fps, &port, &pid, &tok) == 4 && fps == ps &&
 		    port < 65536 && (pid != getpid() || tok != token || alive_pid != getpid()))
 			held[port / 64] |= 1ull << (port % 64);
 	}
