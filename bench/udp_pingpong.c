@@ -24,8 +24,15 @@
  * that gets no answer in 200 ms is counted as lost and sent again (on
  * loopback that is nearly always a descheduled peer, not a lost packet).
  *
+ * Between two network namespaces (root; compare.sh's UDP-link section):
+ * --addr A --peer-addr B --peer-netns NAME binds the measuring socket to A
+ * in the namespace the program runs in, and the echoing one to B inside
+ * /run/netns/NAME: a socket stays in the namespace it was made in, so the
+ * forked child answers from the other side of the veth pair.
+ *
  * Invariants: every loop is bounded by the --timeout deadline (and the
- * child dies with the parent); the program only talks to 127.0.0.1.
+ * child dies with the parent); the program only talks to 127.0.0.1, or to
+ * the two addresses it was given.
  * Exit status: 0 ok, 1 failure, 2 usage error.
  */
 #ifndef _GNU_SOURCE
@@ -34,6 +41,8 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <sched.h>
 #include <signal.h>
@@ -74,6 +83,8 @@ struct opts {
 	unsigned window;        /* bw: datagrams in flight (0 = derived from size) */
 	double timeout_s;
 	bool json;
+	struct in_addr addr[2]; /* [0] the measuring end, [1] the echo/sink */
+	const char *peer_netns; /* NULL: both ends in this namespace */
 };
 
 /* The shape of one message on the wire. */
@@ -146,25 +157,73 @@ static int rcvbuf_of(int fd)
 	return v;
 }
 
-/* Two UDP sockets on 127.0.0.1, each connected to the other. */
-static int make_pair(int fds[2])
+/* One UDP socket bound to ADDR (any port), made in the namespace this
+ * thread is in at the time. */
+static int make_socket(struct in_addr addr, struct sockaddr_in *bound)
+{
+	socklen_t l = sizeof(*bound);
+	int fd = socket(AF_INET, SOCK_DGRAM, 0);
+
+	if (fd < 0)
+		return -errno;
+	memset(bound, 0, sizeof(*bound));
+	bound->sin_family = AF_INET;
+	bound->sin_addr = addr;
+	if (bind(fd, (struct sockaddr *)bound, sizeof(*bound)) < 0 ||
+	    getsockname(fd, (struct sockaddr *)bound, &l) < 0) {
+		int err = -errno;
+
+		close(fd);
+		return err;
+	}
+	grow_buffers(fd);
+	return fd;
+}
+
+/* The echo end inside /run/netns/NAME: enter it, make the socket, come
+ * back (the socket keeps its namespace). */
+static int make_socket_in(const char *netns, struct in_addr addr, struct sockaddr_in *bound)
+{
+	char path[256];
+	int home, there, fd, err;
+
+	if (snprintf(path, sizeof(path), "/run/netns/%s", netns) >= (int)sizeof(path))
+		return -ENAMETOOLONG;
+	home = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+	if (home < 0)
+		return -errno;
+	there = open(path, O_RDONLY | O_CLOEXEC);
+	if (there < 0 || setns(there, CLONE_NEWNET) < 0) {
+		err = -errno;
+		if (there >= 0)
+			close(there);
+		close(home);
+		return err;
+	}
+	fd = make_socket(addr, bound);
+	/* Back home before anything else, so the measuring end's later
+	 * system calls see the namespace it was started in. */
+	err = setns(home, CLONE_NEWNET) < 0 ? -errno : 0;
+	close(there);
+	close(home);
+	if (err < 0 && fd >= 0)
+		close(fd);
+	return err < 0 ? err : fd;
+}
+
+/* Two UDP sockets, each connected to the other: both on 127.0.0.1, or on
+ * the two given addresses, the second in the peer namespace. */
+static int make_pair(const struct opts *o, int fds[2])
 {
 	struct sockaddr_in a[2];
 
-	for (int i = 0; i < 2; i++) {
-		socklen_t l = sizeof(a[i]);
-
-		fds[i] = socket(AF_INET, SOCK_DGRAM, 0);
-		if (fds[i] < 0)
-			return -errno;
-		memset(&a[i], 0, sizeof(a[i]));
-		a[i].sin_family = AF_INET;
-		a[i].sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-		if (bind(fds[i], (struct sockaddr *)&a[i], sizeof(a[i])) < 0 ||
-		    getsockname(fds[i], (struct sockaddr *)&a[i], &l) < 0)
-			return -errno;
-		grow_buffers(fds[i]);
-	}
+	fds[0] = make_socket(o->addr[0], &a[0]);
+	if (fds[0] < 0)
+		return fds[0];
+	fds[1] = o->peer_netns ? make_socket_in(o->peer_netns, o->addr[1], &a[1]) :
+				 make_socket(o->addr[1], &a[1]);
+	if (fds[1] < 0)
+		return fds[1];
 	for (int i = 0; i < 2; i++)
 		if (connect(fds[i], (struct sockaddr *)&a[1 - i], sizeof(a[1 - i])) < 0)
 			return -errno;
@@ -491,6 +550,9 @@ static void usage(FILE *f)
 		"  -W, --window N        bw: datagrams in flight                    (from size)\n"
 		"      --timeout SEC     give up after SEC seconds                  (30)\n"
 		"      --json            one JSON object on stdout\n"
+		"      --addr A --peer-addr B --peer-netns NAME\n"
+		"                        the echo end bound to B inside /run/netns/NAME,\n"
+		"                        this end to A here (root: two namespaces)\n"
 		"Messages above %u bytes travel as %u-byte datagrams.\n",
 		MAX_BATCH, UDP_MAX_PAYLOAD, STREAM_DGRAM);
 }
@@ -526,6 +588,9 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		{ "window", required_argument, NULL, 'W' },
 		{ "timeout", required_argument, NULL, 'T' },
 		{ "json", no_argument, NULL, 'j' },
+		{ "addr", required_argument, NULL, 'A' },
+		{ "peer-addr", required_argument, NULL, 'B' },
+		{ "peer-netns", required_argument, NULL, 'N' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -535,6 +600,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 
 	*o = (struct opts){ .mode = MODE_LAT, .size = 8, .iters = 10000, .duration_s = 1.0,
 			    .batch = 32, .timeout_s = 30 };
+	o->addr[0].s_addr = o->addr[1].s_addr = htonl(INADDR_LOOPBACK);
 	while ((c = getopt_long(argc, argv, "t:s:n:w:D:b:W:h", lo, NULL)) != -1) {
 		switch (c) {
 		case 't':
@@ -582,6 +648,16 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			break;
 		case 'j':
 			o->json = true;
+			break;
+		case 'A':
+		case 'B':
+			if (inet_pton(AF_INET, optarg, &o->addr[c == 'B']) != 1)
+				return -EINVAL;
+			break;
+		case 'N':
+			if (!*optarg || strchr(optarg, '/'))
+				return -EINVAL;
+			o->peer_netns = optarg;
 			break;
 		case 'h':
 			usage(stdout);
@@ -634,9 +710,9 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	s = shape_of(o.size);
-	rc = make_pair(fds);
+	rc = make_pair(&o, fds);
 	if (rc < 0) {
-		fprintf(stderr, "udp_pingpong: sockets on 127.0.0.1: %s\n", strerror(-rc));
+		fprintf(stderr, "udp_pingpong: sockets: %s\n", strerror(-rc));
 		return 1;
 	}
 	window = window_for(&o, &s, rcvbuf_of(fds[1]));
