@@ -1,51 +1,61 @@
 #!/bin/bash
-# compare.sh - softrnic against UCX (tcp), libfabric (tcp) and a raw UDP
-# floor, on this host's loopback, in one run, printed as one table with
-# softrnic's ratio to each peer (issue 6).  See bench/README.md.
+# compare.sh - softrnic next to the transports a user would otherwise pick,
+# like against like, in one run printed as one table (issues 6, 13, 14):
 #
-#   softrnic   `softrnic perf --loopback`: RC RDMA Write latency (half round
-#              trip, median), RC Write bandwidth, and the 8-byte Write rate
-#              (unsignaled, batched posts); same-host peers, so this is the
-#              shared-memory link;
-#   sr UDP     the same with SOFTRNIC_SHM=0: softrnic's UDP link (what two
-#              hosts would use), against the UDP floor;
-#   UCX        `ucx_perftest -t ucp_put_lat|ucp_put_bw`, UCX_TLS=tcp,self on lo;
-#   libfabric  `fi_pingpong -p tcp -e msg` on lo (sockets if tcp is missing):
-#              a ping-pong, so its "bandwidth" is size / half round trip;
-#   UDP floor  bench/udp_pingpong.c: raw UDP, busy-polling, two processes.
+#   same host   softrnic with direct placement (default) and on its rings
+#               (SOFTRNIC_DIRECT=0); UCX posix and cma; libfabric shm; and
+#               the middleware over softrnic: UCX rc_verbs and ud_verbs,
+#               libfabric verbs;ofi_rxd, through `softrnic run`;
+#   UDP link    softrnic's UDP link (SOFTRNIC_SHM=0), UCX tcp, libfabric tcp,
+#               the raw UDP floor (bench/udp_pingpong), UCX rc_verbs over
+#               softrnic and libfabric verbs MSG over softrnic: between two
+#               network namespaces joined by a veth pair when root, else on
+#               loopback addresses (where libfabric's MSG cannot run).
 #
-# Loopback only (127.0.0.1; peers are pinned to lo), every run under
-# `timeout`, and a time budget for starting measurements (default 200 s,
-# so the whole run, a last straggler included, stays under 5 minutes).
-# Peers come from Debian packages (ucx-utils, libfabric-bin), installed with
-# apt-get when missing and allowed; a peer that cannot run is skipped with a
-# note.  Exit: 0 table printed, 1 softrnic could not be measured, 2 usage.
+# Rows: latency (8 B), Write/put bandwidth (64 KiB, 1 MiB), Read/get
+# bandwidth at the largest size, the 8 B message rate; a cell a tool cannot
+# measure is "n/a" with the reason below the table.  Within each repetition
+# every column runs once per cell before the next cell, so a noisy spell hits
+# all columns alike; the table shows medians.  See bench/README.md.
+#
+# Loopback and namespaces it makes only; every run under `timeout`; no new
+# measurement starts after --budget seconds.  Exit: 0 table printed,
+# 1 softrnic could not be measured, 2 usage.
 set -u
 
 SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD=${SRN_BUILD:-$SRC/build}
-SIZES="8 4096 65536 1048576"
-PEERS="srudp,ucx,libfabric,udp"
+LAT_SIZES="8"
+BW_SIZES="65536 1048576"
+SAME_COLS="softrnic rings ucxposix ucxcma fishm ucxrc ucxud firxd"
+LINK_COLS="srudp ucx libfabric udp ucxrcudp fiverbs"
+PEERS="all"
+LINK=auto
 REPS=3
 QUICK=0
 INSTALL=1
 CSV_OUT=""
 JSON_OUT=""
 IDLE_S=5
-BUDGET=200
-DUR=1            # seconds per streaming bandwidth run
+BUDGET=540
+DUR=1            # seconds per softrnic / UDP streaming run
 # The 8-byte message rate: unsignaled, 64 WRs per ibv_post_send.
 RATE_OPTS="--tx-depth 2048 --post-list 64 --cq-mod 512"
 
 usage() {
 	cat <<EOF
 Usage: bench/compare.sh [options]
-  --quick          one size (8 B), one run, short runs: a smoke test (< 20 s)
+  --quick          8 B latency and 64 KiB bandwidth of every column, one run,
+                   short runs: the smoke test (under a minute)
   --no-install     never run apt-get; skip peers that are not installed
-  --peers LIST     peers next to softrnic, comma-separated: srudp,ucx,libfabric,udp
-                   (srudp: softrnic itself on its UDP link, SOFTRNIC_SHM=0)
-                   (default $PEERS)
-  --sizes LIST     message sizes (default ${SIZES// /,})
+  --peers LIST     columns next to softrnic, comma-separated (default: all):
+                   same host: rings ucxposix ucxcma fishm ucxrc ucxud firxd
+                   UDP link:  srudp ucx libfabric udp ucxrcudp fiverbs
+  --link ns|lo     UDP link between two network namespaces (root) or on
+                   loopback addresses (default: ns when root can make them)
+  --lat-sizes LIST latency sizes (default ${LAT_SIZES// /,})
+  --bw-sizes LIST  bandwidth sizes; Read at the largest (default ${BW_SIZES// /,})
+  --sizes LIST     both of the above
   --reps N         runs of each measurement; the table shows the median (default $REPS)
   --build DIR      softrnic build directory (default \$SRN_BUILD or build/)
   --idle SEC       idle-CPU measurement length, 0 to skip (default $IDLE_S)
@@ -55,12 +65,23 @@ Usage: bench/compare.sh [options]
 EOF
 }
 
+sizes_ok() {
+	local s
+	for s in $1; do
+		[[ "$s" =~ ^[0-9]+$ ]] && [ "$s" -ge 1 ] && [ "$s" -le 1048576 ] ||
+			{ echo "compare.sh: bad size '$s' (1 .. 1048576)" >&2; exit 2; }
+	done
+}
+lat_set=0 bw_set=0
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--quick) QUICK=1 ;;
 	--no-install) INSTALL=0 ;;
 	--peers) PEERS=${2:?}; shift ;;
-	--sizes) SIZES=${2:?}; SIZES=${SIZES//,/ }; shift ;;
+	--link) LINK=${2:?}; shift ;;
+	--lat-sizes) LAT_SIZES=${2//,/ }; lat_set=1; shift ;;
+	--bw-sizes) BW_SIZES=${2//,/ }; bw_set=1; shift ;;
+	--sizes) LAT_SIZES=${2//,/ }; BW_SIZES=$LAT_SIZES; lat_set=1 bw_set=1; shift ;;
 	--reps) REPS=${2:?}; shift ;;
 	--build) BUILD=${2:?}; shift ;;
 	--idle) IDLE_S=${2:?}; shift ;;
@@ -73,32 +94,45 @@ while [ $# -gt 0 ]; do
 	shift
 done
 if [ "$QUICK" = 1 ]; then
-	SIZES=8 REPS=1 DUR=0.3 IDLE_S=1
+	REPS=1 DUR=0.3 IDLE_S=1
+	[ "$lat_set" = 1 ] || LAT_SIZES=8
+	[ "$bw_set" = 1 ] || BW_SIZES=65536
 fi
-for s in $SIZES; do
-	[[ "$s" =~ ^[0-9]+$ ]] && [ "$s" -ge 1 ] && [ "$s" -le 1048576 ] ||
-		{ echo "compare.sh: bad size '$s' (1 .. 1048576)" >&2; exit 2; }
-done
+sizes_ok "$LAT_SIZES"
+sizes_ok "$BW_SIZES"
+[ -n "${LAT_SIZES// /}" ] && [ -n "${BW_SIZES// /}" ] || { echo "compare.sh: empty size list" >&2; exit 2; }
 [[ "$REPS" =~ ^[1-9]$ ]] || { echo "compare.sh: --reps wants 1..9" >&2; exit 2; }
 [[ "$IDLE_S" =~ ^[0-9]+(\.[0-9]+)?$ ]] || { echo "compare.sh: bad --idle" >&2; exit 2; }
 [[ "$BUDGET" =~ ^[0-9]+$ ]] || { echo "compare.sh: bad --budget" >&2; exit 2; }
-want() { [[ ",$PEERS," == *",$1,"* ]]; }
+case "$LINK" in auto|ns|lo) ;; *) echo "compare.sh: --link wants ns or lo" >&2; exit 2 ;; esac
+[ "$PEERS" = all ] && PEERS=$(echo $SAME_COLS $LINK_COLS | tr ' ' ,)
 for p in ${PEERS//,/ }; do
-	case "$p" in srudp|ucx|libfabric|udp) ;; *) echo "compare.sh: unknown peer '$p'" >&2; exit 2 ;; esac
+	[[ " $SAME_COLS $LINK_COLS " == *" $p "* ]] ||
+		{ echo "compare.sh: unknown peer '$p'" >&2; exit 2; }
 done
+COLS="softrnic"
+for c in $SAME_COLS $LINK_COLS; do
+	[ "$c" != softrnic ] && [[ ",$PEERS," == *",$c,"* ]] && COLS="$COLS $c"
+done
+READ_SIZE=$(tr ' ' '\n' <<<"$BW_SIZES" | sort -n | tail -1)
 command -v python3 >/dev/null || { echo "compare.sh: python3 is needed" >&2; exit 1; }
 
 tmp=$(mktemp -d /tmp/srn-compare.XXXXXX)
+chmod 755 "$tmp"     # `softrnic run` as another user must reach the programs
 pids=()
+NS=0
 cleanup() {
 	local p
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
+	[ "$NS" = 1 ] && srn_netns_cleanup
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
-RAW=$tmp/raw.tsv        # peer metric size rep value
+RAW=$tmp/raw.tsv        # column metric size rep value
+NA=$tmp/na.tsv          # column metric reason: cannot be measured
 NOTES=$tmp/notes.txt
 : >"$RAW"
+: >"$NA"
 : >"$NOTES"
 note() { echo "$*" >>"$NOTES"; echo "compare.sh: $*" >&2; }
 record() { echo "$1	$2	$3	$4	$5" >>"$RAW"; }
@@ -137,21 +171,35 @@ apt_install() {   # apt_install PKG: as root, or with sudo that needs no passwor
 	DEBIAN_FRONTEND=noninteractive timeout 300 $sudo apt-get install -y -qq \
 		--no-install-recommends "$1" >/dev/null 2>&1
 }
-if want ucx && ! command -v ucx_perftest >/dev/null; then
-	apt_install ucx-utils ||
-		note "UCX skipped: ucx_perftest missing and ucx-utils could not be installed$([ "$INSTALL" = 0 ] && echo ' (--no-install)')"
+uses() { [[ " $COLS " == *" $1 "* ]]; }
+uses_any() { local c; for c in "$@"; do uses "$c" && return 0; done; return 1; }
+UCX_COLS="ucxposix ucxcma ucxrc ucxud ucx ucxrcudp"
+FI_COLS="fishm firxd libfabric fiverbs"
+if uses_any $UCX_COLS && ! command -v ucx_perftest >/dev/null; then
+	apt_install ucx-utils || true
 fi
-if want libfabric && ! command -v fi_pingpong >/dev/null; then
-	apt_install libfabric-bin ||
-		note "libfabric skipped: fi_pingpong missing and libfabric-bin could not be installed$([ "$INSTALL" = 0 ] && echo ' (--no-install)')"
+if uses_any $FI_COLS && ! command -v fi_pingpong >/dev/null; then
+	apt_install libfabric-bin || true
 fi
-HAVE_UCX=0; want ucx && command -v ucx_perftest >/dev/null && HAVE_UCX=1
-HAVE_SRUDP=0; want srudp && HAVE_SRUDP=1
-HAVE_FI=0; want libfabric && command -v fi_pingpong >/dev/null && HAVE_FI=1
+drop() {   # drop COL WHY: a column that cannot run at all
+	COLS=$(tr ' ' '\n' <<<"$COLS" | grep -vx "$1" | tr '\n' ' ')
+	note "$1 skipped: $2"
+}
+for c in $UCX_COLS; do
+	uses "$c" && ! command -v ucx_perftest >/dev/null &&
+		drop "$c" "ucx_perftest missing (ucx-utils)$([ "$INSTALL" = 0 ] && echo ', --no-install')"
+done
+for c in $FI_COLS; do
+	uses "$c" && ! command -v fi_pingpong >/dev/null &&
+		drop "$c" "fi_pingpong missing (libfabric-bin)$([ "$INSTALL" = 0 ] && echo ', --no-install')"
+done
 FI_PROV=tcp
-if [ "$HAVE_FI" = 1 ] && ! fi_info -p tcp -t FI_EP_MSG >/dev/null 2>&1; then
+if uses libfabric && ! fi_info -p tcp -t FI_EP_MSG >/dev/null 2>&1; then
 	FI_PROV=sockets
 	note "libfabric: no tcp provider, using sockets"
+fi
+if uses fishm && ! fi_info -p shm -t FI_EP_RDM >/dev/null 2>&1; then
+	drop fishm "libfabric has no shm provider here"
 fi
 
 # -- softrnic and the helper programs ----------------------------------------
@@ -161,12 +209,24 @@ if [ ! -x "$SOFTRNIC" ]; then
 	{ cmake -S "$SRC" -B "$BUILD" >/dev/null && cmake --build "$BUILD" -j "$NPROC" >/dev/null; } ||
 		{ echo "compare.sh: softrnic build failed" >&2; exit 1; }
 fi
-HAVE_UDP=0
-if want udp; then
-	if cc -std=gnu11 -O2 -Wall -Wextra -Werror -o "$tmp/udp_pingpong" "$SRC/bench/udp_pingpong.c" 2>"$tmp/cc.err"; then
-		HAVE_UDP=1
-	else
-		note "UDP floor skipped: udp_pingpong does not build: $(head -3 "$tmp/cc.err")"
+# Middleware through `softrnic run` needs its /dev and /sys view.
+if uses_any ucxrc ucxud firxd ucxrcudp fiverbs &&
+	! "$SOFTRNIC" run -- test -c /dev/infiniband/uverbs0 2>/dev/null; then
+	for c in ucxrc ucxud firxd ucxrcudp fiverbs; do
+		uses "$c" && drop "$c" "softrnic run cannot make its /dev view here"
+	done
+fi
+# Under an ASan build the uninstrumented UCX/libfabric programs need the
+# runtime first (scripts/test.sh sets SRN_ASAN_PRELOAD); their leaks are
+# not ours to report.
+ASAN_ENV=""
+[ -n "${SRN_ASAN_PRELOAD:-}" ] &&
+	ASAN_ENV="env LD_PRELOAD=$SRN_ASAN_PRELOAD ASAN_OPTIONS=detect_leaks=0"
+RUN="$ASAN_ENV $SOFTRNIC run --"
+if uses udp; then
+	if ! cc -std=gnu11 -O2 -Wall -Wextra -Werror -o "$tmp/udp_pingpong" \
+		"$SRC/bench/udp_pingpong.c" 2>"$tmp/cc.err"; then
+		drop udp "udp_pingpong does not build: $(head -3 "$tmp/cc.err")"
 	fi
 fi
 HAVE_IDLE=0
@@ -184,6 +244,32 @@ if [ "$IDLE_S" != 0 ]; then
 	fi
 fi
 
+# -- the UDP link: two namespaces, or loopback addresses ---------------------
+if [ "$LINK" != lo ] && uses_any $LINK_COLS; then
+	# shellcheck source=../tests/lib/netns.sh
+	source "$SRC/tests/lib/netns.sh"
+	if (srn_netns_require_root) >/dev/null 2>&1; then
+		# Jumbo frames, as RoCE fabrics run, so softrnic's path MTU is
+		# 4096 as on loopback; TCP and UDP get the same veth.
+		SRN_NETNS_MTU=9000 srn_netns_setup >/dev/null 2>&1 && NS=1
+		trap cleanup EXIT   # srn_netns_setup took the EXIT trap
+		[ "$NS" = 1 ] || { srn_netns_cleanup; note "network namespaces failed: UDP link on loopback"; }
+	elif [ "$LINK" = ns ]; then
+		echo "compare.sh: --link ns needs root and network namespaces" >&2
+		exit 2
+	fi
+fi
+if [ "$NS" = 1 ]; then
+	LINK_DESC="two network namespaces, veth $ADDR_A <-> $ADDR_B, MTU 9000"
+	INA="ip netns exec $NS_A"
+	INB="ip netns exec $NS_B"
+	SRA="$INA env SOFTRNIC_DEVICES=name=softrnic0,addr=$ADDR_A"
+	SRB="$INB env SOFTRNIC_DEVICES=name=softrnic0,addr=$ADDR_B"
+else
+	LINK_DESC="loopback: softrnic on 127.0.0.N with SOFTRNIC_SHM=0, the others on 127.0.0.1"
+	uses fiverbs && drop fiverbs "libfabric's verbs MSG endpoint skips loopback interfaces: needs --link ns (root)"
+fi
+
 START=$SECONDS
 in_budget() {   # in_budget WHAT: is there time left to start WHAT?
 	if [ $((SECONDS - START)) -ge "$BUDGET" ]; then
@@ -193,12 +279,16 @@ in_budget() {   # in_budget WHAT: is there time left to start WHAT?
 	fi
 }
 
-# Per-size run lengths: about a second each on this kind of machine.
+# Run lengths: about a second each on this kind of machine; fi_pingpong
+# over softrnic's ofi_rxd or a sleeping progress loop is far slower per
+# round trip, so libfabric gets fewer.
 lat_iters() { case $1 in 1048576) echo 300 ;; 65536) echo 2000 ;; *) echo 10000 ;; esac; }
 bw_iters() { case $1 in 1048576) echo 500 ;; 65536) echo 5000 ;; 4096) echo 50000 ;; *) echo 200000 ;; esac; }
+fi_iters() { case $1 in 1048576) echo 100 ;; 65536) echo 500 ;; *) echo 2000 ;; esac; }
 if [ "$QUICK" = 1 ]; then
-	lat_iters() { echo 500; }
-	bw_iters() { echo 5000; }
+	lat_iters() { echo 300; }
+	bw_iters() { echo 300; }
+	fi_iters() { echo 50; }
 fi
 
 # json_rows FILE FIELD: "bytes value" per result row of a softrnic perf JSON.
@@ -213,67 +303,38 @@ EOF
 json_field() {
 	python3 -c 'import json,sys; print(json.loads(open(sys.argv[1]).read())[sys.argv[2]])' "$1" "$2" 2>/dev/null
 }
-
-# -- softrnic --------------------------------------------------------------
-# Each takes REP [WHO SHM]: WHO names the column (softrnic, or srudp for
-# the UDP link), SHM is SOFTRNIC_SHM for the run (1 default, 0 UDP only).
-sr_lat() {   # one invocation per size, as many round trips as the peers make
-	local rep=$1 who=${2:-softrnic} shm=${3:-1} f=$tmp/sr-lat.json size s v
-	in_budget "$who lat" || return
-	for size in $SIZES; do
-		if SOFTRNIC_SHM=$shm timeout -k 5 60 "$SOFTRNIC" perf --loopback --timeout 20 \
-			--size "$size" -n "$(lat_iters "$size")" --json >"$f" 2>"$tmp/sr.err"; then
-			while read -r s v; do record "$who" lat "$s" "$rep" "$v"; done < <(json_rows "$f" t_median_us)
-		else
-			note "$who lat $size B run $rep failed (rc $?): $(head -2 "$tmp/sr.err")"
-		fi
-	done
-}
-sr_bw() {   # streaming RC Write bandwidth, GB/s (10^9 B/s)
-	local rep=$1 who=${2:-softrnic} shm=${3:-1} f=$tmp/sr-bw.json s v
-	in_budget "$who bw" || return
-	if SOFTRNIC_SHM=$shm timeout -k 5 60 "$SOFTRNIC" perf --loopback --timeout 20 --test bw \
-		--sizes "${SIZES// /,}" --duration "$DUR" --json >"$f" 2>"$tmp/sr.err"; then
-		while read -r s v; do
-			record "$who" bw "$s" "$rep" "$(python3 -c "print($v / 1000)")"
-		done < <(json_rows "$f" bw_MBps)
-	else
-		note "$who bw run $rep failed (rc $?): $(head -2 "$tmp/sr.err")"
-	fi
-}
-sr_rate() {   # 8-byte RC Writes per second, millions
-	local rep=$1 who=${2:-softrnic} shm=${3:-1} f=$tmp/sr-rate.json s v
-	in_budget "$who rate" || return
-	# shellcheck disable=SC2086
-	if SOFTRNIC_SHM=$shm timeout -k 5 60 "$SOFTRNIC" perf --loopback --timeout 20 --test bw \
-		--size 8 --duration "$DUR" $RATE_OPTS --json >"$f" 2>"$tmp/sr.err"; then
-		while read -r s v; do record "$who" rate 8 "$rep" "$v"; done < <(json_rows "$f" msg_rate_Mpps)
-	else
-		note "$who rate run $rep failed (rc $?): $(head -2 "$tmp/sr.err")"
-	fi
-}
+div() { python3 -c "print($1 / $2)"; }
 
 # -- a server and a client, both bounded -------------------------------------
-# wait_listen PORT: until something listens on 127.0.0.1:PORT (at most 5 s).
+# wait_listen NS PORT: until something listens on PORT in NS ("" = here),
+# or the server died (at most 20 s: `softrnic run` starts slowly when busy).
 wait_listen() {
-	for _ in $(seq 50); do
-		ss -Hltn "sport = :$1" 2>/dev/null | grep -q . && return 0
+	local i
+	for i in $(seq 200); do
+		$1 ss -Hltn "sport = :$2" 2>/dev/null | grep -q . && return 0
+		kill -0 "$3" 2>/dev/null || return 1
 		sleep 0.1
 	done
 	return 1
 }
-# pair NAME TIMEOUT "SERVER CMD" "CLIENT CMD": client's stdout in $tmp/NAME.out
+# pair NAME TIMEOUT SRVNS "SERVER CMD" "CLIENT CMD": @PORT@ in the commands
+# becomes a fresh port (one retry on a clash); the client's stdout lands in
+# $tmp/NAME.out, its stderr in $tmp/NAME.err.
 pair() {
-	local name=$1 t=$2 srv=$3 cli=$4 spid rc
-	# shellcheck disable=SC2086
-	timeout -k 2 "$t" $srv >"$tmp/$name.srv" 2>&1 &
-	spid=$!
-	pids+=("$spid")
-	if ! wait_listen "$port"; then
+	local name=$1 t=$2 sns=$3 srv cli spid rc try
+	for try in 1 2; do
+		next_port
+		srv=${4//@PORT@/$port}
+		cli=${5//@PORT@/$port}
+		# shellcheck disable=SC2086
+		timeout -k 2 "$t" $srv >"$tmp/$name.srv" 2>&1 &
+		spid=$!
+		pids+=("$spid")
+		wait_listen "$sns" "$port" "$spid" && break
 		kill "$spid" 2>/dev/null; wait "$spid" 2>/dev/null
-		echo "server did not listen on port $port: $(head -2 "$tmp/$name.srv")" >"$tmp/$name.err"
-		return 1
-	fi
+		echo "server did not listen on port $port: $(head -c 300 "$tmp/$name.srv")" >"$tmp/$name.err"
+		[ "$try" = 2 ] && return 1
+	done
 	# shellcheck disable=SC2086
 	timeout -k 2 "$t" $cli >"$tmp/$name.out" 2>"$tmp/$name.err"
 	rc=$?
@@ -287,89 +348,175 @@ pair() {
 	return $rc
 }
 
-# -- UCX: UCP put over tcp -------------------------------------------------
-ucx_run() {   # ucx_run TEST SIZE ITERS: prints the final CSV line's fields
-	local t=$1 s=$2 n=$3 w
-	w=$((n / 10 > 1000 ? 1000 : n / 10 + 1))
-	next_port
-	UCX_TLS=tcp,self UCX_NET_DEVICES=lo UCX_WARN_UNUSED_ENV_VARS=n \
-		pair ucx 40 "ucx_perftest -p $port" \
-		"ucx_perftest 127.0.0.1 -p $port -t $t -s $s -n $n -w $w -f -v" || return 1
-	# iterations,median_lat,avg_lat,overall_lat,avg_bw,overall_bw,avg_mr,overall_mr
+# -- softrnic perf -----------------------------------------------------------
+# sr_perf COL ARGS...: the JSON of one `softrnic perf` run in $tmp/sr.json;
+# the column says which path: direct (default), rings, or the UDP link.
+sr_perf() {
+	local col=$1; shift
+	case "$col" in
+	softrnic) timeout -k 5 60 "$SOFTRNIC" perf --loopback --timeout 20 "$@" --json ;;
+	rings) SOFTRNIC_DIRECT=0 timeout -k 5 60 "$SOFTRNIC" perf --loopback --timeout 20 "$@" --json ;;
+	srudp)
+		if [ "$NS" = 1 ]; then
+			pair srperf 60 "$INA" "$SRA $SOFTRNIC perf -p @PORT@ --timeout 20" \
+				"$SRB $SOFTRNIC perf $ADDR_A -p @PORT@ --timeout 20 $* --json" &&
+				cat "$tmp/srperf.out"
+		else
+			SOFTRNIC_SHM=0 timeout -k 5 60 "$SOFTRNIC" perf --loopback --timeout 20 "$@" --json
+		fi ;;
+	esac >"$tmp/sr.json" 2>"$tmp/sr.err"
+}
+sr_measure() {   # sr_measure COL METRIC SIZE: prints the value
+	local col=$1 m=$2 s=$3 f=$tmp/sr.json
+	case "$m" in
+	lat) sr_perf "$col" --size "$s" -n "$(lat_iters "$s")" &&
+		json_rows "$f" t_median_us | awk '{print $2}' ;;
+	bw) sr_perf "$col" --test bw --size "$s" --duration "$DUR" &&
+		div "$(json_rows "$f" bw_MBps | awk '{print $2}')" 1000 ;;
+	read) sr_perf "$col" --op read --test bw --size "$s" --duration "$DUR" &&
+		div "$(json_rows "$f" bw_MBps | awk '{print $2}')" 1000 ;;
+	rate) # shellcheck disable=SC2086
+		sr_perf "$col" --test bw --size 8 --duration "$DUR" $RATE_OPTS &&
+		json_rows "$f" msg_rate_Mpps | awk '{print $2}' ;;
+	esac
+}
+
+# -- UCX: ucx_perftest -------------------------------------------------------
+# ucx_line COL ARGS...: the final CSV line of one server/client pair:
+# iterations,median_lat,avg_lat,overall_lat,avg_bw,overall_bw,avg_mr,overall_mr
+ucx_line() {
+	local col=$1 srv cli sns="" env="UCX_WARN_UNUSED_ENV_VARS=n" target=127.0.0.1; shift
+	local rc_tls="UCX_TLS=rc_verbs,ud_verbs:aux UCX_NET_DEVICES=softrnic0:1"
+	case "$col" in
+	ucxposix) srv="env $env UCX_TLS=posix,self ucx_perftest" ;;
+	ucxcma) srv="env $env UCX_TLS=cma ucx_perftest" ;;
+	ucxrc) srv="env $env $rc_tls $RUN ucx_perftest" ;;
+	ucxud) srv="env $env UCX_TLS=ud_verbs UCX_NET_DEVICES=softrnic0:1 $RUN ucx_perftest" ;;
+	ucx)
+		if [ "$NS" = 1 ]; then
+			srv="$INA env $env UCX_TLS=tcp,self UCX_NET_DEVICES=$IF_A ucx_perftest"
+			cli="$INB env $env UCX_TLS=tcp,self UCX_NET_DEVICES=$IF_B ucx_perftest"
+		else
+			srv="env $env UCX_TLS=tcp,self UCX_NET_DEVICES=lo ucx_perftest"
+		fi ;;
+	ucxrcudp)
+		if [ "$NS" = 1 ]; then
+			srv="$SRA $env $rc_tls $RUN ucx_perftest"
+			cli="$SRB $env $rc_tls $RUN ucx_perftest"
+		else
+			srv="env SOFTRNIC_SHM=0 $env $rc_tls $RUN ucx_perftest"
+		fi ;;
+	esac
+	if [ "$NS" = 1 ] && [[ "$col" == ucx || "$col" == ucxrcudp ]]; then
+		sns=$INA target=$ADDR_A
+	fi
+	pair ucx 60 "$sns" "$srv -p @PORT@" "${cli:-$srv} $target -p @PORT@ $* -f -v" || return 1
 	grep -E '^ *[0-9]+,' "$tmp/ucx.out" | tail -1 | tr -d ' '
 }
-ucx_lat() {
-	local rep=$1 s line
-	for s in $SIZES; do
-		in_budget "UCX lat $s" || return
-		if line=$(ucx_run ucp_put_lat "$s" "$(lat_iters "$s")") && num "$(cut -d, -f2 <<<"$line")"; then
-			record ucx lat "$s" "$rep" "$(cut -d, -f2 <<<"$line")"
+# ucx_measure COL METRIC SIZE: UCP put (one-sided, like an RDMA Write) and
+# get (like a Read); cma has no active messages, so UCP cannot wire it up
+# alone: it runs at the UCT level (zero-copy put and get).
+ucx_measure() {
+	local col=$1 m=$2 s=$3 line test
+	local uct=""
+	[ "$col" = ucxcma ] && uct="-x cma -d memory -D zcopy"
+	case "$m" in
+	lat) test=$([ -n "$uct" ] && echo put_lat || echo ucp_put_lat)
+		line=$(ucx_line "$col" -t "$test" $uct -s "$s" -n "$(lat_iters "$s")") || return 1
+		cut -d, -f2 <<<"$line" ;;
+	bw|read)
+		if [ "$m" = bw ]; then
+			test=$([ -n "$uct" ] && echo put_bw || echo ucp_put_bw)
 		else
-			note "UCX put lat $s B run $rep failed: $(head -c 200 "$tmp/ucx.err")"
+			test=$([ -n "$uct" ] && echo get || echo ucp_get)
 		fi
-	done
-}
-ucx_bw() {   # UCX prints MB/s as 2^20 B/s
-	local rep=$1 s line bw
-	for s in $SIZES; do
-		in_budget "UCX bw $s" || return
-		if line=$(ucx_run ucp_put_bw "$s" "$(bw_iters "$s")") && num "$(cut -d, -f6 <<<"$line")"; then
-			bw=$(cut -d, -f6 <<<"$line")
-			record ucx bw "$s" "$rep" "$(python3 -c "print($bw * 1048576 / 1e9)")"
-			[ "$s" = 8 ] && record ucx rate 8 "$rep" "$(python3 -c "print($(cut -d, -f8 <<<"$line") / 1e6)")"
-		else
-			note "UCX put bw $s B run $rep failed: $(head -c 200 "$tmp/ucx.err")"
-		fi
-	done
+		line=$(ucx_line "$col" -t "$test" $uct -s "$s" -n "$(bw_iters "$s")") || return 1
+		# UCX prints MB/s as 2^20 B/s.
+		python3 -c "print($(cut -d, -f6 <<<"$line") * 1048576 / 1e9)" ;;
+	esac
 }
 
-# -- libfabric: fi_pingpong, msg endpoint ------------------------------------
-fi_all() {
-	local rep=$1 s n line
-	for s in $SIZES; do
-		in_budget "libfabric $s" || return
-		n=$(lat_iters "$s")
-		next_port
-		# bytes #sent #ack total time MB/sec usec/xfer Mxfers/sec
-		if FI_TCP_IFACE=lo FI_SOCKETS_IFACE=lo pair libfabric 40 \
-			"fi_pingpong -p $FI_PROV -e msg -I $n -S $s -B $port" \
-			"fi_pingpong -p $FI_PROV -e msg -I $n -S $s -P $port 127.0.0.1" &&
-			line=$(grep -E '^[0-9]+[kmg]? ' "$tmp/libfabric.out" | tail -1) &&
-			num "$(awk '{print $7}' <<<"$line")"; then
-			record libfabric lat "$s" "$rep" "$(awk '{print $7}' <<<"$line")"
-			record libfabric bw "$s" "$rep" "$(awk '{print $6 / 1000}' <<<"$line")"
-			[ "$s" = 8 ] && record libfabric rate 8 "$rep" "$(awk '{print $8}' <<<"$line")"
+# -- libfabric: fi_pingpong --------------------------------------------------
+# fi_measure COL METRIC SIZE: fi_pingpong is a ping-pong only: latency is
+# its usec/xfer, "bandwidth" its MB/s (size / half round trip, one message
+# in flight); the table marks those cells.
+fi_measure() {
+	local col=$1 m=$2 s=$3 srv cli sns="" target=127.0.0.1 line n
+	n=$(fi_iters "$s")
+	local args="-I $n -S $s"
+	case "$col" in
+	fishm) srv="fi_pingpong -p shm -e rdm $args" ;;
+	firxd) srv="env FI_PROVIDER=verbs,ofi_rxd $RUN fi_pingpong -p verbs;ofi_rxd -e rdm $args" ;;
+	libfabric)
+		if [ "$NS" = 1 ]; then
+			srv="$INA env FI_TCP_IFACE=$IF_A FI_SOCKETS_IFACE=$IF_A fi_pingpong -p $FI_PROV -e msg $args"
+			cli="$INB env FI_TCP_IFACE=$IF_B FI_SOCKETS_IFACE=$IF_B fi_pingpong -p $FI_PROV -e msg $args"
+			sns=$INA target=$ADDR_A
 		else
-			note "libfabric $s B run $rep failed: $(head -c 200 "$tmp/libfabric.err")"
-		fi
-	done
+			srv="env FI_TCP_IFACE=lo FI_SOCKETS_IFACE=lo fi_pingpong -p $FI_PROV -e msg $args"
+		fi ;;
+	fiverbs)
+		srv="$SRA FI_PROVIDER=verbs $RUN fi_pingpong -p verbs -e msg $args"
+		cli="$SRB FI_PROVIDER=verbs $RUN fi_pingpong -p verbs -e msg $args"
+		sns=$INA target=$ADDR_A ;;
+	esac
+	# bytes #sent #ack total time MB/sec usec/xfer Mxfers/sec
+	pair libfabric 90 "$sns" "$srv -B @PORT@" "${cli:-$srv} -P @PORT@ $target" || return 1
+	line=$(grep -E '^[0-9]+[kmg]? ' "$tmp/libfabric.out" | tail -1)
+	case "$m" in
+	lat) awk '{print $7}' <<<"$line" ;;
+	bw) awk '{print $6 / 1000}' <<<"$line" ;;
+	esac
 }
 
-# -- raw UDP floor ---------------------------------------------------------
-udp_lat() {
-	local rep=$1 s f=$tmp/udp.json
-	for s in $SIZES; do
-		in_budget "UDP lat $s" || return
-		if timeout -k 2 40 "$tmp/udp_pingpong" -s "$s" -n "$(lat_iters "$s")" --timeout 30 --json \
-			>"$f" 2>"$tmp/udp.err" && num "$(json_field "$f" t_median_us)"; then
-			record udp lat "$s" "$rep" "$(json_field "$f" t_median_us)"
-		else
-			note "UDP lat $s B run $rep failed: $(head -c 200 "$tmp/udp.err")"
-		fi
-	done
+# -- raw UDP floor -------------------------------------------------------------
+udp_measure() {
+	local m=$1 s=$2 f=$tmp/udp.json pre="" where=""
+	if [ "$NS" = 1 ]; then
+		pre=$INA
+		where="--addr $ADDR_A --peer-addr $ADDR_B --peer-netns $NS_B"
+	fi
+	case "$m" in
+	lat) # shellcheck disable=SC2086
+		timeout -k 2 40 $pre "$tmp/udp_pingpong" -s "$s" -n "$(lat_iters "$s")" --timeout 30 \
+			$where --json >"$f" 2>"$tmp/udp.err" && json_field "$f" t_median_us ;;
+	bw|rate) # shellcheck disable=SC2086
+		timeout -k 2 40 $pre "$tmp/udp_pingpong" -t bw -s "$s" -D "$DUR" --timeout 30 \
+			$where --json >"$f" 2>"$tmp/udp.err" || return 1
+		if [ "$m" = rate ]; then json_field "$f" msg_rate_Mpps; else div "$(json_field "$f" bw_MBps)" 1000; fi ;;
+	esac
 }
-udp_bw() {
-	local rep=$1 s f=$tmp/udp.json
-	for s in $SIZES; do
-		in_budget "UDP bw $s" || return
-		if timeout -k 2 40 "$tmp/udp_pingpong" -t bw -s "$s" -D "$DUR" --timeout 30 --json \
-			>"$f" 2>"$tmp/udp.err" && num "$(json_field "$f" bw_MBps)"; then
-			record udp bw "$s" "$rep" "$(python3 -c "print($(json_field "$f" bw_MBps) / 1000)")"
-			[ "$s" = 8 ] && record udp rate 8 "$rep" "$(json_field "$f" msg_rate_Mpps)"
-		else
-			note "UDP bw $s B run $rep failed: $(head -c 200 "$tmp/udp.err")"
-		fi
-	done
+
+# -- which column measures what ----------------------------------------------
+# can COL METRIC: 0 if the column measures it, else the reason on stdout.
+can() {
+	case "$2:$1" in
+	read:fishm|read:firxd|read:libfabric|read:fiverbs) echo "fi_pingpong has no RMA test" ;;
+	read:udp) echo "UDP has no one-sided read" ;;
+	rate:softrnic|rate:rings|rate:srudp|rate:udp) return 0 ;;
+	rate:*) echo "the rate is measured for softrnic and the UDP floor only" ;;
+	*) return 0 ;;
+	esac
+	return 1
+}
+measure() {   # measure COL METRIC SIZE REP
+	local col=$1 m=$2 s=$3 rep=$4 v why err
+	if ! why=$(can "$col" "$m"); then
+		grep -q "^$col	$m	" "$NA" || echo "$col	$m	$why" >>"$NA"
+		return
+	fi
+	in_budget "$col $m $s" || return
+	case "$col" in
+	softrnic|rings|srudp) v=$(sr_measure "$col" "$m" "$s"); err=$tmp/sr.err ;;
+	ucx*) v=$(ucx_measure "$col" "$m" "$s"); err=$tmp/ucx.err ;;
+	fi*|libfabric) v=$(fi_measure "$col" "$m" "$s"); err=$tmp/libfabric.err ;;
+	udp) v=$(udp_measure "$m" "$s"); err=$tmp/udp.err ;;
+	esac
+	if num "$v"; then
+		record "$col" "$m" "$s" "$rep" "$v"
+	else
+		note "$col $m $s B run $rep failed: $(head -c 300 "$err" 2>/dev/null | tr '\n' ' ')"
+	fi
 }
 
 # -- idle CPU --------------------------------------------------------------
@@ -391,190 +538,38 @@ EOF
 }
 
 # -- the run ---------------------------------------------------------------
-# Tools interleave within each repetition so a noisy spell hits all alike.
-running="softrnic"
-[ "$HAVE_SRUDP" = 1 ] && running="$running, softrnic on UDP"
-[ "$HAVE_UCX" = 1 ] && running="$running, UCX"
-[ "$HAVE_FI" = 1 ] && running="$running, libfabric"
-[ "$HAVE_UDP" = 1 ] && running="$running, UDP"
-echo "compare.sh: $running at ${SIZES// /,} B, $REPS run(s) each" >&2
+# Cells in order; within a repetition every column runs once per cell, and
+# the column order rotates between repetitions so no column always runs
+# first after a slow one.
+CELLS=""
+for s in $LAT_SIZES; do CELLS="$CELLS lat:$s"; done
+for s in $BW_SIZES; do CELLS="$CELLS bw:$s"; done
+CELLS="$CELLS read:$READ_SIZE rate:8"
+read -ra colv <<<"$COLS"
+echo "compare.sh: ${#colv[@]} columns (${COLS// /,}), $REPS run(s) each; UDP link: $LINK_DESC" >&2
 [ "$HAVE_IDLE" = 1 ] && idle_cpu
 for rep in $(seq "$REPS"); do
-	sr_lat "$rep"
-	[ "$HAVE_SRUDP" = 1 ] && sr_lat "$rep" srudp 0
-	[ "$HAVE_UCX" = 1 ] && ucx_lat "$rep"
-	[ "$HAVE_FI" = 1 ] && fi_all "$rep"
-	[ "$HAVE_UDP" = 1 ] && udp_lat "$rep"
-	sr_bw "$rep"
-	[ "$HAVE_SRUDP" = 1 ] && sr_bw "$rep" srudp 0
-	[ "$HAVE_UCX" = 1 ] && ucx_bw "$rep"
-	[ "$HAVE_UDP" = 1 ] && udp_bw "$rep"
-	[[ " $SIZES " == *" 8 "* ]] && sr_rate "$rep"
-	[[ " $SIZES " == *" 8 "* ]] && [ "$HAVE_SRUDP" = 1 ] && sr_rate "$rep" srudp 0
+	for cell in $CELLS; do
+		m=${cell%%:*} s=${cell#*:}
+		# --quick: Read and the message rate only for softrnic itself.
+		for i in $(seq 0 $((${#colv[@]} - 1))); do
+			col=${colv[$(((i + rep - 1) % ${#colv[@]}))]}
+			if [ "$QUICK" = 1 ] && [[ "$m" == read || "$m" == rate ]] && [ "$col" != softrnic ]; then
+				continue
+			fi
+			measure "$col" "$m" "$s" "$rep"
+		done
+	done
 done
 LOAD1=$(cut -d' ' -f1-3 /proc/loadavg)
 ELAPSED=$((SECONDS - START))
 
 # -- the table -------------------------------------------------------------
 META="date=$DATE|nproc=$NPROC|kernel=$KERNEL|load_start=$LOAD0|load_end=$LOAD1|idle_start=$IDLE0"
-META="$META|reps=$REPS|elapsed=$ELAPSED|sizes=$SIZES|fi_prov=$FI_PROV"
-META="$META|peers=$([ $HAVE_SRUDP = 1 ] && echo -n srudp,)$([ $HAVE_UCX = 1 ] && echo -n ucx,)$([ $HAVE_FI = 1 ] && echo -n libfabric,)$([ $HAVE_UDP = 1 ] && echo -n udp)"
-python3 - "$RAW" "$NOTES" "$META" "$CSV_OUT" "$JSON_OUT" <<'EOF'
-import csv, json, statistics, sys
-
-raw_path, notes_path, meta_s, csv_out, json_out = sys.argv[1:6]
-meta = dict(kv.split("=", 1) for kv in meta_s.split("|"))
-sizes = [int(s) for s in meta["sizes"].split()]
-notes = [l.rstrip("\n") for l in open(notes_path) if l.strip()]
-runs = {}
-for line in open(raw_path):
-    peer, metric, size, rep, value = line.rstrip("\n").split("\t")
-    runs.setdefault((metric, int(size), peer), []).append(float(value))
-
-PEERS = [("srudp", "sr UDP link", "srUDP"), ("ucx", "UCX tcp", "UCX"),
-         ("libfabric", "libfabric " + meta["fi_prov"], "libfabric"), ("udp", "UDP floor", "UDP")]
-ROWS = [("lat", "us", "lower", s) for s in sizes] + [("bw", "GB/s", "higher", s) for s in sizes]
-if 8 in sizes:
-    ROWS.append(("rate", "Mmsg/s", "higher", 8))
-ROWS.append(("idle", "% CPU", "lower", 0))
-LABEL = {"lat": "latency", "bw": "bandwidth", "rate": "msg rate", "idle": "idle CPU"}
-
-def med(metric, size, peer):
-    v = runs.get((metric, size, peer))
-    return statistics.median(v) if v else None
-
-def human(size):
-    if size == 0:
-        return "-"
-    for unit, div in (("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if size >= div and size % div == 0:
-            return "%d %s" % (size // div, unit)
-    return "%d B" % size
-
-def fmt(v):
-    if v is None:
-        return "-"
-    return "%.3g" % v if v < 100 else "%.0f" % v
-
-table = []
-for metric, unit, better, size in ROWS:
-    sr = med(metric, size, "softrnic")
-    row = {"metric": metric, "size": size, "unit": unit, "better": better, "softrnic": sr,
-           "runs": {p: runs.get((metric, size, p), []) for p in ["softrnic"] + [k for k, _, _ in PEERS]}}
-    for key, _, _ in PEERS:
-        pv = med(metric, size, key)
-        row[key] = pv
-        row["softrnic_over_" + key] = sr / pv if sr is not None and pv else None
-    table.append(row)
-
-out = []
-out.append("softrnic vs. UCX / libfabric / raw UDP on loopback (127.0.0.1) - %s" % meta["date"])
-out.append("host: %s CPUs, kernel %s; load average %s at start, %s at end; CPU idle at start %s%%"
-           % (meta["nproc"], meta["kernel"], meta["load_start"], meta["load_end"], meta["idle_start"]))
-out.append("median of %s run(s) per cell, %s s of measuring; a shared machine is noisy: expect "
-           "run-to-run spread, compare columns of the same run" % (meta["reps"], meta["elapsed"]))
-out.append("")
-hdr = ["metric", "size", "softrnic"] + [n for _, n, _ in PEERS] + ["sr/" + a for _, _, a in PEERS]
-lines = [hdr]
-for r in table:
-    name = "%s (%s)" % (LABEL[r["metric"]], r["unit"])
-    lines.append([name, human(r["size"]), fmt(r["softrnic"])] + [fmt(r[k]) for k, _, _ in PEERS] +
-                 [("%.2f" % r["softrnic_over_" + k]) if r["softrnic_over_" + k] else "-" for k, _, _ in PEERS])
-w = [max(len(l[i]) for l in lines) for i in range(len(hdr))]
-for i, l in enumerate(lines):
-    out.append("  ".join(c.ljust(w[j]) if j < 2 else c.rjust(w[j]) for j, c in enumerate(l)))
-    if i == 0:
-        out.append("  ".join("-" * x for x in w))
-out.append("")
-out.append("softrnic: two processes on this host, so the shared-memory link; sr UDP link: the same")
-out.append("with SOFTRNIC_SHM=0, the path two hosts take (sr/srUDP: what the rings gain).")
-out.append("latency: RC RDMA Write / UCP put / fi_pingpong / UDP echo, half round trip, median.")
-out.append("bandwidth: streaming, 10^9 B/s; libfabric's is its ping-pong's (size / half round trip).")
-out.append("msg rate: 8 B messages/s; softrnic unsignaled, 64 WRs per post; libfabric: ping-pong.")
-out.append("idle CPU: two processes with a connected RC QP each, sleeping; the busier one.")
-out.append("sr/X = softrnic / X: below 1 is better for latency and idle CPU, above 1 for bandwidth and rate.")
-
-def cell(metric, size, peer="softrnic"):
-    return med(metric, size, peer)
-
-targets = []
-def target(text, value, ok, shown):
-    targets.append({"target": text, "value": value, "met": ok})
-    out.append("  %-62s %-22s %s" % (text, shown, "n/a" if ok is None else ("met" if ok else "NOT met")))
-
-out.append("")
-out.append("issue 6 targets, read from this run:")
-lat8, udp8, ucx8 = cell("lat", 8), cell("lat", 8, "udp"), cell("lat", 8, "ucx")
-r = lat8 / udp8 if lat8 and udp8 else None
-target("RC Write 8 B latency <= 1.2 x UDP floor", r, None if r is None else r <= 1.2,
-       "-" if r is None else "%.2f x" % r)
-sr8 = cell("lat", 8, "srudp")
-r = sr8 / udp8 if sr8 and udp8 else None
-target("  the same on softrnic's UDP link (SOFTRNIC_SHM=0)", r, None if r is None else r <= 1.2,
-       "-" if r is None else "%.2f x" % r)
-r = lat8 / ucx8 if lat8 and ucx8 else None
-target("RC Write 8 B latency <= 0.5 x UCX tcp put", r, None if r is None else r <= 0.5,
-       "-" if r is None else "%.2f x" % r)
-UDP_LINK = "  the same on softrnic's UDP link"
-v = cell("lat", 4096)
-target("RC Write 4 KiB latency <= 7 us", v, None if v is None else v <= 7,
-       "-" if v is None else "%.2f us" % v)
-v = cell("lat", 4096, "srudp")
-if v is not None:
-    target(UDP_LINK, v, v <= 7, "%.2f us" % v)
-for s in [s for s in sizes if s >= 65536]:
-    peers = [p for p in (cell("bw", s, "ucx"), cell("bw", s, "libfabric")) if p]
-    best = max(peers) if peers else None
-    for peer in ("softrnic", "srudp"):
-        v = cell("bw", s, peer)
-        if peer == "srudp" and v is None:
-            continue
-        target("RC Write %s bandwidth >= 4 GB/s" % human(s) if peer == "softrnic" else UDP_LINK,
-               v, None if v is None else v >= 4, "-" if v is None else "%.2f GB/s" % v)
-        target("RC Write %s bandwidth >= best TCP peer" % human(s) if peer == "softrnic" else UDP_LINK,
-               v and best and v / best, None if v is None or best is None else v >= best,
-               "-" if v is None or best is None else "%.2f x" % (v / best))
-v = cell("rate", 8)
-target("8 B Writes/s on one QP >= 1.5 M", v, None if v is None else v >= 1.5,
-       "-" if v is None else "%.2f M/s" % v)
-v = cell("rate", 8, "srudp")
-if v is not None:
-    target(UDP_LINK, v, v >= 1.5, "%.2f M/s" % v)
-v = cell("idle", 0)
-target("idle process (connected QP) < 1 % of a core", v, None if v is None else v < 1,
-       "-" if v is None else "%.2f %%" % v)
-noisy = []
-for r in table:
-    for peer, vals in r["runs"].items():
-        if len(vals) >= 2 and min(vals) > 0 and max(vals) > 2 * min(vals):
-            noisy.append("%s %s %s: %s" % (peer, LABEL[r["metric"]], human(r["size"]),
-                                           ", ".join(fmt(v) for v in vals)))
-if noisy:
-    out.append("")
-    out.append("noisy cells (the runs differ by more than 2x; the table shows their median):")
-    out.extend("  " + n for n in noisy)
-if notes:
-    out.append("")
-    out.append("notes:")
-    out.extend("  " + n for n in notes)
-print("\n".join(out))
-
-if csv_out:
-    with open(csv_out, "w", newline="") as f:
-        c = csv.writer(f)
-        c.writerow(["metric", "size", "unit", "better", "softrnic"] + [k for k, _, _ in PEERS] +
-                   ["softrnic_over_" + k for k, _, _ in PEERS])
-        for r in table:
-            c.writerow([r["metric"], r["size"], r["unit"], r["better"]] +
-                       ["" if r[k] is None else "%.6g" % r[k] for k in
-                        ["softrnic"] + [k for k, _, _ in PEERS] + ["softrnic_over_" + k for k, _, _ in PEERS]])
-if json_out:
-    with open(json_out, "w") as f:
-        json.dump({"tool": "bench/compare.sh", "host": meta, "rows": table,
-                   "targets": targets, "noisy": noisy, "notes": notes}, f, indent=1)
-        f.write("\n")
-EOF
-rc=$?
-[ "$rc" -eq 0 ] || { echo "compare.sh: building the table failed" >&2; exit 1; }
+META="$META|reps=$REPS|elapsed=$ELAPSED|lat_sizes=$LAT_SIZES|bw_sizes=$BW_SIZES|read_size=$READ_SIZE"
+META="$META|fi_prov=$FI_PROV|link=$([ "$NS" = 1 ] && echo ns || echo lo)|link_desc=$LINK_DESC"
+META="$META|columns=$COLS|quick=$QUICK"
+python3 "$SRC/bench/compare_table.py" "$RAW" "$NA" "$NOTES" "$META" "$CSV_OUT" "$JSON_OUT" ||
+	{ echo "compare.sh: building the table failed" >&2; exit 1; }
 grep -Eq '^softrnic	(lat|bw|rate)	' "$RAW" || { echo "compare.sh: no softrnic perf run succeeded" >&2; exit 1; }
 exit 0
