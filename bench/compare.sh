@@ -505,6 +505,8 @@ measure() {   # measure COL METRIC SIZE REP
 		grep -q "^$col	$m	" "$NA" || echo "$col	$m	$why" >>"$NA"
 		return
 	fi
+	# --quick: Read and the message rate only for softrnic itself.
+	[ "$QUICK" = 1 ] && [[ "$m" == read || "$m" == rate ]] && [ "$col" != softrnic ] && return
 	in_budget "$col $m $s" || return
 	case "$col" in
 	softrnic|rings|srudp) v=$(sr_measure "$col" "$m" "$s"); err=$tmp/sr.err ;;
@@ -551,13 +553,8 @@ echo "compare.sh: ${#colv[@]} columns (${COLS// /,}), $REPS run(s) each; UDP lin
 for rep in $(seq "$REPS"); do
 	for cell in $CELLS; do
 		m=${cell%%:*} s=${cell#*:}
-		# --quick: Read and the message rate only for softrnic itself.
 		for i in $(seq 0 $((${#colv[@]} - 1))); do
-			col=${colv[$(((i + rep - 1) % ${#colv[@]}))]}
-			if [ "$QUICK" = 1 ] && [[ "$m" == read || "$m" == rate ]] && [ "$col" != softrnic ]; then
-				continue
-			fi
-			measure "$col" "$m" "$s" "$rep"
+			measure "${colv[$(((i + rep - 1) % ${#colv[@]}))]}" "$m" "$s" "$rep"
 		done
 	done
 done
