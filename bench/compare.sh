@@ -37,7 +37,7 @@ INSTALL=1
 CSV_OUT=""
 JSON_OUT=""
 IDLE_S=5
-BUDGET=540
+BUDGET=900
 DUR=1            # seconds per softrnic / UDP streaming run
 # The 8-byte message rate: unsignaled, 64 WRs per ibv_post_send.
 RATE_OPTS="--tx-depth 2048 --post-list 64 --cq-mod 512"
@@ -359,8 +359,9 @@ sr_perf() {
 	srudp)
 		if [ "$NS" = 1 ]; then
 			pair srperf 60 "$INA" "$SRA $SOFTRNIC perf -p @PORT@ --timeout 20" \
-				"$SRB $SOFTRNIC perf $ADDR_A -p @PORT@ --timeout 20 $* --json" &&
-				cat "$tmp/srperf.out"
+				"$SRB $SOFTRNIC perf $ADDR_A -p @PORT@ --timeout 20 $* --json" ||
+				{ head -c 300 "$tmp/srperf.err" "$tmp/srperf.srv" >&2; return 1; }
+			cat "$tmp/srperf.out"
 		else
 			SOFTRNIC_SHM=0 timeout -k 5 60 "$SOFTRNIC" perf --loopback --timeout 20 "$@" --json
 		fi ;;

@@ -27,9 +27,11 @@ ns = meta["link"] == "ns"
 notes = [line.rstrip("\n") for line in open(notes_path) if line.strip()]
 
 runs = {}
+by_rep = {}     # (column, metric, size) -> {rep: value}: for paired ratios
 for line in open(raw_path):
-    col, metric, size, _rep, value = line.rstrip("\n").split("\t")
+    col, metric, size, rep, value = line.rstrip("\n").split("\t")
     runs.setdefault((col, metric, int(size)), []).append(float(value))
+    by_rep.setdefault((col, metric, int(size)), {})[rep] = float(value)
 na = {}
 for line in open(na_path):
     col, metric, reason = line.rstrip("\n").split("\t", 2)
@@ -80,6 +82,18 @@ def med(col, metric, size):
     return statistics.median(v) if v else None
 
 
+def paired(a, b, metric, size):
+    """a / b for one cell: the median of the per-run ratios (the columns of
+    one run were measured minutes apart at most, so a noisy spell cancels),
+    else the ratio of the medians."""
+    ra, rb = by_rep.get((a, metric, size), {}), by_rep.get((b, metric, size), {})
+    q = [ra[k] / rb[k] for k in ra if k in rb and rb[k]]
+    if q:
+        return statistics.median(q)
+    va, vb = med(a, metric, size), med(b, metric, size)
+    return va / vb if va is not None and vb else None
+
+
 def human(size):
     for unit, div in (("MiB", 1 << 20), ("KiB", 1 << 10)):
         if size >= div and size % div == 0:
@@ -119,10 +133,9 @@ for title, _where, cols, ref, natives in SECTIONS:
         rv = row["cells"][ref]
         row["ref"] = ref
         row["best_peer"] = bc
-        row["ref_over_best"] = rv / bv if rv is not None and bv else None
+        row["ref_over_best"] = paired(ref, bc, metric, size) if rv is not None and bv else None
         if title == "UDP link":
-            fv = row["cells"]["udp"]
-            row["ref_over_floor"] = rv / fv if rv is not None and fv else None
+            row["ref_over_floor"] = paired(ref, "udp", metric, size)
         table.append(row)
 
 out = []
@@ -196,11 +209,14 @@ out.append("  UDP link: UCX tcp, fi %s); sr/floor: softrnic's UDP link / raw UDP
 out.append("  above 1 for write, read and rate. The rc/sr, ud/sr, rxd/sr and verbs/sr columns are "
            "that middleware")
 out.append("  running over softrnic: read them against the same middleware's own transports.")
+out.append("Ratios and targets are the median of the per-run ratios (a run measures its columns "
+           "together).")
 reasons = {}
 for (c, metric), why in sorted(na.items()):
     reasons.setdefault((metric, why), []).append(COLUMNS[c][0])
 for (metric, why), labels in sorted(reasons.items()):
-    out.append("n/a %s: %s (%s)" % (METRICS[metric][0], why, ", ".join(labels)))
+    # Sections share labels (UCX rc/sr): name each once.
+    out.append("n/a %s: %s (%s)" % (METRICS[metric][0], why, ", ".join(dict.fromkeys(labels))))
 if quick:
     out.append("--quick: read and rate for softrnic direct only; the others show '-'")
 idle = med("softrnic", "idle", 0)
@@ -216,21 +232,19 @@ def target(text, value, ok, shown):
                                      ("met" if ok else "NOT met")))
 
 
-def ratio_target(text, a, b, want):
-    r = a / b if a is not None and b else None
+def ratio_target(text, a, b, want, metric, size):
+    r = paired(a, b, metric, size)
     target(text, r, None if r is None else r >= want, "-" if r is None else "%.2f x" % r)
 
 
 out.append("")
 out.append("targets (issues 6 and 14), read from this run:")
-sr8, udp8 = med("srudp", "lat", 8), med("udp", "lat", 8)
-r = sr8 / udp8 if sr8 and udp8 else None
+r = paired("srudp", "udp", "lat", 8)
 target("UDP link: RC Write 8 B latency <= 1.2 x UDP floor", r, None if r is None else r <= 1.2,
        "-" if r is None else "%.2f x" % r)
 for s in [s for s in bw_sizes if s >= 65536]:
-    peers = [v for v in (med("ucx", "bw", s), med("libfabric", "bw", s)) if v]
-    ratio_target("UDP link: RC Write %s >= best TCP peer" % human(s), med("srudp", "bw", s),
-                 max(peers) if peers else None, 1.0)
+    _, peer = best_of(["ucx", "libfabric"], "bw", s)
+    ratio_target("UDP link: RC Write %s >= best TCP peer" % human(s), "srudp", peer, 1.0, "bw", s)
 v = med("softrnic", "rate", 8)
 target("same host: 8 B Writes/s on one QP >= 1.5 M", v, None if v is None else v >= 1.5,
        "-" if v is None else "%.2f M/s" % v)
@@ -242,11 +256,10 @@ target("idle process (connected QP) < 1 % of a core", idle, None if idle is None
 big = max(bw_sizes)
 for metric, word in (("bw", "Write"), ("read", "Read")):
     s = big if metric == "bw" else read_size
-    d = med("softrnic", metric, s)
-    ratio_target("same host: %s %s direct >= 1.5 x rings" % (word, human(s)), d,
-                 med("rings", metric, s), 1.5)
-    ratio_target("same host: %s %s direct >= UCX cma" % (word, human(s)), d,
-                 med("ucxcma", metric, s), 1.0)
+    ratio_target("same host: %s %s direct >= 1.5 x rings" % (word, human(s)), "softrnic",
+                 "rings", 1.5, metric, s)
+    ratio_target("same host: %s %s direct >= UCX cma" % (word, human(s)), "softrnic",
+                 "ucxcma", 1.0, metric, s)
 
 noisy = []
 for row in table:
