@@ -73,6 +73,9 @@ add_executable(test_shm_peer_killed test_shm_peer_killed.c rc_test_conn.c)
 target_link_libraries(test_shm_peer_killed PRIVATE softrnic)
 target_include_directories(test_shm_peer_killed PRIVATE ${IBVERBS_INCLUDE})
 srn_script_test(shm_link test_shm_link.sh)
+# A same-host receiver stopped for 2 s (SIGSTOP, as a starved process):
+# ACK timeouts wait for it instead of spending the sender's retries.
+srn_script_test(shm_slow_peer test_shm_slow_peer.sh)
 
 # scripts/test.sh runs these under ThreadSanitizer (-L tsan).
 set_property(TEST rc_stress_100k_lossfree rc_stress_100k_udp rc_held_ack

@@ -51,6 +51,7 @@ const char *const srn_counter_names[SRN_CNT__MAX] = {
 	[SRN_CNT_SHM_RCVD_PKTS] = "shm_rcvd_pkts",
 	[SRN_CNT_SHM_RING_FULL] = "shm_ring_full",
 	[SRN_CNT_SHM_DOORBELLS] = "shm_doorbells",
+	[SRN_CNT_SHM_SLOW_PEER_WAITS] = "shm_slow_peer_waits",
 	[SRN_CNT_DIRECT_WRITE] = "direct_write",
 	[SRN_CNT_DIRECT_WRITE_BYTES] = "direct_write_bytes",
 	[SRN_CNT_DIRECT_READ] = "direct_read",

@@ -59,6 +59,7 @@ enum srn_counter {
 	SRN_CNT_SHM_RCVD_PKTS,      /* packets received from a same-host ring (also in rcvd_pkts) */
 	SRN_CNT_SHM_RING_FULL,      /* a same-host ring had no room: transmit deferred */
 	SRN_CNT_SHM_DOORBELLS,      /* empty datagrams sent to wake a sleeping receiver */
+	SRN_CNT_SHM_SLOW_PEER_WAITS, /* ACK timeouts not counted as retries: our packets sat unread in a live peer's ring */
 	SRN_CNT_DIRECT_WRITE,       /* RDMA Writes this requester placed directly in a same-host target */
 	SRN_CNT_DIRECT_WRITE_BYTES,
 	SRN_CNT_DIRECT_READ,        /* RDMA Reads this requester served directly from a same-host target */

@@ -375,6 +375,16 @@ static void forget(struct srn_shm *s, struct srn_shm_peer *p, uint64_t retry_ns)
 	p->retry_ns = retry_ns;
 }
 
+bool srn_shm_unread(struct srn_shm *s, const struct sockaddr *dst, socklen_t dstlen)
+{
+	/* route checks the owner is alive (and forgets a dead one's ring). */
+	struct srn_shm_peer *p = srn_shm_route(s, dst, dstlen);
+	if (!p || !p->seg)
+		return false;
+	const struct slot_ctl *c = &p->seg->h.slot[p->slot];
+	return atomic_load_explicit(&c->cons, memory_order_acquire) < p->published;
+}
+
 bool srn_shm_has_ring(const struct srn_shm *s, const struct sockaddr *dst, socklen_t dstlen)
 {
 	for (int i = 0; i < s->npeers; i++)

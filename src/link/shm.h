@@ -114,6 +114,10 @@ void srn_shm_exit(struct srn_shm *s);
 /* The shared-memory route to dst, or NULL: take UDP. */
 struct srn_shm_peer *srn_shm_route(struct srn_shm *s, const struct sockaddr *dst,
 				   socklen_t dstlen);
+/* Do packets this device published to dst's ring still wait there, unread
+ * by a live owner?  The ring loses nothing, so an ACK timeout while they
+ * wait means the receiver has not run yet, not that a packet was lost. */
+bool srn_shm_unread(struct srn_shm *s, const struct sockaddr *dst, socklen_t dstlen);
 /* Does dst already take a ring?  No side effects (for diagnostics). */
 bool srn_shm_has_ring(const struct srn_shm *s, const struct sockaddr *dst, socklen_t dstlen);
 /* Copy one packet of `len` bytes gathered from iov into the peer's ring,

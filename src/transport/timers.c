@@ -9,6 +9,7 @@
 
 #include "core/nic.h"
 #include "core/qp.h"
+#include "link/shm.h"
 #include "transport/complete.h"
 #include "transport/qp_count.h"
 #include "transport/requester.h"
@@ -87,6 +88,21 @@ static void expire(struct srn_qp *qp, uint64_t now)
 		 * is alive (link/shm.h: a dead one is detected and dropped):
 		 * the peer is slow, not gone, and nothing was lost.  Wait on,
 		 * as a NIC paused by PFC does, without spending a retry. */
+		qp->comp.ack_deadline = now + ack_timeout_ns(qp);
+		link_qp(qp);
+		return;
+	}
+	if (qp->comp.ack_deadline && now >= qp->comp.ack_deadline &&
+	    srn_shm_unread(&qp->nic->link.shm, (const struct sockaddr *)&qp->path.peer,
+			   qp->path.peer_len)) {
+		/* What we sent still sits in a live same-host receiver's ring:
+		 * it has not been scheduled yet (a busy 2-CPU host), and
+		 * nothing was lost.  Resending would only add duplicates
+		 * behind the originals, and ibv_rc_pingpong's 7 retries of
+		 * 67 ms ran out this way at load 20.  Wait on, as for a full
+		 * ring; a receiver that dies is seen by the route's owner
+		 * check and its ring forgotten. */
+		srn_count(qp->nic->diag.cnt, SRN_CNT_SHM_SLOW_PEER_WAITS, 1);
 		qp->comp.ack_deadline = now + ack_timeout_ns(qp);
 		link_qp(qp);
 		return;
