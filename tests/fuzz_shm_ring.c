@@ -30,10 +30,11 @@ struct ctx {
 	unsigned sum;
 };
 
-static void deliver(void *c, const uint8_t *pkt, uint32_t len, const struct sockaddr *src)
+static void deliver(void *c, const uint8_t *pkt, uint32_t len, const struct sockaddr *src, uint8_t tos)
 {
 	struct ctx *x = c;
 	(void)src;
+	(void)tos;
 	if (pkt < x->ring + 16 || len > x->rb || pkt + len > x->ring + x->rb)
 		abort();
 	for (uint32_t i = 0; i < len; i++)     /* every byte, so ASan sees it */

@@ -26,10 +26,11 @@ struct tally {
 	unsigned long pkts, bytes;
 };
 
-static void count(void *ctx, const uint8_t *data, uint32_t len, const struct sockaddr *src)
+static void count(void *ctx, const uint8_t *data, uint32_t len, const struct sockaddr *src,
+		  uint8_t tos)
 {
 	struct tally *t = ctx;
-	(void)data, (void)src;
+	(void)data, (void)src, (void)tos;
 	t->pkts++;
 	t->bytes += len;
 }

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "link/shm.h"
+#include "wire/ecn.h"
 
 #define NSEND SRN_SHM_SLOTS
 
@@ -33,12 +34,14 @@ struct got {
 	int n;
 	uint32_t len;
 	uint8_t first;
+	uint8_t tos;
 };
 
-static void deliver(void *ctx, const uint8_t *data, uint32_t len, const struct sockaddr *src)
+static void deliver(void *ctx, const uint8_t *data, uint32_t len, const struct sockaddr *src, uint8_t tos)
 {
 	struct got *g = ctx;
 	(void)src;
+	g->tos = tos;
 	g->n++;
 	g->len = len;
 	g->first = len ? data[0] : 0;
@@ -154,17 +157,18 @@ int main(void)
 	uint8_t pkt[100];
 	memset(pkt, 0xa5, sizeof(pkt));
 	struct iovec v = { pkt, sizeof(pkt) };
-	if (srn_shm_put(&S[0], p[0], &v, 1, sizeof(pkt))) {
+	if (srn_shm_put(&S[0], p[0], &v, 1, sizeof(pkt), SRN_ECN_CE)) {
 		printf("FAIL: put\n");
 		return 1;
 	}
 	srn_shm_publish(&S[0], no_bell, NULL);
 	srn_shm_poll(&R, 64, deliver, &g);
-	if (g.n != 1 || g.len != sizeof(pkt) || g.first != 0xa5) {
-		printf("FAIL: a good record after the bad ones: %d delivered, len %u\n", g.n, g.len);
+	if (g.n != 1 || g.len != sizeof(pkt) || g.first != 0xa5 || g.tos != SRN_ECN_CE) {
+		printf("FAIL: a good record after the bad ones: %d delivered, len %u, tos 0x%x\n", g.n,
+		       g.len, g.tos);
 		return 1;
 	}
-	printf("ok: the next sender's record arrives intact\n");
+	printf("ok: the next sender's record arrives intact, its CE mark with it\n");
 	for (int i = 0; i < NSEND; i++)
 		srn_shm_close(&S[i]);
 	srn_shm_close(&R);

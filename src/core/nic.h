@@ -40,6 +40,7 @@ struct srn_xrcd;
 struct srn_srq;
 struct srn_egress;
 struct srn_gro_batch;
+struct srn_cc_dev;
 
 #define SRN_QP_TABLE_BITS 12
 #define SRN_QP_TABLE_SIZE (1u << SRN_QP_TABLE_BITS)
@@ -161,6 +162,7 @@ struct srn_nic {
 	struct srn_nic_tables tables;  /* QP numbers, memory keys, SRQs, groups */
 	struct srn_nic_lists lists;    /* QPs with an ACK, a deferred send, a timer */
 	struct srn_nic_diag diag;      /* counters and the diagnostic segment */
+	struct srn_cc_dev *cc;         /* DCQCN settings (transport/cc.h), set at create */
 };
 
 /* QP number table.  Must hold nic->lock. */

@@ -66,6 +66,7 @@ struct srn_cq;
 struct srn_pd;
 struct srn_srq;
 struct srn_xrcd;
+struct srn_qp_cc;
 
 struct srn_swqe {
 	uint64_t wr_id;
@@ -243,6 +244,13 @@ struct srn_qp {
 	 * writes its head, the responder its tail (core/rq.h). */
 	struct srn_rq rq;
 	struct srn_resp resp;
+
+	/* Congestion control (transport/cc.h): NULL until the QP first
+	 * meets it (a CE mark, a CNP, a rate limit), so a QP that never
+	 * does pays one NULL test per packet.  cc_rate_mbps: the rate it is
+	 * paced at now, 0 = not paced (for the diagnostic slot). */
+	struct srn_qp_cc *cc;
+	uint32_t cc_rate_mbps;
 
 	/* On nic->lists.tx: transmission deferred (socket was full). */
 	struct srn_qp *tx_next;

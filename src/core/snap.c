@@ -102,6 +102,7 @@ static void snap_qp(struct srn_diag_obj *o, const struct srn_qp *qp)
 	SRN_DIAG_SET(q->max_rd_atomic, qp->attr.max_rd_atomic);
 	SRN_DIAG_SET(q->max_dest_rd_atomic, qp->attr.max_dest_rd_atomic);
 	SRN_DIAG_SET(q->port, qp->attr.port_num);
+	SRN_DIAG_SET(q->rate_mbps, qp->cc_rate_mbps);
 	SRN_DIAG_SET(q->pd, srn_diag_handle(d, qp->pd));
 	SRN_DIAG_SET(q->scq, srn_diag_handle(d, qp->scq));
 	SRN_DIAG_SET(q->rcq, srn_diag_handle(d, qp->rcq));

@@ -74,6 +74,7 @@ const char *const srn_counter_names[SRN_CNT__MAX] = {
 	[SRN_CNT_NP_CNP_SENT] = "np_cnp_sent",
 	[SRN_CNT_RP_CNP_HANDLED] = "rp_cnp_handled",
 	[SRN_CNT_NP_ECN_MARKED] = "np_ecn_marked_roce_packets",
+	[SRN_CNT_RP_CNP_IGNORED] = "rp_cnp_ignored",
 	[SRN_CNT_FAULT_TX_DROPPED] = "fault_tx_dropped",
 	[SRN_CNT_FAULT_TX_DUPLICATED] = "fault_tx_duplicated",
 	[SRN_CNT_FAULT_TX_REORDERED] = "fault_tx_reordered",

@@ -96,12 +96,15 @@ enum srn_counter {
 	SRN_CNT_FAULT_RX_REORDERED,
 	SRN_CNT_FAULT_RX_DELAYED,
 	SRN_CNT_FAULT_RX_CORRUPTED,
-	/* Always 0: softrnic has no link to lose and does no ECN/DCQCN; kept
-	 * so tools written for mlx5 find the names they look for. */
+	/* Always 0: softrnic has no link to lose; kept so tools written for
+	 * mlx5 find the name they look for. */
 	SRN_CNT_LINK_DOWNED,             /* link_downed */
-	SRN_CNT_NP_CNP_SENT,             /* np_cnp_sent */
-	SRN_CNT_RP_CNP_HANDLED,          /* rp_cnp_handled */
-	SRN_CNT_NP_ECN_MARKED,           /* np_ecn_marked_roce_packets */
+	/* DCQCN (transport/cc.c), mlx5's names and meanings. */
+	SRN_CNT_NP_CNP_SENT,             /* np_cnp_sent: CNPs this notification point sent */
+	SRN_CNT_RP_CNP_HANDLED,          /* rp_cnp_handled: CNPs the reaction point acted on */
+	SRN_CNT_NP_ECN_MARKED,           /* np_ecn_marked_roce_packets: CE-marked packets received */
+	SRN_CNT_RP_CNP_IGNORED,          /* rp_cnp_ignored: CNPs received with the RP off (or for
+					  * a QP it does not pace: not RC/UC, unknown, not its peer) */
 	/* The connection manager's MADs (librdmacm, src/cm/), by type in
 	 * attribute-ID order (0x10 REQ .. 0x18 SIDR_REP), each sent, received,
 	 * and received but dropped (no such connection, a state that takes no

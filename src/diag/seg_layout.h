@@ -211,7 +211,7 @@ struct srn_diag_qp {
 	uint32_t retry_left, rnr_left;
 	uint8_t timeout, retry_cnt, rnr_retry, min_rnr_timer;
 	uint8_t max_rd_atomic, max_dest_rd_atomic, port, reserved0;
-	uint32_t reserved1;
+	uint32_t rate_mbps;            /* paced at (DCQCN or a rate limit), 0 = not paced */
 	uint64_t pd, scq, rcq, srq;    /* handles */
 	uint64_t ack_deadline_ns, rnr_deadline_ns;
 	/* What the peer said last (srn_diag_qp_peer_said): AETH syndrome or

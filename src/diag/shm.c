@@ -54,6 +54,9 @@ const char *const srn_diag_qp_counter_names[SRN_QPC__MAX] = {
 	[SRN_QPC_OUT_OF_SEQUENCE] = "out_of_sequence",
 	[SRN_QPC_REMOTE_NAKS] = "remote_naks_rcvd",
 	[SRN_QPC_ERR_COMPLETIONS] = "error_completions",
+	[SRN_QPC_ECN_MARKED] = "np_ecn_marked_roce_packets",
+	[SRN_QPC_CNP_SENT] = "np_cnp_sent",
+	[SRN_QPC_CNP_HANDLED] = "rp_cnp_handled",
 };
 _Static_assert(sizeof(srn_diag_qp_counter_names) / sizeof(srn_diag_qp_counter_names[0]) ==
 		       SRN_QPC__MAX,

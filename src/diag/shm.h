@@ -40,6 +40,9 @@ enum srn_qp_counter {
 	SRN_QPC_OUT_OF_SEQUENCE,
 	SRN_QPC_REMOTE_NAKS,        /* NAK invalid request / access / operational received */
 	SRN_QPC_ERR_COMPLETIONS,    /* completions with an error status other than flush */
+	SRN_QPC_ECN_MARKED,         /* CE-marked packets received (np_ecn_marked_roce_packets) */
+	SRN_QPC_CNP_SENT,           /* np_cnp_sent */
+	SRN_QPC_CNP_HANDLED,        /* rp_cnp_handled */
 	SRN_QPC__MAX
 };
 _Static_assert(SRN_QPC__MAX <= SRN_DIAG_MAX_QP_COUNTERS, "grow SRN_DIAG_MAX_QP_COUNTERS");

@@ -19,6 +19,7 @@
 #include "link/egress.h"
 #include "link/gso.h"
 #include "link/pcap.h"
+#include "transport/cc.h"
 #include "transport/tx.h"
 #include "transport/txq.h"
 
@@ -46,6 +47,9 @@ int srn_nic_create(struct srn_device *dev, struct srn_nic **out, char *err, size
 		return ret;
 	}
 	ret = srn_rx_batch_init(&nic->link.rx);
+	if (ret)
+		goto fail;
+	ret = srn_cc_dev_open(nic, err, errlen);     /* SOFTRNIC_DCQCN_*: a typo fails the open */
 	if (ret)
 		goto fail;
 	/* GSO/GRO batch packets below the link layer's per-packet hooks, so
@@ -113,6 +117,7 @@ fail:
 	srn_egress_destroy(nic->link.egress);
 	srn_rx_batch_free(&nic->link.rx);
 	srn_udp_close(&nic->link.udp);
+	srn_cc_dev_close(nic);
 	free(nic);
 	return ret;
 }
@@ -134,6 +139,7 @@ void srn_nic_destroy(struct srn_nic *nic)
 	srn_nic_mirror_faults(nic);
 	stats_at_exit(nic);
 	srn_diag_close(nic->diag.seg);
+	srn_cc_dev_close(nic);
 	srn_rx_batch_free(&nic->link.rx);
 	if (nic->link.gro)
 		srn_gro_batch_free(nic->link.gro);

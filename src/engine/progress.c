@@ -314,11 +314,12 @@ static int mcast_poll(struct srn_nic *nic)
 	return total;
 }
 
-static void shm_deliver(void *ctx, const uint8_t *data, uint32_t len, const struct sockaddr *src)
+static void shm_deliver(void *ctx, const uint8_t *data, uint32_t len, const struct sockaddr *src,
+			uint8_t tos)
 {
 	struct srn_nic *nic = ctx;
 	srn_udp_trace_ring_rx(&nic->link.udp, src, data, len);
-	srn_rx_packet_local(nic, data, len, src);
+	srn_rx_packet_local(nic, data, len, src, tos);
 }
 
 /* Ask the socket this time?  Always, unless same-host rings carried
@@ -362,7 +363,7 @@ int srn_progress_poll(struct srn_nic *nic, bool from_app)
 		for (int i = 0; i < n; i++)
 			srn_rx_packet(nic, nic->link.gro->pkt[i].data, nic->link.gro->pkt[i].len,
 				      (const struct sockaddr *)nic->link.gro->pkt[i].src,
-				      nic->link.gro->pkt[i].seg_index);
+				      nic->link.gro->pkt[i].seg_index, nic->link.gro->pkt[i].tos);
 		total += n;
 		nic->engine.udp_rx_pkts += (uint64_t)n;
 		/* A short batch drained the socket: asking again would be a
@@ -381,7 +382,8 @@ int srn_progress_poll(struct srn_nic *nic, bool from_app)
 			srn_ack_flush(nic);     /* the previous batch's */
 		for (int i = 0; i < n; i++) {
 			srn_rx_packet(nic, nic->link.rx.pkt[i].data, nic->link.rx.pkt[i].len,
-				      (const struct sockaddr *)&nic->link.rx.pkt[i].src, 0);
+				      (const struct sockaddr *)&nic->link.rx.pkt[i].src, 0,
+				      nic->link.rx.pkt[i].tos);
 			/* A same-host doorbell (empty) is ring traffic. */
 			nic->engine.udp_rx_pkts += nic->link.rx.pkt[i].len != 0;
 		}

@@ -73,7 +73,7 @@ static int shm_add(struct srn_egress *e, struct srn_shm_peer *sp, const struct s
 	uint32_t tail = srn_pad_of(paylen) + SRN_ICRC_LEN;
 	v[n++] = (struct iovec){ (void *)zeros, tail };
 	uint32_t len = (uint32_t)hl + paylen + tail;
-	int r = srn_shm_put(e->shm, sp, v, n, len);
+	int r = srn_shm_put(e->shm, sp, v, n, len, e->udp->tos);
 	if (r == -EAGAIN) {
 		srn_count(e->cnt, SRN_CNT_SHM_RING_FULL, 1);
 		return r;

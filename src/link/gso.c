@@ -2,6 +2,7 @@
  * gso.c - UDP GSO send and GRO receive (see gso.h).
  */
 #include "link/gso.h"
+#include "link/udp_ecn.h"
 
 #include <errno.h>
 #include <netinet/in.h>
@@ -75,6 +76,7 @@ int srn_udp_recv_gro(struct srn_udp *u, struct srn_gro_batch *b)
 		if (b->msgs[i].msg_hdr.msg_flags & MSG_TRUNC)
 			continue;       /* cannot happen with 64 KiB buffers */
 		uint16_t seg = gro_size(&b->msgs[i].msg_hdr);
+		uint8_t tos = srn_udp_cmsg_tos(&b->msgs[i].msg_hdr);
 		if (!seg || seg >= len)
 			seg = (uint16_t)(len > 0xffff ? 0xffff : len);
 		for (uint32_t off = 0, k = 0; off < len && b->count < SRN_GRO_MAX_PKTS; off += seg, k++) {
@@ -82,6 +84,7 @@ int srn_udp_recv_gro(struct srn_udp *u, struct srn_gro_batch *b)
 			b->pkt[b->count].data = p + off;
 			b->pkt[b->count].len = l;
 			b->pkt[b->count].seg_index = (uint16_t)k;
+			b->pkt[b->count].tos = tos;
 			b->pkt[b->count].src = &b->src[i];
 			b->count++;
 		}

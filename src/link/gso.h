@@ -38,13 +38,14 @@ struct srn_gro_batch {
 		uint8_t *data;
 		uint32_t len;
 		uint16_t seg_index;    /* position within its coalesced datagram */
+		uint8_t tos;           /* its TOS / traffic class (GRO merges only equal ones) */
 		struct sockaddr_storage *src;
 	} pkt[SRN_GRO_MAX_PKTS];
 	uint8_t *bufs;
 	struct sockaddr_storage src[SRN_GRO_MSGS];
 	struct mmsghdr msgs[SRN_GRO_MSGS];
 	struct iovec iov[SRN_GRO_MSGS];
-	uint8_t ctrl[SRN_GRO_MSGS][64];
+	uint8_t ctrl[SRN_GRO_MSGS][64];   /* UDP_GRO's segment size and the TOS */
 };
 
 int srn_gro_batch_init(struct srn_gro_batch *b);

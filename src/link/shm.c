@@ -80,11 +80,16 @@ struct srn_shm_seg {
 	struct inbox_hdr h;
 };
 
+/* tos: the packet's IPv4 TOS / IPv6 traffic class as the UDP link would
+ * carry it (DSCP and the ECN bits, link/udp_ecn.h), so a mark survives
+ * the ring. */
 struct rec {
 	uint32_t len, kind;
-	uint64_t reserved;
+	uint8_t tos;
+	uint8_t reserved[7];
 };
 _Static_assert(sizeof(struct rec) == REC_HDR && REC_HDR <= REC_ALIGN, "record header");
+_Static_assert(offsetof(struct rec, tos) == 8, "the TOS where the reserved word was");
 
 static uint8_t *ring_of(struct srn_shm_seg *g, uint64_t ring, uint32_t slot)
 {
@@ -461,7 +466,7 @@ static int full_ring(struct srn_shm *s, struct srn_shm_peer *p)
 }
 
 int srn_shm_put(struct srn_shm *s, struct srn_shm_peer *p, const struct iovec *iov, int iovcnt,
-		uint32_t len)
+		uint32_t len, uint8_t tos)
 {
 	if (len > SRN_SHM_MAX_PKT)
 		return -EMSGSIZE;
@@ -496,6 +501,7 @@ int srn_shm_put(struct srn_shm *s, struct srn_shm_peer *p, const struct iovec *i
 		return -EINVAL;
 	r->len = len;
 	r->kind = REC_PKT;
+	r->tos = tos;
 	p->prod += need;
 	if (!p->dirty) {
 		p->dirty = true;
@@ -598,7 +604,9 @@ int srn_shm_ring_read(const uint8_t *ring, uint64_t rb, uint64_t *cons, uint64_t
 			break;
 		}
 		if (kind == REC_PKT) {
-			deliver(ctx, ring + c % rb + REC_HDR, len, src);
+			/* Any value is harmless: only its ECN bits are read. */
+			uint8_t tos = __atomic_load_n(ring + c % rb + offsetof(struct rec, tos), __ATOMIC_RELAXED);
+			deliver(ctx, ring + c % rb + REC_HDR, len, src, tos);
 			n++;
 		}
 		c += step;

@@ -121,20 +121,21 @@ bool srn_shm_unread(struct srn_shm *s, const struct sockaddr *dst, socklen_t dst
 /* Does dst already take a ring?  No side effects (for diagnostics). */
 bool srn_shm_has_ring(const struct srn_shm *s, const struct sockaddr *dst, socklen_t dstlen);
 /* Copy one packet of `len` bytes gathered from iov into the peer's ring,
- * unpublished.  0, -EAGAIN when the ring has no room for it now, or -EPIPE
+ * unpublished, with the TOS byte it would carry on the wire.  0, -EAGAIN when the ring has no room for it now, or -EPIPE
  * when it stays full because its owner died: the peer is forgotten (UDP
  * from now on, which tells the transport the truth: nobody answers). */
 int srn_shm_put(struct srn_shm *s, struct srn_shm_peer *p, const struct iovec *iov, int iovcnt,
-		uint32_t len);
+		uint32_t len, uint8_t tos);
 /* Publish every ring written since the last call.  Calls ring(ctx, addr)
  * for each receiver that sleeps and must get a doorbell. */
 void srn_shm_publish(struct srn_shm *s,
 		     void (*ring)(void *ctx, const struct sockaddr *dst, socklen_t len), void *ctx);
 
-/* Hand up to max waiting packets to deliver(ctx, data, len, src), then
- * release their ring space.  Returns how many. */
+/* Hand up to max waiting packets to deliver(ctx, data, len, src, tos),
+ * then release their ring space.  Returns how many.  tos: the TOS byte
+ * the sender put in the record (its ECN bits, link/udp_ecn.h). */
 typedef void (*srn_shm_deliver_fn)(void *ctx, const uint8_t *data, uint32_t len,
-				   const struct sockaddr *src);
+				   const struct sockaddr *src, uint8_t tos);
 int srn_shm_poll(struct srn_shm *s, int max, srn_shm_deliver_fn deliver, void *ctx);
 /* The reader of one ring of rb bytes (a multiple of 64) that a peer
  * writes: deliver up to max records between *cons (the reader's own

@@ -268,6 +268,9 @@ int srn_udp_open(struct srn_udp *u, struct srn_dev_cfg *cfg, char *err, size_t e
 		else
 			cfg->link_mtu = cfg->auto_loopback ? SRN_LOOPBACK_MTU : SRN_FALLBACK_MTU;
 	}
+	rc = srn_udp_ecn_setup(u, cfg->name, err, errlen);
+	if (rc)
+		goto fail;
 	rc = hooks_open(u, cfg->name, err, errlen);
 	if (rc)
 		goto fail;
@@ -305,6 +308,14 @@ static int raw_send(struct srn_udp *u, const struct sockaddr *dst, socklen_t dst
 		.msg_iov = (struct iovec *)iov,
 		.msg_iovlen = (size_t)iovcnt,
 	};
+	union {
+		char buf[SRN_ECN_TX_CMSG_SPACE];
+		struct cmsghdr align;
+	} mark;
+	if (__builtin_expect(u->ce_every != 0, 0) && iovcnt) {   /* not a doorbell */
+		mh.msg_controllen = srn_udp_ecn_mark_cmsg(u, mark.buf);
+		mh.msg_control = mh.msg_controllen ? mark.buf : NULL;
+	}
 	if (sendmsg(u->fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
 		return send_errno(errno);
 	return 0;
@@ -368,7 +379,7 @@ int srn_udp_send_batch(struct srn_udp *u, const struct srn_tx_msg *m, int n)
 {
 	struct mmsghdr mm[SRN_TX_BATCH];
 	union {
-		char buf[CMSG_SPACE(sizeof(uint16_t))];
+		char buf[CMSG_SPACE(sizeof(uint16_t)) + SRN_ECN_TX_CMSG_SPACE];
 		struct cmsghdr align;
 	} ctrl[SRN_TX_BATCH];
 	if (n > SRN_TX_BATCH)
@@ -398,12 +409,21 @@ int srn_udp_send_batch(struct srn_udp *u, const struct srn_tx_msg *m, int n)
 		if (m[k].gso_seg) {
 			memset(&ctrl[k], 0, sizeof(ctrl[k]));
 			h->msg_control = ctrl[k].buf;
-			h->msg_controllen = sizeof(ctrl[k].buf);
+			h->msg_controllen = CMSG_SPACE(sizeof(uint16_t));
 			struct cmsghdr *c = CMSG_FIRSTHDR(h);
 			c->cmsg_level = SOL_UDP;
 			c->cmsg_type = UDP_SEGMENT;
 			c->cmsg_len = CMSG_LEN(sizeof(uint16_t));
 			memcpy(CMSG_DATA(c), &m[k].gso_seg, sizeof(uint16_t));
+		}
+		if (__builtin_expect(u->ce_every != 0, 0)) {
+			/* SOFTRNIC_ECN_MARK: after the GSO message, if any. */
+			size_t at = h->msg_controllen;
+			size_t l = srn_udp_ecn_mark_cmsg(u, ctrl[k].buf + at);
+			if (l) {
+				h->msg_control = ctrl[k].buf;
+				h->msg_controllen = at + l;
+			}
 		}
 	}
 	if (k == 0)
@@ -452,6 +472,10 @@ static int recv_raw(struct srn_udp *u, struct srn_rx_batch *b, int first, int ma
 		h->msg_namelen = sizeof(b->pkt[i].src);
 		h->msg_iov = &b->iov[i];
 		h->msg_iovlen = 1;
+		if (u->ecn_rx) {
+			h->msg_control = b->ctrl[i];
+			h->msg_controllen = sizeof(b->ctrl[i]);
+		}
 	}
 	int r = recvmmsg(u->fd, b->msgs + first, (unsigned)max, MSG_DONTWAIT, NULL);
 	if (r < 0) {
@@ -472,6 +496,7 @@ static int recv_raw(struct srn_udp *u, struct srn_rx_batch *b, int first, int ma
 		b->pkt[n].data = b->iov[i].iov_base;
 		b->pkt[n].len = b->msgs[i].msg_len;
 		b->pkt[n].srclen = h->msg_namelen;
+		b->pkt[n].tos = srn_udp_cmsg_tos(h);
 		n++;
 	}
 	if (truncated)

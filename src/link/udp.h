@@ -27,6 +27,7 @@
 
 #include "link/config.h"
 #include "link/fault.h"
+#include "link/udp_ecn.h"
 #include "wire/icrc.h"
 
 struct srn_pcap;
@@ -41,6 +42,11 @@ struct srn_udp {
 	uint16_t port;                   /* host order */
 	int rcvbuf, sndbuf;              /* what the kernel granted (doubled value, as getsockopt reports) */
 	bool hooked;                     /* fault or pcap set: take the slow path */
+	/* ECN (link/udp_ecn.h): the TOS every packet leaves with, whether
+	 * each datagram's TOS is read, and the SOFTRNIC_ECN_MARK test marker. */
+	uint8_t tos;
+	bool ecn_rx;
+	uint32_t ce_every, ce_count;
 	struct srn_fault *fault;         /* SOFTRNIC_FAULTS, else NULL */
 	struct srn_pcap *pcap;           /* SOFTRNIC_PCAP, else NULL */
 };
@@ -96,12 +102,14 @@ struct srn_rx_batch {
 		uint32_t len;
 		struct sockaddr_storage src;
 		socklen_t srclen;
+		uint8_t tos;            /* its IPv4 TOS / IPv6 traffic class (0 unless read) */
 	} pkt[SRN_RX_BATCH];
 	/* Owned storage: one allocation of SRN_RX_BATCH * SRN_RX_BUFSZ bytes
 	 * and the recvmmsg descriptors that point into it. */
 	uint8_t *bufs;
 	struct mmsghdr msgs[SRN_RX_BATCH];
 	struct iovec iov[SRN_RX_BATCH];
+	uint8_t ctrl[SRN_RX_BATCH][SRN_ECN_CMSG_SPACE];   /* each datagram's TOS */
 };
 int srn_rx_batch_init(struct srn_rx_batch *b);   /* allocates buffers once; 0 or -ENOMEM */
 void srn_rx_batch_free(struct srn_rx_batch *b);

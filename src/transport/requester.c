@@ -34,6 +34,7 @@
 #include "core/qp.h"
 #include "diag/names.h"
 #include "diag/shm.h"
+#include "transport/cc.h"
 #include "transport/complete.h"
 #include "transport/direct.h"
 #include "transport/qp_count.h"
@@ -213,6 +214,8 @@ static int send_one(struct srn_qp *qp)
 	}
 	if (ret)
 		return ret;
+	if (qp->cc)
+		srn_cc_sent(qp, len);
 	if (p.ackreq)
 		qp->req.pkts_since_ackreq = 0;
 	if (pktidx == 0 && (w->opcode == IBV_WR_SEND || w->opcode == IBV_WR_SEND_WITH_IMM ||
@@ -316,6 +319,10 @@ void srn_req_push(struct srn_qp *qp)
 				srn_complete_send(qp, IBV_WC_SUCCESS);
 			continue;
 		}
+		/* Paced (DCQCN, a rate limit): wait for credit on the timer
+		 * list.  One NULL test for a QP that never met either. */
+		if (!srn_cc_may_send(qp))
+			return;
 		bool starting = !qp->req.cur_started;
 		int ret = send_one(qp);
 		if (ret == -EAGAIN) {

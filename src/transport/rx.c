@@ -14,8 +14,10 @@
 #include "core/nic.h"
 #include "core/qp.h"
 #include "diag/shm.h"
+#include "transport/cc.h"
 #include "transport/completer.h"
 #include "transport/responder.h"
+#include "wire/ecn.h"
 #include "wire/icrc.h"
 #include "wire/roce_hdr.h"
 
@@ -123,14 +125,21 @@ void srn_rx_mcast_packet(struct srn_nic *nic, const struct srn_mcast_group *g,
 }
 
 static void rx_packet(struct srn_nic *nic, const uint8_t *data, uint32_t len,
-		      const struct sockaddr *src, uint16_t id_hint, bool from_ring)
+		      const struct sockaddr *src, uint16_t id_hint, bool from_ring, uint8_t tos)
 {
 	struct srn_pkt p;
 
 	if (!at_the_door(nic, data, len, src, &nic->link.udp.local, &p, id_hint, from_ring))
 		return;
-	if (srn_opcode_transport(p.opcode) == SRN_TRANSPORT_CC)
-		return;         /* CNP: congestion control is not implemented yet */
+	if (srn_opcode_transport(p.opcode) == SRN_TRANSPORT_CC) {
+		/* A CNP (0x81) is the only packet of this group: the reaction
+		 * point takes it, whatever its own ECN bits say. */
+		if (p.opcode == SRN_OP_CNP)
+			srn_cc_rx_cnp(nic, &p, src);
+		else
+			srn_count(nic->diag.cnt, SRN_CNT_MALFORMED, 1);
+		return;
+	}
 
 	struct srn_qp *qp = srn_nic_qp_lookup(nic, p.dqpn);
 	if (!qp) {
@@ -158,6 +167,9 @@ static void rx_packet(struct srn_nic *nic, const uint8_t *data, uint32_t len,
 	}
 	srn_diag_qp_count(qp->diag, SRN_QPC_RCVD_PKTS, 1);
 	srn_diag_qp_count(qp->diag, SRN_QPC_RCVD_BYTES, len);
+	/* Congestion on the way here: the notification point (cc.c). */
+	if (__builtin_expect((tos & SRN_ECN_MASK) == SRN_ECN_CE, 0))
+		srn_cc_rx_ce(qp);
 	if (is_req)
 		srn_resp_packet(qp, &p, src);
 	else
@@ -165,15 +177,15 @@ static void rx_packet(struct srn_nic *nic, const uint8_t *data, uint32_t len,
 }
 
 void srn_rx_packet(struct srn_nic *nic, const uint8_t *data, uint32_t len,
-		   const struct sockaddr *src, uint16_t id_hint)
+		   const struct sockaddr *src, uint16_t id_hint, uint8_t tos)
 {
 	if (len == 0)
 		return;         /* a same-host peer's doorbell (link/shm.h) */
-	rx_packet(nic, data, len, src, id_hint, false);
+	rx_packet(nic, data, len, src, id_hint, false, tos);
 }
 
 void srn_rx_packet_local(struct srn_nic *nic, const uint8_t *data, uint32_t len,
-			 const struct sockaddr *src)
+			 const struct sockaddr *src, uint8_t tos)
 {
-	rx_packet(nic, data, len, src, 0, true);
+	rx_packet(nic, data, len, src, 0, true, tos);
 }

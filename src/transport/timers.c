@@ -10,6 +10,7 @@
 #include "core/nic.h"
 #include "core/qp.h"
 #include "link/shm.h"
+#include "transport/cc.h"
 #include "transport/complete.h"
 #include "transport/qp_count.h"
 #include "transport/requester.h"
@@ -33,6 +34,9 @@ static void link_qp(struct srn_qp *qp)
 	uint64_t d = qp->comp.ack_deadline;
 	if (qp->comp.rnr_deadline && (!d || qp->comp.rnr_deadline < d))
 		d = qp->comp.rnr_deadline;
+	uint64_t cc = srn_cc_deadline(qp);
+	if (cc && (!d || cc < d))
+		d = cc;
 	uint64_t cur = atomic_load_explicit(&nic->lists.next_deadline, memory_order_relaxed);
 	if (d && (!cur || d < cur))
 		atomic_store_explicit(&nic->lists.next_deadline, d, memory_order_relaxed);
@@ -68,11 +72,19 @@ void srn_timer_rnr(struct srn_qp *qp, uint32_t psn, uint8_t timer_code)
 	link_qp(qp);
 }
 
+void srn_timer_cc(struct srn_qp *qp)
+{
+	if (srn_cc_deadline(qp))
+		link_qp(qp);
+}
+
 void srn_timer_stop(struct srn_qp *qp)
 {
 	qp->comp.ack_deadline = 0;
 	qp->comp.rnr_deadline = 0;
 	qp->comp.rnr_wait = false;
+	if (qp->cc)
+		qp->cc->wake_ns = qp->cc->refresh_ns = 0;
 }
 
 static void expire(struct srn_qp *qp, uint64_t now)
@@ -133,7 +145,9 @@ void srn_timers_run(struct srn_nic *nic, uint64_t now)
 			continue;
 		}
 		expire(qp, now);
-		if (qp->comp.ack_deadline || qp->comp.rnr_deadline)
+		/* The pacer's wait and the rate machine's refresh. */
+		srn_cc_expire(qp, now);
+		if (qp->comp.ack_deadline || qp->comp.rnr_deadline || srn_cc_deadline(qp))
 			link_qp(qp);
 	}
 }

@@ -26,6 +26,9 @@ void srn_timer_rnr(struct srn_qp *qp, uint32_t psn, uint8_t timer_code);
  * retries are spent).  It may stay on the timer list: the next run
  * finds nothing armed and drops it. */
 void srn_timer_stop(struct srn_qp *qp);
+/* The QP's congestion-control deadline changed (transport/cc.h): put it
+ * on the list if it has one. */
+void srn_timer_cc(struct srn_qp *qp);
 /* Fire what has expired. */
 void srn_timers_run(struct srn_nic *nic, uint64_t now);
 
