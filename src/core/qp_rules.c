@@ -51,6 +51,9 @@ enum {
 	A_DEST_ATOM = IBV_QP_MAX_DEST_RD_ATOMIC,
 	A_MIG = IBV_QP_PATH_MIG_STATE,
 	A_DQPN = IBV_QP_DEST_QPN,
+	/* The kernel allows it for raw packet QPs only, where the send side
+	 * starts, runs or resumes; softrnic paces RC, UC and UD (verbs/verbs_rate.c). */
+	A_RATE = IBV_QP_RATE_LIMIT,
 };
 
 struct qp_transition {
@@ -113,9 +116,9 @@ static const struct qp_transition qp_table[SRN_QP_NUM_STATES][SRN_QP_NUM_STATES]
 			[T_XRC_SEND] = A_SQ_PSN | A_TMO | A_RETRY | A_RNR_RETRY | A_RD_ATOM,
 			[T_XRC_RECV] = A_SQ_PSN | A_TMO,
 		}, .opt = {
-			[T_RC] = A_CUR | A_ALT | A_ACC | A_RNRT | A_MIG,
-			[T_UC] = A_CUR | A_ALT | A_ACC | A_MIG,
-			[T_UD] = A_CUR | A_QKEY,
+			[T_RC] = A_CUR | A_ALT | A_ACC | A_RNRT | A_MIG | A_RATE,
+			[T_UC] = A_CUR | A_ALT | A_ACC | A_MIG | A_RATE,
+			[T_UD] = A_CUR | A_QKEY | A_RATE,
 			[T_XRC_SEND] = A_CUR | A_ALT | A_ACC | A_MIG,
 			[T_XRC_RECV] = A_CUR | A_ALT | A_ACC | A_RNRT | A_MIG,
 		} },
@@ -123,9 +126,9 @@ static const struct qp_transition qp_table[SRN_QP_NUM_STATES][SRN_QP_NUM_STATES]
 	[IBV_QPS_RTS] = {
 		TO_RESET_AND_ERR,
 		[IBV_QPS_RTS] = { .valid = true, .opt = {
-			[T_RC] = A_CUR | A_ACC | A_ALT | A_MIG | A_RNRT,
-			[T_UC] = A_CUR | A_ACC | A_ALT | A_MIG,
-			[T_UD] = A_CUR | A_QKEY,
+			[T_RC] = A_CUR | A_ACC | A_ALT | A_MIG | A_RNRT | A_RATE,
+			[T_UC] = A_CUR | A_ACC | A_ALT | A_MIG | A_RATE,
+			[T_UD] = A_CUR | A_QKEY | A_RATE,
 			[T_XRC_SEND] = A_CUR | A_ACC | A_ALT | A_MIG,
 			[T_XRC_RECV] = A_CUR | A_ACC | A_ALT | A_MIG | A_RNRT,
 		} },
@@ -140,9 +143,9 @@ static const struct qp_transition qp_table[SRN_QP_NUM_STATES][SRN_QP_NUM_STATES]
 	[IBV_QPS_SQD] = {
 		TO_RESET_AND_ERR,
 		[IBV_QPS_RTS] = { .valid = true, .opt = {
-			[T_RC] = A_CUR | A_ALT | A_ACC | A_RNRT | A_MIG,
-			[T_UC] = A_CUR | A_ALT | A_ACC | A_MIG,
-			[T_UD] = A_CUR | A_QKEY,
+			[T_RC] = A_CUR | A_ALT | A_ACC | A_RNRT | A_MIG | A_RATE,
+			[T_UC] = A_CUR | A_ALT | A_ACC | A_MIG | A_RATE,
+			[T_UD] = A_CUR | A_QKEY | A_RATE,
 			[T_XRC_SEND] = A_CUR | A_ALT | A_ACC | A_MIG,
 			[T_XRC_RECV] = A_CUR | A_ALT | A_ACC | A_RNRT | A_MIG,
 		} },

@@ -18,8 +18,10 @@
  *    bans alternate paths (APM) on RoCE ports.
  *  - IBV_QP_CUR_STATE is honoured only if attr->cur_qp_state equals the
  *    QP's real state; a caller cannot talk the QP into another state.
- *  - bits above IBV_QP_DEST_QPN (21..31, RATE_LIMIT among them) are not
- *    in any RC/UC/UD transition and get -EINVAL here; rdma-core's rxe
+ *  - bits above IBV_QP_DEST_QPN (21..31) are not in any RC/UC/UD
+ *    transition and get -EINVAL here, except RATE_LIMIT, optional where
+ *    the kernel allows it for raw packet QPs (RTR->RTS, RTS->RTS) and
+ *    here for RC, UC and UD (verbs/verbs_rate.c); rdma-core's rxe
  *    provider answers EOPNOTSUPP for them before the kernel sees them.
  *    srn_qp_mask_supported() tells the two apart for a caller that wants
  *    rxe's errno.

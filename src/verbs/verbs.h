@@ -56,6 +56,14 @@ struct ibv_xrcd *srn_verbs_open_xrcd(struct ibv_context *c, struct ibv_xrcd_init
 int srn_verbs_close_xrcd(struct ibv_xrcd *x);
 struct ibv_srq *srn_verbs_create_srq_ex(struct ibv_context *c, struct ibv_srq_init_attr_ex *a);
 int srn_verbs_get_srq_num(struct ibv_srq *srq, uint32_t *num);
+/* verbs_rate.c: QP rate limits.  The check and apply functions return 0
+ * or -errno and must hold nic->lock. */
+struct srn_qp;
+struct srn_nic;
+int srn_verbs_modify_qp_rate_limit(struct ibv_qp *qp, struct ibv_qp_rate_limit_attr *attr);
+void srn_verbs_pacing_caps(struct srn_nic *nic, struct ibv_packet_pacing_caps *c);
+int srn_verbs_rate_check(struct srn_qp *qp, uint32_t kbps, uint32_t burst, uint16_t pkt_sz);
+int srn_verbs_rate_apply(struct srn_qp *qp, uint32_t kbps, uint32_t burst, uint16_t pkt_sz);
 /* verbs_mw.c */
 struct ibv_mw *srn_verbs_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type);
 int srn_verbs_dealloc_mw(struct ibv_mw *mw);

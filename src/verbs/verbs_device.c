@@ -135,6 +135,7 @@ int srn_verbs_query_device_ex(struct ibv_context *c, const struct ibv_query_devi
 	 * "HCA clock" (hca_core_clock is in kHz) that never wraps. */
 	ex.completion_timestamp_mask = UINT64_MAX;
 	ex.hca_core_clock = 1000000;
+	srn_verbs_pacing_caps(srn_ctx(c)->nic, &ex.packet_pacing_caps);
 	memcpy(a, &ex, len < sizeof(ex) ? len : sizeof(ex));
 	if (len > sizeof(ex))
 		memset((char *)a + sizeof(ex), 0, len - sizeof(ex));

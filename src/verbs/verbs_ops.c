@@ -50,6 +50,7 @@ void srn_verbs_set_ops(struct srn_context *ctx)
 	v->close_xrcd = srn_verbs_close_xrcd;
 	v->create_srq_ex = srn_verbs_create_srq_ex;
 	v->get_srq_num = srn_verbs_get_srq_num;
+	v->modify_qp_rate_limit = srn_verbs_modify_qp_rate_limit;
 	v->sz = sizeof(*v);
 	v->context.abi_compat = __VERBS_ABI_IS_EXTENDED;
 }

@@ -18,6 +18,7 @@
 #include "core/srq.h"
 #include "diag/names.h"
 #include "diag/qp_state.h"
+#include "transport/cc.h"
 #include "transport/complete.h"
 #include "transport/qp_effects.h"
 #include "transport/requester.h"
@@ -173,14 +174,22 @@ SRN_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int 
 	struct srn_qp_limits lim = limits_of(nic);
 	int ret;
 
+	/* IBV_QP_RATE_LIMIT (where the table allows it): its value checked
+	 * with the others, applied after the rest (verbs_rate.c). */
+	bool rate = mask & IBV_QP_RATE_LIMIT;
+
 	srn_nic_lock(nic);
 	srn_ack_flush(nic);             /* ACKs owed go before any state change */
 	ret = srn_qp_check_transition(qp->type, qp->state, attr, mask);
 	if (!ret)
 		ret = srn_qp_check_attr_values(qp->type, attr, mask, &lim);
+	if (!ret && rate)
+		ret = srn_verbs_rate_check(qp, attr->rate_limit, 0, 0);
 	enum ibv_qp_state from = qp->state;
 	if (!ret)
-		ret = srn_qp_modify(qp, attr, mask);
+		ret = srn_qp_modify(qp, attr, mask & ~IBV_QP_RATE_LIMIT);
+	if (!ret && rate)
+		ret = srn_verbs_rate_apply(qp, attr->rate_limit, 0, 0);
 	if (!ret && qp->state != from)
 		srn_diag_log(qp->diag, SRN_LOG_INFO, "state %s -> %s", srn_qp_state_name(from),
 			     srn_qp_state_name(qp->state));
@@ -248,6 +257,7 @@ SRN_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 		pthread_mutex_destroy(&qp->sq.lock);
 	}
 	srn_qp_free_queues(qp);
+	srn_cc_qp_free(qp);
 	free(qp);
 	return 0;
 }
