@@ -225,6 +225,8 @@ static void print_qp(struct srn_out *o, const struct live_set *ls, const struct 
 	srn_out_str(o, "peer", peer);
 	srn_out_hex(o, "peer_qpn", q->peer_qpn, 6);
 	srn_out_u64(o, "mtu", q->mtu);
+	/* The rate DCQCN or a rate limit paces it at; 0: not paced. */
+	srn_out_u64(o, "rate_mbps", q->rate_mbps);
 	srn_out_u64(o, "retry_left", q->retry_left);
 	srn_out_u64(o, "retry_cnt", q->retry_cnt);
 	srn_out_u64(o, "rnr_left", q->rnr_left);

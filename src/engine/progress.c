@@ -318,7 +318,7 @@ static void shm_deliver(void *ctx, const uint8_t *data, uint32_t len, const stru
 			uint8_t tos)
 {
 	struct srn_nic *nic = ctx;
-	srn_udp_trace_ring_rx(&nic->link.udp, src, data, len);
+	srn_udp_trace_ring_rx(&nic->link.udp, src, data, len, tos);
 	srn_rx_packet_local(nic, data, len, src, tos);
 }
 

@@ -56,7 +56,7 @@ static void shm_trace(struct srn_egress *e, const struct srn_shm_peer *sp,
 	srn_icrc_put(tail + pad, srn_icrc_calc(meta, v, n));
 	v[n - 1].iov_len = pad + SRN_ICRC_LEN;
 	srn_pcap_record(e->udp->pcap, (const struct sockaddr *)&e->udp->local,
-			(const struct sockaddr *)&sp->addr, v, n, false, srn_now_ns());
+			(const struct sockaddr *)&sp->addr, v, n, false, srn_now_ns(), e->udp->tos);
 }
 
 /* Into a same-host ring: no ICRC (its 4 bytes are there, zero). */

@@ -186,8 +186,26 @@ static int drain(struct srn_pcap *p)
 	return rc;
 }
 
+/* Put the TOS into headers srn_pcap_headers wrote (IPv4: and fix the
+ * header checksum), so the trace shows the DSCP and ECN bits. */
+static void set_tos(uint8_t *frame, int family, uint8_t tos)
+{
+	uint8_t *ip = frame + 14;
+	if (!tos)
+		return;
+	if (family == AF_INET) {
+		ip[1] = tos;
+		put16(ip + 10, 0);
+		put16(ip + 10, ipv4_csum(ip));
+	} else {
+		ip[0] = (uint8_t)(0x60 | tos >> 4);
+		ip[1] = (uint8_t)((ip[1] & 0x0f) | (tos & 0x0f) << 4);
+	}
+}
+
 void srn_pcap_record(struct srn_pcap *p, const struct sockaddr *src, const struct sockaddr *dst,
-					 const struct iovec *iov, int iovcnt, bool rx, uint64_t now_ns)
+					 const struct iovec *iov, int iovcnt, bool rx, uint64_t now_ns,
+					 uint8_t tos)
 {
 	uint8_t hdr[16 + SRN_PCAP_HDRS_MAX];
 	size_t len = 0;
@@ -195,6 +213,8 @@ void srn_pcap_record(struct srn_pcap *p, const struct sockaddr *src, const struc
 		len += iov[i].iov_len;
 	uint16_t id = rx ? rx_ipv4_id(src, dst, iov, iovcnt, len) : 0;
 	size_t hl = srn_pcap_headers(hdr + 16, src, dst, len, id);
+	if (hl)
+		set_tos(hdr + 16, src->sa_family, tos);
 	size_t frame = hl + len, rec = 16 + frame;
 	if (!hl || frame > SRN_PCAP_SNAPLEN) {
 		atomic_fetch_add_explicit(&p->lost, 1, memory_order_relaxed);

@@ -57,9 +57,11 @@ void srn_pcap_close(struct srn_pcap *p);
 
 /* Append one datagram from src to dst. rx: it came off the socket (enables
  * the foreign IPv4 ID recovery). now_ns: CLOCK_MONOTONIC, for the flush
- * deadline. */
+ * deadline. tos: the IPv4 TOS / IPv6 traffic class it travelled with
+ * (DSCP and ECN, link/udp_ecn.h). */
 void srn_pcap_record(struct srn_pcap *p, const struct sockaddr *src, const struct sockaddr *dst,
-					 const struct iovec *iov, int iovcnt, bool rx, uint64_t now_ns);
+					 const struct iovec *iov, int iovcnt, bool rx, uint64_t now_ns,
+					 uint8_t tos);
 /* Write buffered records out if the oldest is SRN_PCAP_FLUSH_NS old (or
  * always, with now_ns 0). Returns the bytes written or -errno. */
 int srn_pcap_flush(struct srn_pcap *p, uint64_t now_ns);

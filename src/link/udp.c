@@ -299,9 +299,11 @@ static int send_errno(int e)
 	return -e;
 }
 
+/* *tos: the TOS the datagram left with (for the trace). */
 static int raw_send(struct srn_udp *u, const struct sockaddr *dst, socklen_t dstlen,
-					const struct iovec *iov, int iovcnt)
+					const struct iovec *iov, int iovcnt, uint8_t *tos)
 {
+	*tos = u->tos;
 	struct msghdr mh = {
 		.msg_name = (void *)dst,
 		.msg_namelen = dstlen,
@@ -315,6 +317,8 @@ static int raw_send(struct srn_udp *u, const struct sockaddr *dst, socklen_t dst
 	if (__builtin_expect(u->ce_every != 0, 0) && iovcnt) {   /* not a doorbell */
 		mh.msg_controllen = srn_udp_ecn_mark_cmsg(u, mark.buf);
 		mh.msg_control = mh.msg_controllen ? mark.buf : NULL;
+		if (mh.msg_controllen)
+			*tos |= SRN_ECN_CE;
 	}
 	if (sendmsg(u->fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
 		return send_errno(errno);
@@ -324,10 +328,11 @@ static int raw_send(struct srn_udp *u, const struct sockaddr *dst, socklen_t dst
 int srn_udp_xmit(struct srn_udp *u, const struct sockaddr *dst, socklen_t dstlen,
 				 const struct iovec *iov, int iovcnt)
 {
-	int r = raw_send(u, dst, dstlen, iov, iovcnt);
+	uint8_t tos;
+	int r = raw_send(u, dst, dstlen, iov, iovcnt, &tos);
 	if (r == 0 && u->pcap)
 		srn_pcap_record(u->pcap, (const struct sockaddr *)&u->local, dst, iov, iovcnt, false,
-						srn_now_ns());
+						srn_now_ns(), tos);
 	return r;
 }
 
@@ -343,7 +348,8 @@ int srn_udp_doorbell(struct srn_udp *u, const struct sockaddr *dst, socklen_t ds
 {
 	if (dst->sa_family != u->family)
 		return -EAFNOSUPPORT;
-	return raw_send(u, dst, dstlen, NULL, 0);
+	uint8_t tos;
+	return raw_send(u, dst, dstlen, NULL, 0, &tos);
 }
 
 int srn_udp_sendv(struct srn_udp *u, const struct sockaddr *dst, socklen_t dstlen,
@@ -353,7 +359,8 @@ int srn_udp_sendv(struct srn_udp *u, const struct sockaddr *dst, socklen_t dstle
 		return -EAFNOSUPPORT;
 	if (__builtin_expect(u->hooked, 0))
 		return sendv_hooked(u, dst, dstlen, iov, iovcnt);
-	return raw_send(u, dst, dstlen, iov, iovcnt);
+	uint8_t tos;
+	return raw_send(u, dst, dstlen, iov, iovcnt, &tos);
 }
 
 /* One datagram at a time, so each gets its own fault decision and trace
@@ -515,7 +522,8 @@ int srn_udp_recv_into(struct srn_udp *u, struct srn_rx_batch *b, int first, int 
 				continue;   /* a same-host peer's doorbell (link/shm.h), not RoCE */
 			struct iovec v = { b->pkt[i].data, b->pkt[i].len };
 			srn_pcap_record(u->pcap, (const struct sockaddr *)&b->pkt[i].src,
-							(const struct sockaddr *)&u->local, &v, 1, true, now);
+							(const struct sockaddr *)&u->local, &v, 1, true, now,
+							b->pkt[i].tos);
 		}
 	}
 	return r;
@@ -544,7 +552,7 @@ void srn_udp_rx_meta(const struct srn_udp *u, const struct sockaddr *src,
 }
 
 void srn_udp_trace_ring_rx(struct srn_udp *u, const struct sockaddr *src, const uint8_t *data,
-			   uint32_t len)
+			   uint32_t len, uint8_t tos)
 {
 	if (!u->pcap || len < SRN_ICRC_LEN)
 		return;
@@ -553,7 +561,8 @@ void srn_udp_trace_ring_rx(struct srn_udp *u, const struct sockaddr *src, const 
 	uint8_t icrc[SRN_ICRC_LEN];
 	struct iovec v[2] = { { (void *)data, len - SRN_ICRC_LEN }, { icrc, SRN_ICRC_LEN } };
 	srn_icrc_put(icrc, srn_icrc_calc(&m, v, 1));
-	srn_pcap_record(u->pcap, src, (const struct sockaddr *)&u->local, v, 2, true, srn_now_ns());
+	srn_pcap_record(u->pcap, src, (const struct sockaddr *)&u->local, v, 2, true, srn_now_ns(),
+			tos);
 }
 
 static int recv_hooked(struct srn_udp *u, struct srn_rx_batch *b, int *truncated)

@@ -139,7 +139,7 @@ void srn_udp_rx_meta(const struct srn_udp *u, const struct sockaddr *src,
  * computed for the record alone (link/egress.c does the same for ring
  * packets sent).  Nothing without a trace. */
 void srn_udp_trace_ring_rx(struct srn_udp *u, const struct sockaddr *src, const uint8_t *data,
-			   uint32_t len);
+			   uint32_t len, uint8_t tos);
 
 /* Earliest time at which srn_udp_fault_flush (TX) or srn_udp_recv_batch
  * (RX) has held work, or the trace has records to write out; 0 if none.

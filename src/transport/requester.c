@@ -300,8 +300,10 @@ void srn_req_push(struct srn_qp *qp)
 		 * being resent was admitted when it first went out. */
 		if (qp->req.cur == qp->req.sent_end && !may_start(qp, w))
 			return;
-		/* A same-host peer's memory: placed now by us, no packet. */
-		if (qp->req.cur == qp->req.sent_end && srn_direct_try(qp, w))
+		/* A same-host peer's memory: placed now by us, no packet.  Not
+		 * for a paced QP: its bytes must pass its pacer (cc.h). */
+		if (qp->req.cur == qp->req.sent_end && !(qp->cc && qp->cc->paced) &&
+		    srn_direct_try(qp, w))
 			continue;
 		if (srn_wr_is_local(w->opcode)) {
 			enum ibv_wc_status st = run_local(qp, w);
