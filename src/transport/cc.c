@@ -84,8 +84,7 @@ static struct srn_qp_cc *qp_cc(struct srn_qp *qp, uint64_t now)
 	if (!c)
 		return NULL;      /* congestion control is best effort: run unpaced */
 	srn_dcqcn_init(&c->rp, &qp->nic->cc->cfg);
-	c->burst_bytes = SRN_CC_BURST_BYTES;
-	srn_pacer_init(&c->pacer, 0, c->burst_bytes, now);
+	srn_pacer_init(&c->pacer, 0, SRN_CC_BURST_BYTES, now);
 	srn_cnp_np_init(&c->np);
 	qp->cc = c;
 	return c;
@@ -102,16 +101,37 @@ static bool answers_ce(const struct srn_qp *qp)
 	return paces(qp) || qp->type == IBV_QPT_XRC_RECV;
 }
 
+/* The pacer at a new rate.  Its bucket: the application's burst size,
+ * else what SRN_CC_BURST_NS at the rate allows (at least
+ * SRN_CC_BURST_BYTES), so a wake-up that comes late by that much (a
+ * busy machine) loses no rate.  Credit earned is kept, up to the bucket. */
+static void pace_at(struct srn_qp_cc *c, uint64_t rate, uint64_t now)
+{
+	uint64_t b = c->burst_bytes;
+	if (!b) {
+		b = rate / 8 * SRN_CC_BURST_NS / 1000000000ull;
+		if (b < SRN_CC_BURST_BYTES)
+			b = SRN_CC_BURST_BYTES;
+	}
+	bool starting = !c->pacer.rate_bps;  /* starting: a full bucket from now */
+	if (!starting)
+		srn_pacer_set_rate(&c->pacer, rate, now);
+	int64_t credit = c->pacer.credit;
+	srn_pacer_init(&c->pacer, rate, b > UINT32_MAX ? UINT32_MAX : (uint32_t)b, now);
+	if (!starting && credit < c->pacer.credit)
+		c->pacer.credit = credit;
+}
+
 /* The pacer follows the machine: paced at its rate while it is cut or a
  * limit holds, unpaced otherwise.  Keeps the refresh visit. */
 static void follow(struct srn_qp *qp, struct srn_qp_cc *c, uint64_t now)
 {
 	uint64_t rate = (c->rp.limited || c->limit_bps) ? srn_dcqcn_rate(&c->rp) : 0;
 	if (rate != c->pacer.rate_bps) {
-		if (!c->pacer.rate_bps)          /* starting: a full bucket from now */
-			srn_pacer_init(&c->pacer, rate, c->burst_bytes, now);
+		if (rate)
+			pace_at(c, rate, now);
 		else
-			srn_pacer_set_rate(&c->pacer, rate, now);
+			c->pacer.rate_bps = 0;
 		qp->cc_rate_mbps = (uint32_t)((rate + SRN_MBPS - 1) / SRN_MBPS);
 	}
 	c->paced = rate != 0;
@@ -243,7 +263,7 @@ int srn_cc_set_rate_limit(struct srn_qp *qp, uint32_t kbps, uint32_t burst_bytes
 	if (!c)
 		return -ENOMEM;
 	c->limit_bps = (uint64_t)kbps * 1000;
-	c->burst_bytes = burst_bytes ? burst_bytes : SRN_CC_BURST_BYTES;
+	c->burst_bytes = burst_bytes;
 	srn_dcqcn_set_ceiling(&c->rp, &qp->nic->cc->cfg, c->limit_bps);
 	c->pacer.rate_bps = 0;    /* restart the bucket at the new size */
 	follow(qp, c, now);

@@ -34,8 +34,11 @@ struct srn_pkt;
 /* Eth + IPv4 + UDP + BTH + ICRC: what a packet costs the wire beyond its
  * payload, as the pacer counts it (extended headers are left out). */
 #define SRN_CC_PKT_OVERHEAD (14 + 20 + 8 + 12 + 4)
-/* Pacer bucket when the rate limit names none: a few MTU packets, so a
- * paced QP sends short bursts, not one packet per timer tick. */
+/* Pacer bucket when the rate limit names none: what the rate allows in
+ * SRN_CC_BURST_NS, so a wake-up that late (a busy 2-CPU machine) loses no
+ * rate, and at least a few MTU packets, so a paced QP sends short
+ * bursts, not one packet per timer tick. */
+#define SRN_CC_BURST_NS 4000000ull
 #define SRN_CC_BURST_BYTES (16u << 10)
 /* While a QP is cut, how often the timer list revisits it so its rate
  * recovers even when it sends nothing (the machine itself is exact
@@ -51,7 +54,7 @@ struct srn_qp_cc {
 	struct srn_pacer pacer;        /* rate_bps 0: not paced */
 	struct srn_cnp_np np;          /* notification point */
 	uint64_t limit_bps;            /* ibv_modify_qp_rate_limit, 0 = none */
-	uint32_t burst_bytes;
+	uint32_t burst_bytes;          /* the application's bucket, 0 = automatic */
 	bool paced;                    /* the pacer has a rate: check it per packet */
 	uint64_t wake_ns;              /* the requester waits for credit until then, 0 = not */
 	uint64_t refresh_ns;           /* next visit while the RP is cut, 0 = none */
@@ -86,7 +89,7 @@ uint64_t srn_cc_deadline(const struct srn_qp *qp);
 void srn_cc_expire(struct srn_qp *qp, uint64_t now);
 
 /* ibv_modify_qp_rate_limit / IBV_QP_RATE_LIMIT: a ceiling in kb/s (0 =
- * none) and a bucket (0 = SRN_CC_BURST_BYTES).  0 or -ENOMEM. */
+ * none) and a bucket (0 = automatic, SRN_CC_BURST_NS).  0 or -ENOMEM. */
 int srn_cc_set_rate_limit(struct srn_qp *qp, uint32_t kbps, uint32_t burst_bytes);
 
 #endif /* SRN_TRANSPORT_CC_H */

@@ -193,8 +193,13 @@ static int send_one(struct srn_qp *qp)
 		p.atm_swap_add = w->compare_add;
 	}
 	qp->req.pkts_since_ackreq++;
+	/* A paced QP asks on every packet: the pacer may hold the rest of
+	 * the message longer than the local ACK timeout, and what was sent
+	 * must be acknowledged meanwhile (the responder coalesces ACKs per
+	 * receive batch, so this costs little). */
 	p.ackreq = srn_qp_reliable(qp) &&
-		   (last || qp->req.pkts_since_ackreq >= SRN_ACKREQ_EVERY);
+		   (last || qp->req.pkts_since_ackreq >= SRN_ACKREQ_EVERY ||
+		    (qp->cc && qp->cc->paced));
 
 	struct iovec iov[SRN_MAX_SGE];
 	int niov;
