@@ -16,7 +16,10 @@
 #      packets carry ECT(0) or CE in their IP header;
 #   3. with the client's reaction point off (SOFTRNIC_DCQCN_RP_ENABLE=0)
 #      the same CNPs are counted as rp_cnp_ignored, none handled;
-#   4. with SOFTRNIC_ECN=0 nothing is marked and no CNP is sent.
+#   4. with SOFTRNIC_ECN=0 nothing is marked and no CNP is sent;
+#   5. under a bandwidth run with marks both ways (softrnic perf), the
+#      reaction point cuts a QP's rate: `softrnic res` shows a rate_mbps
+#      below the 100 Gb/s line rate while it runs.
 # The same-host rings are off (SOFTRNIC_SHM=0): the marks are the kernel's.
 set -u
 SOFTRNIC=$SRN_BUILD/bin/softrnic
@@ -141,6 +144,32 @@ echo "ECN off: marked=$marked cnp_sent=$sent"
 if [ "$marked" != 0 ] || [ "$sent" != 0 ]; then
     echo "FAIL: Not-ECT packets are never marked"
     fail=1
+fi
+# 5: the rate a CNP cuts, seen by softrnic res while traffic runs.
+# shellcheck disable=SC2046
+env $(asan_env) SOFTRNIC_SHM=0 SOFTRNIC_ECN_MARK=4 timeout -k 5 60 "$SOFTRNIC" perf -L -o write -T bw \
+    -s 65536 -D 6 -p $((20000 + (RANDOM % 12000))) >"$work/perf.log" 2>&1 &
+ppid=$!
+seen=""
+for ((i = 0; i < 150; i++)); do
+    [ -n "$seen" ] && break
+    sleep 0.05
+    # timeout -> softrnic perf (client) -> its server: every descendant.
+    kids=$(pgrep -P $ppid)
+    for pid in $kids $(for k in $kids; do pgrep -P "$k"; done); do
+        r=$("$SOFTRNIC" res --pid "$pid" --type qp 2>/dev/null |
+            sed -n 's/.*rate_mbps \([0-9]*\).*/\1/p' | awk '$1 > 0' | head -1)
+        [ -n "$r" ] && seen=$r
+    done
+done
+wait $ppid
+echo "perf write bw with every 4th datagram CE-marked: $(grep -E '^ *65536' "$work/perf.log" | head -1)"
+if [ -z "$seen" ] || [ "$seen" -ge 100000 ]; then
+    echo "FAIL: no QP showed a cut rate in softrnic res (saw '${seen}')"
+    cat "$work/perf.log"
+    fail=1
+else
+    echo "softrnic res showed a QP paced at $seen Mb/s"
 fi
 [ $fail = 0 ] && echo "ok: CE marks become CNPs, handled by the peer's reaction point"
 exit $fail
