@@ -33,7 +33,7 @@ static struct srn_dev_cfg cfg_of(const char *name, int family)
 	memset(&c, 0, sizeof(c));
 	snprintf(c.name, sizeof(c.name), "%s", name);
 	c.family = family;
-	c.port = 0;     /* the kernel picks: tests run in parallel */
+	c.port = 0; /* the kernel picks: tests run in parallel */
 	if (family == AF_INET) {
 		struct sockaddr_in *s = (struct sockaddr_in *)&c.addr;
 		s->sin_family = AF_INET;
@@ -69,7 +69,8 @@ static int exchange(struct srn_udp *a, struct srn_udp *b, int n, uint8_t *tos)
 	uint8_t buf[64] = { 0x04 };
 	struct iovec v = { buf, sizeof(buf) };
 	for (int i = 0; i < n; i++) {
-		struct srn_tx_msg m = { (const struct sockaddr *)&b->local, b->local_len, &v, 1, 0 };
+		struct srn_tx_msg m = { (const struct sockaddr *)&b->local, b->local_len, &v, 1,
+					0 };
 		if (srn_udp_send_batch(a, &m, 1) != 1)
 			return -1;
 	}
@@ -99,7 +100,8 @@ static void default_ect0(int family)
 		      family == AF_INET ? "IPv4" : "IPv6", i, tos[i]);
 	srn_udp_close(&a);
 	srn_udp_close(&b);
-	printf("ok: %s datagrams leave ECT(0) and arrive so\n", family == AF_INET ? "IPv4" : "IPv6");
+	printf("ok: %s datagrams leave ECT(0) and arrive so\n",
+	       family == AF_INET ? "IPv4" : "IPv6");
 }
 
 static void dscp_and_marks(void)
@@ -173,8 +175,9 @@ static void foreign_ce(int family, bool gro)
 		setsockopt(s, IPPROTO_IPV6, IPV6_TCLASS, &ce, sizeof(ce));
 	uint8_t buf[48] = { 0 };
 	for (int i = 0; i < 3; i++)
-		CHECK(sendto(s, buf, sizeof(buf), 0, (const struct sockaddr *)&b.local, b.local_len) ==
-			      (ssize_t)sizeof(buf), "sendto: %s", strerror(errno));
+		CHECK(sendto(s, buf, sizeof(buf), 0, (const struct sockaddr *)&b.local,
+			     b.local_len) == (ssize_t)sizeof(buf),
+		      "sendto: %s", strerror(errno));
 	int got = 0;
 	for (int tries = 0; tries < 50 && got < 3; tries++) {
 		wait_readable(b.fd);
@@ -201,8 +204,10 @@ static void foreign_ce(int family, bool gro)
 
 static void bad_settings(void)
 {
-	const char *bad[][2] = { { "SOFTRNIC_ECN", "2" }, { "SOFTRNIC_DSCP", "64" },
-				 { "SOFTRNIC_DSCP", "-1" }, { "SOFTRNIC_ECN_MARK", "x" } };
+	const char *bad[][2] = { { "SOFTRNIC_ECN", "2" },
+				 { "SOFTRNIC_DSCP", "64" },
+				 { "SOFTRNIC_DSCP", "-1" },
+				 { "SOFTRNIC_ECN_MARK", "x" } };
 	for (unsigned i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		struct srn_udp u;
 		struct srn_dev_cfg c = cfg_of("bad", AF_INET);

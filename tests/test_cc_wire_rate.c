@@ -36,8 +36,12 @@ struct tinfo {
 static struct ibv_qp *make_qp(struct ibv_pd *pd, struct ibv_cq *cq)
 {
 	struct ibv_qp_init_attr ia = {
-		.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
-		.cap = { .max_send_wr = DEPTH, .max_recv_wr = 1, .max_send_sge = 1,
+		.send_cq = cq,
+		.recv_cq = cq,
+		.qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = DEPTH,
+			 .max_recv_wr = 1,
+			 .max_send_sge = 1,
 			 .max_recv_sge = 1 },
 	};
 	struct ibv_qp *qp = ibv_create_qp(pd, &ia);
@@ -53,12 +57,15 @@ static int target(int fd)
 	struct ibv_cq *cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
 	void *region = calloc(1, REGION);
 	CHECK(pd && cq && region);
-	struct ibv_mr *mr = ibv_reg_mr(pd, region, REGION,
-				       IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	struct ibv_mr *mr =
+		ibv_reg_mr(pd, region, REGION, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
 	CHECK(mr);
 	struct ibv_qp *qp = make_qp(pd, cq);
-	struct tinfo me = { .gid = gid, .qpn = qp->qp_num, .rkey = mr->rkey,
-			    .addr = (uintptr_t)region }, peer;
+	struct tinfo me = { .gid = gid,
+			    .qpn = qp->qp_num,
+			    .rkey = mr->rkey,
+			    .addr = (uintptr_t)region },
+		     peer;
 	srn_tc_xchg(fd, &me, &peer, sizeof(me), 30000);
 	struct srn_tc_qp_opts o = srn_tc_default_opts();
 	srn_tc_connect(qp, &peer.gid, peer.qpn, 0, 0, &o);
@@ -75,8 +82,8 @@ static int target(int fd)
 }
 
 /* Stream Writes for secs seconds; the rate completed, Mb/s. */
-static double stream(struct ibv_qp *qp, struct ibv_cq *cq, struct ibv_mr *mr,
-		     const struct tinfo *t, double secs)
+static double stream(struct ibv_qp *qp, struct ibv_cq *cq, struct ibv_mr *mr, const struct tinfo *t,
+		     double secs)
 {
 	unsigned posted = 0, done = 0;
 	double t0 = srn_tc_now(), end = t0 + secs;
@@ -95,7 +102,8 @@ static double stream(struct ibv_qp *qp, struct ibv_cq *cq, struct ibv_mr *mr,
 		int n = ibv_poll_cq(cq, DEPTH, wc);
 		CHECK(n >= 0);
 		for (int i = 0; i < n; i++)
-			CHECK(wc[i].status == IBV_WC_SUCCESS, "status %s", ibv_wc_status_str(wc[i].status));
+			CHECK(wc[i].status == IBV_WC_SUCCESS, "status %s",
+			      ibv_wc_status_str(wc[i].status));
 		done += (unsigned)n;
 	}
 	double elapsed = srn_tc_now() - t0;
@@ -115,7 +123,8 @@ static void check_caps_and_args(struct ibv_context *ctx, struct ibv_qp *qp)
 	CHECK(ibv_query_device_ex(ctx, NULL, &ex) == 0);
 	struct ibv_packet_pacing_caps *c = &ex.packet_pacing_caps;
 	CHECK(c->qp_rate_limit_min == 1000 && c->qp_rate_limit_max >= 1000000 &&
-	      (c->supported_qpts & (1u << IBV_QPT_RC)) && (c->supported_qpts & (1u << IBV_QPT_UD)),
+		      (c->supported_qpts & (1u << IBV_QPT_RC)) &&
+		      (c->supported_qpts & (1u << IBV_QPT_UD)),
 	      "caps: min %u max %u qpts 0x%x", c->qp_rate_limit_min, c->qp_rate_limit_max,
 	      c->supported_qpts);
 	struct ibv_qp_rate_limit_attr a = { .rate_limit = 40000, .comp_mask = 1 };

@@ -52,7 +52,7 @@ int srn_udp_ecn_setup(struct srn_udp *u, const char *name, char *err, size_t err
 	}
 	u->tos = (uint8_t)(dscp << 2 | (ecn ? SRN_ECN_ECT0 : SRN_ECN_NOT_ECT));
 	u->ecn_rx = ecn;
-	u->ce_every = ecn ? every : 0;   /* Not-ECT packets are never marked (RFC 3168) */
+	u->ce_every = ecn ? every : 0; /* Not-ECT packets are never marked (RFC 3168) */
 	u->ce_count = 0;
 	int v4 = u->family == AF_INET;
 	int level = v4 ? IPPROTO_IP : IPPROTO_IPV6;

@@ -23,7 +23,6 @@
 #include "transport/cc.h"
 
 #include <errno.h>
-#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,7 +81,7 @@ static struct srn_qp_cc *qp_cc(struct srn_qp *qp, uint64_t now)
 		return qp->cc;
 	struct srn_qp_cc *c = calloc(1, sizeof(*c));
 	if (!c)
-		return NULL;      /* congestion control is best effort: run unpaced */
+		return NULL; /* congestion control is best effort: run unpaced */
 	srn_dcqcn_init(&c->rp, &qp->nic->cc->cfg);
 	srn_pacer_init(&c->pacer, 0, SRN_CC_BURST_BYTES, now);
 	srn_cnp_np_init(&c->np);
@@ -113,7 +112,7 @@ static void pace_at(struct srn_qp_cc *c, uint64_t rate, uint64_t now)
 		if (b < SRN_CC_BURST_BYTES)
 			b = SRN_CC_BURST_BYTES;
 	}
-	bool starting = !c->pacer.rate_bps;  /* starting: a full bucket from now */
+	bool starting = !c->pacer.rate_bps; /* starting: a full bucket from now */
 	if (!starting)
 		srn_pacer_set_rate(&c->pacer, rate, now);
 	int64_t credit = c->pacer.credit;
@@ -164,26 +163,12 @@ void srn_cc_rx_ce(struct srn_qp *qp)
 		srn_qp_count(qp, SRN_CNT_NP_CNP_SENT, SRN_QPC_CNP_SENT, 1);
 }
 
-/* Is src the QP's peer (RC/UC take packets from it only, rx.c)? */
-static bool from_peer(const struct srn_qp *qp, const struct sockaddr *src)
+void srn_cc_rx_cnp(struct srn_nic *nic, struct srn_qp *qp, bool from_its_peer)
 {
-	const struct sockaddr *peer = (const struct sockaddr *)&qp->path.peer;
-	if (src->sa_family != peer->sa_family)
-		return false;
-	if (src->sa_family == AF_INET)
-		return ((const struct sockaddr_in *)src)->sin_addr.s_addr ==
-		       ((const struct sockaddr_in *)peer)->sin_addr.s_addr;
-	return !memcmp(&((const struct sockaddr_in6 *)src)->sin6_addr,
-		       &((const struct sockaddr_in6 *)peer)->sin6_addr, 16);
-}
-
-void srn_cc_rx_cnp(struct srn_nic *nic, const struct srn_pkt *p, const struct sockaddr *src)
-{
-	struct srn_qp *qp = srn_nic_qp_lookup(nic, p->dqpn);
 	/* A CNP for no QP of ours, one that is not sending, or not from its
 	 * peer (a forged CNP must not slow a QP down): nothing to pace. */
 	bool live = qp && (qp->state == IBV_QPS_RTS || qp->state == IBV_QPS_SQD);
-	if (!live || !paces(qp) || !from_peer(qp, src) || !nic->cc->cfg.rp_enable) {
+	if (!live || !paces(qp) || !from_its_peer || !nic->cc->cfg.rp_enable) {
 		srn_count(nic->diag.cnt, SRN_CNT_RP_CNP_IGNORED, 1);
 		return;
 	}
@@ -204,7 +189,7 @@ bool srn_cc_gate(struct srn_qp *qp)
 {
 	struct srn_qp_cc *c = qp->cc;
 	if (c->wake_ns)
-		return false;     /* already waiting: the timer pushes it */
+		return false; /* already waiting: the timer pushes it */
 	uint64_t now = srn_now_ns();
 	srn_dcqcn_advance(&c->rp, &qp->nic->cc->cfg, now);
 	follow(qp, c, now);
@@ -258,14 +243,14 @@ int srn_cc_set_rate_limit(struct srn_qp *qp, uint32_t kbps, uint32_t burst_bytes
 {
 	uint64_t now = srn_now_ns();
 	if (!kbps && !qp->cc)
-		return 0;         /* no limit, and never had one */
+		return 0; /* no limit, and never had one */
 	struct srn_qp_cc *c = qp_cc(qp, now);
 	if (!c)
 		return -ENOMEM;
 	c->limit_bps = (uint64_t)kbps * 1000;
 	c->burst_bytes = burst_bytes;
 	srn_dcqcn_set_ceiling(&c->rp, &qp->nic->cc->cfg, c->limit_bps);
-	c->pacer.rate_bps = 0;    /* restart the bucket at the new size */
+	c->pacer.rate_bps = 0; /* restart the bucket at the new size */
 	follow(qp, c, now);
 	srn_timer_cc(qp);
 	return 0;

@@ -29,7 +29,6 @@
 
 struct srn_nic;
 struct srn_qp;
-struct srn_pkt;
 
 /* Eth + IPv4 + UDP + BTH + ICRC: what a packet costs the wire beyond its
  * payload, as the pacer counts it (extended headers are left out). */
@@ -46,18 +45,18 @@ struct srn_pkt;
 #define SRN_CC_REFRESH_NS 1000000ull
 
 struct srn_cc_dev {
-	struct srn_dcqcn_cfg cfg;      /* SOFTRNIC_DCQCN_* over mlx5's defaults */
+	struct srn_dcqcn_cfg cfg; /* SOFTRNIC_DCQCN_* over mlx5's defaults */
 };
 
 struct srn_qp_cc {
-	struct srn_dcqcn rp;           /* reaction point */
-	struct srn_pacer pacer;        /* rate_bps 0: not paced */
-	struct srn_cnp_np np;          /* notification point */
-	uint64_t limit_bps;            /* ibv_modify_qp_rate_limit, 0 = none */
-	uint32_t burst_bytes;          /* the application's bucket, 0 = automatic */
-	bool paced;                    /* the pacer has a rate: check it per packet */
-	uint64_t wake_ns;              /* the requester waits for credit until then, 0 = not */
-	uint64_t refresh_ns;           /* next visit while the RP is cut, 0 = none */
+	struct srn_dcqcn rp;    /* reaction point */
+	struct srn_pacer pacer; /* rate_bps 0: not paced */
+	struct srn_cnp_np np;   /* notification point */
+	uint64_t limit_bps;     /* ibv_modify_qp_rate_limit, 0 = none */
+	uint32_t burst_bytes;   /* the application's bucket, 0 = automatic */
+	bool paced;             /* the pacer has a rate: check it per packet */
+	uint64_t wake_ns;       /* the requester waits for credit until then, 0 = not */
+	uint64_t refresh_ns;    /* next visit while the RP is cut, 0 = none */
 };
 
 /* Read SOFTRNIC_DCQCN_* for a new device (nic->cc).  0, or -EINVAL /
@@ -70,8 +69,9 @@ void srn_cc_qp_free(struct srn_qp *qp);
 /* Receive side (rx.c).  A packet for qp came CE-marked: count it and,
  * moderated, send a CNP to the peer's QP. */
 void srn_cc_rx_ce(struct srn_qp *qp);
-/* A CNP arrived (p parsed, its ICRC checked) from src. */
-void srn_cc_rx_cnp(struct srn_nic *nic, const struct srn_pkt *p, const struct sockaddr *src);
+/* A CNP arrived (parsed, its ICRC checked) for qp (NULL: no such QP);
+ * from_its_peer: it came from the address the QP is connected to. */
+void srn_cc_rx_cnp(struct srn_nic *nic, struct srn_qp *qp, bool from_its_peer);
 
 /* Requester (requester.c): may the next packet leave now?  When not, the
  * QP is on the timer list and srn_cc_expire pushes it again. */

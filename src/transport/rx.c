@@ -134,8 +134,10 @@ static void rx_packet(struct srn_nic *nic, const uint8_t *data, uint32_t len,
 	if (srn_opcode_transport(p.opcode) == SRN_TRANSPORT_CC) {
 		/* A CNP (0x81) is the only packet of this group: the reaction
 		 * point takes it, whatever its own ECN bits say. */
-		if (p.opcode == SRN_OP_CNP)
-			srn_cc_rx_cnp(nic, &p, src);
+		if (p.opcode == SRN_OP_CNP) {
+			struct srn_qp *slow = srn_nic_qp_lookup(nic, p.dqpn);
+			srn_cc_rx_cnp(nic, slow, slow && from_peer(slow, src));
+		}
 		else
 			srn_count(nic->diag.cnt, SRN_CNT_MALFORMED, 1);
 		return;

@@ -53,7 +53,8 @@ int srn_verbs_modify_qp_rate_limit(struct ibv_qp *ibqp, struct ibv_qp_rate_limit
 	if (attr->comp_mask)
 		return EINVAL;
 	srn_nic_lock(qp->nic);
-	int ret = srn_verbs_rate_apply(qp, attr->rate_limit, attr->max_burst_sz, attr->typical_pkt_sz);
+	int ret = srn_verbs_rate_apply(qp, attr->rate_limit, attr->max_burst_sz,
+				       attr->typical_pkt_sz);
 	srn_diag_snap(qp->diag);
 	srn_nic_unlock(qp->nic);
 	return -ret;
