@@ -60,6 +60,11 @@ enum srn_counter {
 	SRN_CNT_SHM_RING_FULL,      /* a same-host ring had no room: transmit deferred */
 	SRN_CNT_SHM_DOORBELLS,      /* empty datagrams sent to wake a sleeping receiver */
 	SRN_CNT_SHM_SLOW_PEER_WAITS, /* ACK timeouts not counted as retries: our packets sat unread in a live peer's ring */
+	/* A shared address (link/udp_group.h), mirrored from the link once
+	 * per progress round: packets the kernel gave this process for
+	 * another one's QP, passed on; and such packets passed to us. */
+	SRN_CNT_GRP_FORWARDED,
+	SRN_CNT_GRP_FWD_RCVD,
 	SRN_CNT_DIRECT_WRITE,       /* RDMA Writes this requester placed directly in a same-host target */
 	SRN_CNT_DIRECT_WRITE_BYTES,
 	SRN_CNT_DIRECT_READ,        /* RDMA Reads this requester served directly from a same-host target */
