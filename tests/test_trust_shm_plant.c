@@ -50,7 +50,7 @@ int main(int argc, char **argv)
 	sigprocmask(SIG_BLOCK, &set, NULL);
 
 	static struct srn_shm s;
-	int ret = srn_shm_open(&s, (const struct sockaddr *)&a, sizeof(a), true, -1);
+	int ret = srn_shm_open(&s, (const struct sockaddr *)&a, sizeof(a), 0, true, -1);
 	if (ret || !s.in) {
 		printf("plant failed: %s\n", strerror(-ret));
 		return 1;

@@ -47,9 +47,9 @@ static void deliver(void *ctx, const uint8_t *data, uint32_t len, const struct s
 	g->first = len ? data[0] : 0;
 }
 
-static void no_bell(void *ctx, const struct sockaddr *dst, socklen_t len)
+static void no_bell(void *ctx, const struct sockaddr *dst, socklen_t len, unsigned member)
 {
-	(void)ctx, (void)dst, (void)len;
+	(void)ctx, (void)dst, (void)len, (void)member;
 }
 
 static struct sockaddr_in addr(unsigned sub, unsigned host, unsigned port)
@@ -81,7 +81,7 @@ static int open_receiver_guarded(void)
 {
 	uintptr_t lo, hi;
 	for (int attempt = 0; attempt < 4; attempt++) {
-		if (srn_shm_open(&R, (const struct sockaddr *)&raddr, sizeof(raddr), true, -1) || !R.in)
+		if (srn_shm_open(&R, (const struct sockaddr *)&raddr, sizeof(raddr), 0, true, -1) || !R.in)
 			return -1;
 		if (mapping_of(R.in, &lo, &hi))
 			return -1;
@@ -97,7 +97,7 @@ static int open_receiver_guarded(void)
 		if (r == MAP_FAILED)
 			return -1;
 		munmap(r, len);
-		if (srn_shm_open(&R, (const struct sockaddr *)&raddr, sizeof(raddr), true, -1) || !R.in)
+		if (srn_shm_open(&R, (const struct sockaddr *)&raddr, sizeof(raddr), 0, true, -1) || !R.in)
 			return -1;
 		if (!mapping_of(R.in, &lo, &hi) && hi == (uintptr_t)(r + len))
 			return 0;
@@ -130,8 +130,8 @@ int main(void)
 	struct srn_shm_peer *p[NSEND];
 	for (int i = 0; i < NSEND; i++) {
 		struct sockaddr_in a = addr(sub, 10 + (unsigned)i, port);
-		srn_shm_open(&S[i], (const struct sockaddr *)&a, sizeof(a), true, -1);
-		p[i] = srn_shm_route(&S[i], (const struct sockaddr *)&raddr, sizeof(raddr));
+		srn_shm_open(&S[i], (const struct sockaddr *)&a, sizeof(a), 0, true, -1);
+		p[i] = srn_shm_route(&S[i], (const struct sockaddr *)&raddr, sizeof(raddr), 0);
 		if (!p[i] || p[i]->slot != (uint32_t)i) {
 			printf("FAIL: sender %d did not get slot %d\n", i, i);
 			return 1;

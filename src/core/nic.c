@@ -39,12 +39,15 @@ int srn_nic_qp_add(struct srn_nic *nic, struct srn_qp *qp, uint32_t *qpn)
 		uint32_t slot = (nic->tables.nqps + i + 2) & (SRN_QP_TABLE_SIZE - 1);
 		if (slot < 2 || nic->tables.qps[slot])
 			continue;
-		nic->tables.qpn_gen = (nic->tables.qpn_gen + 1) & 0xfff;
+		nic->tables.qpn_gen = (nic->tables.qpn_gen + 1) & SRN_QPN_GEN_MASK;
 		if (nic->tables.qpn_gen == 0)
 			nic->tables.qpn_gen = 1;
 		nic->tables.qps[slot] = qp;
 		nic->tables.nqps++;
-		*qpn = (nic->tables.qpn_gen << SRN_QP_TABLE_BITS) | slot;
+		/* The top bits say which process behind a shared address owns
+		 * the QP (link/udp_group.h), 0 when the address is ours alone. */
+		*qpn = (uint32_t)srn_udp_member(&nic->link.udp) << SRN_QPN_MEMBER_SHIFT |
+		       (nic->tables.qpn_gen << SRN_QP_TABLE_BITS) | slot;
 		return 0;
 	}
 	return -ENOMEM;

@@ -31,6 +31,7 @@
 #include "link/direct.h"
 #include "link/shm.h"
 #include "link/udp.h"
+#include "link/udp_group.h"
 #include "wire/icrc.h"
 
 struct srn_device;
@@ -44,6 +45,9 @@ struct srn_cc_dev;
 
 #define SRN_QP_TABLE_BITS 12
 #define SRN_QP_TABLE_SIZE (1u << SRN_QP_TABLE_BITS)
+/* A QPN: member (link/udp_group.h) | generation | table slot; the
+ * generation takes the bits the member leaves of the 24. */
+#define SRN_QPN_GEN_MASK ((1u << (SRN_QPN_MEMBER_SHIFT - SRN_QP_TABLE_BITS)) - 1)
 /* The link (link/): the socket and the same-host rings, and what the
  * transport and the engine keep next to them.  Written under nic->lock
  * by the receive path (rx, gro, rx_id_next), the transmit side (egress,
@@ -102,7 +106,8 @@ struct srn_nic_engine {
  * mcast.c), looked up by the transport; all under nic->lock. */
 struct srn_nic_tables {
 	/* QP numbers: slot in the low bits, a generation above it, so a
-	 * number is not reused soon after a QP is destroyed. */
+	 * number is not reused soon after a QP is destroyed, and the member
+	 * number of a shared address on top. */
 	struct srn_qp *qps[SRN_QP_TABLE_SIZE];
 	uint32_t qpn_gen;
 	unsigned nqps;

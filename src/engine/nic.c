@@ -78,7 +78,8 @@ int srn_nic_create(struct srn_device *dev, struct srn_nic **out, char *err, size
 	if (nic->link.direct_on && srn_direct_own_open(&nic->link.direct))
 		nic->link.direct_on = false;
 	if (srn_shm_open(&nic->link.shm, (const struct sockaddr *)&nic->link.udp.local,
-			 nic->link.udp.local_len, shm_on, nic->link.direct.fd))
+			 nic->link.udp.local_len, srn_udp_member(&nic->link.udp), shm_on,
+			 nic->link.direct.fd))
 		nic->link.shm.in = NULL;     /* sends may still use peers' inboxes */
 	if (nic->link.shm.in)
 		srn_direct_own_publish(&nic->link.direct, nic->link.shm.in_cookie);
@@ -100,7 +101,7 @@ int srn_nic_create(struct srn_device *dev, struct srn_nic **out, char *err, size
 		srn_diag_dev_log(nic->diag.seg, SRN_LOG_WARN, "%s", nic->link.shm.note);
 	/* Start QP numbers at a time-dependent generation so a restarted
 	 * process does not reuse the numbers its predecessor's peers knew. */
-	nic->tables.qpn_gen = (uint32_t)(srn_now_ns() >> 10) & 0x7ff;
+	nic->tables.qpn_gen = (uint32_t)(srn_now_ns() >> 10) & SRN_QPN_GEN_MASK;
 
 	ret = srn_progress_start(nic);
 	if (ret) {

@@ -222,6 +222,11 @@ int srn_progress_start(struct srn_nic *nic)
 	e.data.u32 = 1;
 	if (epoll_ctl(nic->engine.ep_all, EPOLL_CTL_ADD, nic->link.udp.fd, &e))
 		goto fail;
+	/* A shared address's forwarding socket (link/udp_group.h) brings
+	 * packets and doorbells like the device socket. */
+	int fwd = srn_udp_group_fd(&nic->link.udp);
+	if (fwd >= 0 && epoll_ctl(nic->engine.ep_all, EPOLL_CTL_ADD, fwd, &e))
+		goto fail;
 	int ret = pthread_create(&nic->engine.thread, NULL, progress_main, nic);
 	if (ret) {
 		errno = ret;
@@ -277,6 +282,13 @@ void srn_progress_held_acks_due(struct srn_nic *nic, uint64_t now)
 /* The injector's own tallies, as device counters (one store each). */
 void srn_nic_mirror_faults(struct srn_nic *nic)
 {
+	const struct srn_udp_group_stats *g = srn_udp_group_stats(&nic->link.udp);
+	if (g) {
+		atomic_store_explicit(&nic->diag.cnt->v[SRN_CNT_GRP_FORWARDED], g->forwarded,
+				      memory_order_relaxed);
+		atomic_store_explicit(&nic->diag.cnt->v[SRN_CNT_GRP_FWD_RCVD], g->fwd_rcvd,
+				      memory_order_relaxed);
+	}
 	const struct srn_fault_stats *f = srn_udp_fault_stats(&nic->link.udp);
 	if (!f)
 		return;

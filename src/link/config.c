@@ -172,6 +172,7 @@ int srn_config_parse_entry(const char *entry, int index, struct srn_dev_cfg *cfg
 	cfg->port = SRN_ROCE_PORT;
 	snprintf(cfg->name, sizeof(cfg->name), "softrnic%d", index);
 	bool seen_name = false, seen_addr = false, seen_port = false, seen_mtu = false;
+	bool seen_share = false;
 
 	char *save = NULL;
 	for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
@@ -192,6 +193,8 @@ int srn_config_parse_entry(const char *entry, int index, struct srn_dev_cfg *cfg
 			seen = &seen_port;
 		else if (!strcmp(key, "mtu"))
 			seen = &seen_mtu;
+		else if (!strcmp(key, "share"))
+			seen = &seen_share;
 		else
 			return cfg_error(err, errlen, where,
 							 "'%s': unknown key (expected name, addr, port, mtu)", key);
@@ -221,6 +224,10 @@ int srn_config_parse_entry(const char *entry, int index, struct srn_dev_cfg *cfg
 				if (rc)
 					return rc;
 			}
+		} else if (seen == &seen_share) {
+			if (strcmp(val, "0") && strcmp(val, "1"))
+				return cfg_error(err, errlen, where, "share '%s': 0 or 1", val);
+			cfg->exclusive = !strcmp(val, "0");
 		} else if (seen == &seen_port) {
 			if (parse_uint(val, 1, 65535, &v))
 				return cfg_error(err, errlen, where, "port '%s': not a number in 1..65535", val);

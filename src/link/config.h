@@ -6,12 +6,14 @@
  * SOFTRNIC_CONFIG, else one zero-config device "softrnic0" on a free loopback
  * address (see srn_udp_open). Entry syntax, in both places:
  *
- *     name=softrnic0,addr=10.0.0.1,port=4791,mtu=1500
+ *     name=softrnic0,addr=10.0.0.1,port=4791,mtu=1500,share=1
  *
  * addr is required ("auto" asks for a free 127.0.0.N at open time; IPv6
  * addresses may be written bare, in brackets, or with a %ifname scope);
  * name defaults to softrnicN (N = device index), port to 4791, mtu to the
- * MTU of the interface that carries addr.
+ * MTU of the interface that carries addr, share to 1: other processes of
+ * the same user may be given the same address and port (udp_group.h);
+ * share=0 binds it alone.
  *
  * Invariants after a successful srn_config_load: names are unique and
  * non-empty; no two non-auto devices share an address and port; port is
@@ -46,6 +48,7 @@ struct srn_dev_cfg {
 	uint16_t port;                 /* UDP port, host order; also the port peers are sent to */
 	uint32_t link_mtu;             /* IP MTU of the interface carrying addr */
 	bool auto_loopback;            /* pick the first free 127.0.0.N at open */
+	bool exclusive;                /* share=0: no other process may bind addr:port (udp_group.h) */
 };
 
 /* Load the device list (see the top of this file). Returns the number of

@@ -25,6 +25,7 @@
 #include "diag/clock.h"
 #include "link/gso.h"
 #include "link/pcap.h"
+#include "link/udp_group.h"
 #include "wire/opcode.h"
 
 struct srn_egress *srn_egress_create(struct srn_udp *udp, struct srn_shm *shm,
@@ -95,7 +96,9 @@ int srn_egress_add(struct srn_egress *e, const struct sockaddr *dst, socklen_t d
 	if (npay > SRN_EGRESS_MAX_PAY || hl > SRN_MAX_HDR_LEN)
 		return -EINVAL;
 	if (e->shm->enabled) {
-		struct srn_shm_peer *sp = srn_shm_route(e->shm, dst, dstlen);
+		/* Which process behind dst: its QPN says (BTH bytes 5..7). */
+		uint32_t dqpn = hl >= 8 ? (uint32_t)hdr[5] << 16 | hdr[6] << 8 | hdr[7] : 0;
+		struct srn_shm_peer *sp = srn_shm_route(e->shm, dst, dstlen, srn_qpn_member(dqpn));
 		if (sp && sp->fresh) {
 			/* Packets queued for UDP before the ring was found go
 			 * first, or the peer would see them out of order. */
@@ -149,11 +152,11 @@ static bool same_dst(const struct srn_egress_pkt *a, const struct srn_egress_pkt
 
 /* A same-host receiver is about to sleep in epoll on its socket: an
  * empty datagram wakes it (its receive path ignores it). */
-static void doorbell(void *ctx, const struct sockaddr *dst, socklen_t len)
+static void doorbell(void *ctx, const struct sockaddr *dst, socklen_t len, unsigned member)
 {
 	struct srn_egress *e = ctx;
 	srn_count(e->cnt, SRN_CNT_SHM_DOORBELLS, 1);
-	int r = srn_udp_doorbell(e->udp, dst, len);
+	int r = srn_udp_doorbell(e->udp, dst, len, member);
 	if (r && r != -EAGAIN)      /* a full socket wakes its reader anyway */
 		srn_count(e->cnt, SRN_CNT_TX_ERR, 1);
 }

@@ -16,6 +16,10 @@
 
 bool srn_udp_enable_gro(struct srn_udp *u)
 {
+	/* A coalesced buffer may hold packets of several members' QPs; a
+	 * shared address's receive path judges packets one at a time. */
+	if (u->grp)
+		return false;
 	int one = 1;
 	return setsockopt(u->fd, IPPROTO_UDP, UDP_GRO, &one, sizeof(one)) == 0;
 }

@@ -172,7 +172,8 @@ static int create_inbox(struct srn_shm *s)
 		.netns = s->netns, .pid = (int32_t)getpid(), .cookie = cookie,
 		.direct_fd = s->direct_fd >= 0 ? s->direct_fd + 1 : 0,
 	};
-	int ret = srn_shm_locator_publish(&loc, (const struct sockaddr *)&s->local, s->in_name,
+	int ret = srn_shm_locator_publish(&loc, (const struct sockaddr *)&s->local, s->member,
+					  s->in_name,
 					  sizeof(s->in_name), s->note, sizeof(s->note));
 	if (ret) {
 		munmap(g, seg_bytes(ring));
@@ -186,10 +187,11 @@ static int create_inbox(struct srn_shm *s)
 	return 0;
 }
 
-int srn_shm_open(struct srn_shm *s, const struct sockaddr *local, socklen_t len, bool enabled,
-		 int direct_fd)
+int srn_shm_open(struct srn_shm *s, const struct sockaddr *local, socklen_t len, unsigned member,
+		 bool enabled, int direct_fd)
 {
 	memset(s, 0, sizeof(*s));
+	s->member = member;
 	s->in_fd = -1;
 	s->direct_fd = direct_fd;
 	s->enabled = enabled;
@@ -359,7 +361,8 @@ static int attach(struct srn_shm *s, struct srn_shm_peer *p)
 	int ret = -ENOENT;
 	for (unsigned k = 0; k < SRN_SHM_NAMES; k++) {
 		struct srn_shm_locator loc;
-		ret = srn_shm_locator_read(s->netns, (const struct sockaddr *)&p->addr, k, &loc);
+		ret = srn_shm_locator_read(s->netns, (const struct sockaddr *)&p->addr, p->member, k,
+					   &loc);
 		if (ret == -EAFNOSUPPORT)
 			return ret;
 		if (!ret && !(ret = attach_inbox(s, p, &loc)))
@@ -380,10 +383,11 @@ static void forget(struct srn_shm *s, struct srn_shm_peer *p, uint64_t retry_ns)
 	p->retry_ns = retry_ns;
 }
 
-bool srn_shm_unread(struct srn_shm *s, const struct sockaddr *dst, socklen_t dstlen)
+bool srn_shm_unread(struct srn_shm *s, const struct sockaddr *dst, socklen_t dstlen,
+		    unsigned member)
 {
 	/* route checks the owner is alive (and forgets a dead one's ring). */
-	struct srn_shm_peer *p = srn_shm_route(s, dst, dstlen);
+	struct srn_shm_peer *p = srn_shm_route(s, dst, dstlen, member);
 	if (!p || !p->seg)
 		return false;
 	const struct slot_ctl *c = &p->seg->h.slot[p->slot];
@@ -399,11 +403,12 @@ bool srn_shm_has_ring(const struct srn_shm *s, const struct sockaddr *dst, sockl
 }
 
 struct srn_shm_peer *srn_shm_route(struct srn_shm *s, const struct sockaddr *dst,
-				   socklen_t dstlen)
+				   socklen_t dstlen, unsigned member)
 {
 	struct srn_shm_peer *p = NULL;
 	for (int i = 0; i < s->npeers; i++)
-		if (same_addr(&s->peer[i].addr, s->peer[i].addrlen, dst, dstlen)) {
+		if (s->peer[i].member == member &&
+		    same_addr(&s->peer[i].addr, s->peer[i].addrlen, dst, dstlen)) {
 			p = &s->peer[i];
 			break;
 		}
@@ -426,6 +431,7 @@ struct srn_shm_peer *srn_shm_route(struct srn_shm *s, const struct sockaddr *dst
 		p->owner_fd = -1;
 		memcpy(&p->addr, dst, dstlen);
 		p->addrlen = dstlen;
+		p->member = member;
 	}
 	uint64_t now = srn_clock_ns(CLOCK_MONOTONIC_COARSE);
 	if (p->seg) {
@@ -517,7 +523,9 @@ int srn_shm_put(struct srn_shm *s, struct srn_shm_peer *p, const struct iovec *i
 }
 
 void srn_shm_publish(struct srn_shm *s,
-		     void (*ring)(void *ctx, const struct sockaddr *dst, socklen_t len), void *ctx)
+		     void (*ring)(void *ctx, const struct sockaddr *dst, socklen_t len,
+				  unsigned member),
+		     void *ctx)
 {
 	if (!s->ndirty)
 		return;
@@ -539,7 +547,7 @@ void srn_shm_publish(struct srn_shm *s,
 			continue;
 		p->dirty = false;
 		if (atomic_load_explicit(&p->seg->h.sleeping, memory_order_relaxed))
-			ring(ctx, (const struct sockaddr *)&p->addr, p->addrlen);
+			ring(ctx, (const struct sockaddr *)&p->addr, p->addrlen, p->member);
 	}
 	s->ndirty = 0;
 }

@@ -61,6 +61,7 @@ struct srn_shm_peer {
 	struct sockaddr_storage addr;
 	socklen_t addrlen;
 	struct srn_shm_seg *seg;
+	unsigned member;               /* which process behind addr (link/udp_group.h) */
 	uint32_t slot;
 	uint64_t ring;                 /* its ring size, from its inbox */
 	uint64_t prod;                 /* next byte to write (published or not) */
@@ -91,6 +92,7 @@ struct srn_shm {
 	uint64_t netns;                /* inode of this process's network namespace */
 	struct sockaddr_storage local; /* this device's address, the source senders name */
 	socklen_t local_len;
+	unsigned member;               /* this device's member number of a shared address, else 0 */
 	struct srn_shm_peer peer[SRN_SHM_PEERS];
 	int npeers;
 	int ndirty;                    /* peers with unpublished records */
@@ -103,21 +105,24 @@ struct srn_shm {
  * receives over UDP; returns 0 or -errno.  direct_fd (-1: none) is the
  * device's direct-placement table, which the locator names for peers.  s->note then says what the
  * device log should (a name held by another user, or why no inbox). */
-int srn_shm_open(struct srn_shm *s, const struct sockaddr *local, socklen_t len, bool enabled,
-		 int direct_fd);
+int srn_shm_open(struct srn_shm *s, const struct sockaddr *local, socklen_t len, unsigned member,
+		 bool enabled, int direct_fd);
 /* Mark the inbox closed, unlink it, release claimed slots, unmap all. */
 void srn_shm_close(struct srn_shm *s);
 /* The process exits with the device open: mark the inbox closed and
  * unlink it (mappings go with the process). */
 void srn_shm_exit(struct srn_shm *s);
 
-/* The shared-memory route to dst, or NULL: take UDP. */
+/* The shared-memory route to dst's process `member` (the member number
+ * of the destination QPN, link/udp_group.h), or NULL: take UDP. */
 struct srn_shm_peer *srn_shm_route(struct srn_shm *s, const struct sockaddr *dst,
-				   socklen_t dstlen);
-/* Do packets this device published to dst's ring still wait there, unread
- * by a live owner?  The ring loses nothing, so an ACK timeout while they
- * wait means the receiver has not run yet, not that a packet was lost. */
-bool srn_shm_unread(struct srn_shm *s, const struct sockaddr *dst, socklen_t dstlen);
+				   socklen_t dstlen, unsigned member);
+/* Do packets this device published to the ring of dst's process `member`
+ * still wait there, unread by a live owner?  The ring loses nothing, so
+ * an ACK timeout while they wait means the receiver has not run yet, not
+ * that a packet was lost. */
+bool srn_shm_unread(struct srn_shm *s, const struct sockaddr *dst, socklen_t dstlen,
+		    unsigned member);
 /* Does dst already take a ring?  No side effects (for diagnostics). */
 bool srn_shm_has_ring(const struct srn_shm *s, const struct sockaddr *dst, socklen_t dstlen);
 /* Copy one packet of `len` bytes gathered from iov into the peer's ring,
@@ -126,10 +131,12 @@ bool srn_shm_has_ring(const struct srn_shm *s, const struct sockaddr *dst, sockl
  * from now on, which tells the transport the truth: nobody answers). */
 int srn_shm_put(struct srn_shm *s, struct srn_shm_peer *p, const struct iovec *iov, int iovcnt,
 		uint32_t len, uint8_t tos);
-/* Publish every ring written since the last call.  Calls ring(ctx, addr)
- * for each receiver that sleeps and must get a doorbell. */
+/* Publish every ring written since the last call.  Calls ring(ctx, addr,
+ * member) for each receiver that sleeps and must get a doorbell. */
 void srn_shm_publish(struct srn_shm *s,
-		     void (*ring)(void *ctx, const struct sockaddr *dst, socklen_t len), void *ctx);
+		     void (*ring)(void *ctx, const struct sockaddr *dst, socklen_t len,
+				  unsigned member),
+		     void *ctx);
 
 /* Hand up to max waiting packets to deliver(ctx, data, len, src, tos),
  * then release their ring space.  Returns how many.  tos: the TOS byte

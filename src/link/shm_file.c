@@ -53,9 +53,10 @@ bool srn_shm_pid_alive(int32_t pid)
 	return !(rp && rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X'));
 }
 
-bool srn_shm_name(char *out, size_t n, uint64_t netns, const struct sockaddr *a, unsigned k)
+bool srn_shm_name(char *out, size_t n, uint64_t netns, const struct sockaddr *a, unsigned member,
+		  unsigned k)
 {
-	char ip[INET6_ADDRSTRLEN], alt[16] = "";
+	char ip[INET6_ADDRSTRLEN], alt[16] = "", mem[16] = "";
 	unsigned port;
 	if (a->sa_family == AF_INET) {
 		const struct sockaddr_in *s = (const void *)a;
@@ -76,8 +77,10 @@ bool srn_shm_name(char *out, size_t n, uint64_t netns, const struct sockaddr *a,
 		return false;
 	if (k)
 		snprintf(alt, sizeof(alt), "-alt%u", k);
-	return (size_t)snprintf(out, n, SHM_DIR SHM_PREFIX "%llx-%s-%u%s", (unsigned long long)netns,
-				ip, port, alt) < n;
+	if (member)
+		snprintf(mem, sizeof(mem), "-m%u", member);
+	return (size_t)snprintf(out, n, SHM_DIR SHM_PREFIX "%llx-%s-%u%s%s", (unsigned long long)netns,
+				ip, port, mem, alt) < n;
 }
 
 int srn_shm_file_ours(int fd, long long size)
@@ -173,11 +176,11 @@ static void remove_if_ours(const char *path)
 }
 
 int srn_shm_locator_publish(const struct srn_shm_locator *loc, const struct sockaddr *local,
-			    char *name, size_t namelen, char *note, size_t notelen)
+			    unsigned member, char *name, size_t namelen, char *note, size_t notelen)
 {
 	char path[SRN_SHM_NAMES][SRN_SHM_NAME_MAX], taken[64] = "";
 	for (unsigned k = 0; k < SRN_SHM_NAMES; k++)
-		if (!srn_shm_name(path[k], sizeof(path[k]), loc->netns, local, k))
+		if (!srn_shm_name(path[k], sizeof(path[k]), loc->netns, local, member, k))
 			return -EAFNOSUPPORT;
 	for (unsigned k = 0; k < SRN_SHM_NAMES; k++)
 		remove_if_ours(path[k]);
@@ -213,11 +216,11 @@ int srn_shm_locator_publish(const struct srn_shm_locator *loc, const struct sock
 	return -EEXIST;
 }
 
-int srn_shm_locator_read(uint64_t netns, const struct sockaddr *dst, unsigned k,
+int srn_shm_locator_read(uint64_t netns, const struct sockaddr *dst, unsigned member, unsigned k,
 			 struct srn_shm_locator *loc)
 {
 	char path[SRN_SHM_NAME_MAX];
-	if (!srn_shm_name(path, sizeof(path), netns, dst, k))
+	if (!srn_shm_name(path, sizeof(path), netns, dst, member, k))
 		return -EAFNOSUPPORT;
 	int fd = open(path, O_RDONLY | OPEN_SAFE);
 	if (fd < 0)

@@ -16,7 +16,9 @@
  * else: we never write to it, never remove it, and say so.
  *
  * Names: /dev/shm/softrnic-link-<netns>-<address>-<port>, then the same
- * with -alt1 .. -alt3 when another user holds the name before it.  Only
+ * with -alt1 .. -alt3 when another user holds the name before it.  Member
+ * k > 0 of an address shared by several processes (udp_group.h) adds
+ * -m<k> after the port.  Only
  * the process that bound the address and port creates under these names,
  * so any file of our own user under one of them is a dead owner's.
  */
@@ -52,7 +54,8 @@ _Static_assert(offsetof(struct srn_shm_locator, pid) == 32, "pid where layout 1 
 /* Inbox name k (0 .. SRN_SHM_NAMES-1) of the device bound to a, as a full
  * path.  False for addresses that never have one (multicast, other
  * families). */
-bool srn_shm_name(char *out, size_t n, uint64_t netns, const struct sockaddr *a, unsigned k);
+bool srn_shm_name(char *out, size_t n, uint64_t netns, const struct sockaddr *a, unsigned member,
+		  unsigned k);
 
 /* Is the open fd a regular file of our euid, mode exactly 0600, `size`
  * bytes (size < 0: any)?  0, or -EPERM (someone else's or wrong mode),
@@ -76,11 +79,11 @@ int srn_shm_peer_fd_open(int32_t pid, int32_t pfd, size_t bytes);
  * note gets a line for the device log when a name was taken by someone
  * else, or when all were (then -EEXIST: no inbox, UDP only). */
 int srn_shm_locator_publish(const struct srn_shm_locator *loc, const struct sockaddr *local,
-			    char *name, size_t namelen, char *note, size_t notelen);
+			    unsigned member, char *name, size_t namelen, char *note, size_t notelen);
 
 /* Read and check locator k of dst: ours, 0600, 48 bytes, the magic and
  * layout, the netns.  0 or -errno. */
-int srn_shm_locator_read(uint64_t netns, const struct sockaddr *dst, unsigned k,
+int srn_shm_locator_read(uint64_t netns, const struct sockaddr *dst, unsigned member, unsigned k,
 			 struct srn_shm_locator *loc);
 
 /* Remove our locator `name` if it is still the one with `cookie`. */

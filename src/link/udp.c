@@ -18,7 +18,8 @@
  * - IPV6_V6ONLY: an IPv6 device must not collide with, or receive for, an
  *   IPv4 device on the same port.
  * - No SO_REUSEADDR: a failed bind is how auto_loopback learns that another
- *   process already owns 127.0.0.N:port.
+ *   process already owns 127.0.0.N:port.  A configured address is bound
+ *   with SO_REUSEPORT (udp_group.h): processes of one user share it.
  *
  * The fault injector and the pcap trace hook in behind u->hooked: with
  * neither configured, each data-path call costs one untaken branch. With
@@ -41,6 +42,7 @@
 
 #include "diag/clock.h"
 #include "link/pcap.h"
+#include "link/udp_group.h"
 #include "wire/roce_hdr.h"
 
 #ifndef UDP_SEGMENT
@@ -233,8 +235,11 @@ int srn_udp_open(struct srn_udp *u, struct srn_dev_cfg *cfg, char *err, size_t e
 	} else {
 		struct sockaddr_storage ss;
 		socklen_t sl = fill_local(&ss, cfg);
-		if (bind(u->fd, (struct sockaddr *)&ss, sl)) {
-			rc = -errno;
+		if (cfg->exclusive)
+			rc = bind(u->fd, (struct sockaddr *)&ss, sl) ? -errno : 0;
+		else
+			rc = srn_udp_group_bind(u, cfg, (struct sockaddr *)&ss, sl, err, errlen);
+		if (rc && !err[0]) {
 			char target[SRN_SOCKADDR_STRLEN];
 			bind_error(cfg, srn_sockaddr_str((struct sockaddr *)&ss, target, sizeof(target)),
 					   -rc, err, errlen);
@@ -277,7 +282,9 @@ int srn_udp_open(struct srn_udp *u, struct srn_dev_cfg *cfg, char *err, size_t e
 	return 0;
 
 fail:
-	close(u->fd);
+	srn_udp_group_leave(u);
+	if (u->fd >= 0)
+		close(u->fd);
 	u->fd = -1;
 	return rc;
 }
@@ -285,6 +292,7 @@ fail:
 void srn_udp_close(struct srn_udp *u)
 {
 	hooks_close(u);
+	srn_udp_group_leave(u);          /* closes fd under the group's lock */
 	if (u->fd >= 0)
 		close(u->fd);
 	u->fd = -1;
@@ -344,10 +352,14 @@ static int sendv_hooked(struct srn_udp *u, const struct sockaddr *dst, socklen_t
 	return srn_udp_xmit(u, dst, dstlen, iov, iovcnt);
 }
 
-int srn_udp_doorbell(struct srn_udp *u, const struct sockaddr *dst, socklen_t dstlen)
+int srn_udp_doorbell(struct srn_udp *u, const struct sockaddr *dst, socklen_t dstlen,
+		     unsigned member)
 {
 	if (dst->sa_family != u->family)
 		return -EAFNOSUPPORT;
+	/* An empty datagram reaches a shared address's member 0 only. */
+	if (member && srn_udp_group_doorbell(u, dst, dstlen, member) == 0)
+		return 0;
 	uint8_t tos;
 	return raw_send(u, dst, dstlen, NULL, 0, &tos);
 }
@@ -587,10 +599,15 @@ static int recv_hooked(struct srn_udp *u, struct srn_rx_batch *b, int *truncated
 
 int srn_udp_recv_batch(struct srn_udp *u, struct srn_rx_batch *b, int *truncated)
 {
-	if (__builtin_expect(u->hooked, 0))
-		return recv_hooked(u, b, truncated);
-	int n = recv_raw(u, b, 0, SRN_RX_BATCH, truncated);
-	b->count = n > 0 ? n : 0;
+	int n;
+	if (__builtin_expect(u->hooked, 0)) {
+		n = recv_hooked(u, b, truncated);
+	} else {
+		n = recv_raw(u, b, 0, SRN_RX_BATCH, truncated);
+		b->count = n > 0 ? n : 0;
+	}
+	if (__builtin_expect(u->grp != NULL, 0))
+		n = srn_udp_group_rx(u, b, n);   /* other members' packets out, theirs for us in */
 	return n;
 }
 

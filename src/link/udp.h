@@ -31,6 +31,7 @@
 #include "wire/icrc.h"
 
 struct srn_pcap;
+struct srn_udp_group;
 
 #define SRN_UDP_SOCKBUF (8u << 20)   /* 8 MiB each way: a few hundred 4 KiB packets of burst */
 
@@ -49,6 +50,7 @@ struct srn_udp {
 	uint32_t ce_every, ce_count;
 	struct srn_fault *fault;         /* SOFTRNIC_FAULTS, else NULL */
 	struct srn_pcap *pcap;           /* SOFTRNIC_PCAP, else NULL */
+	struct srn_udp_group *grp;       /* address shared with other processes (udp_group.h), else NULL */
 };
 
 /* Open and bind the device's socket. auto_loopback: bind the first free
@@ -71,8 +73,10 @@ void srn_udp_close(struct srn_udp *u);
 int srn_udp_sendv(struct srn_udp *u, const struct sockaddr *dst, socklen_t dstlen,
 				  const struct iovec *iov, int iovcnt);
 /* An empty datagram that wakes a same-host peer sleeping in epoll
- * (link/shm.h): not RoCE, so never faulted nor traced.  0 or -errno. */
-int srn_udp_doorbell(struct srn_udp *u, const struct sockaddr *dst, socklen_t dstlen);
+ * (link/shm.h): not RoCE, so never faulted nor traced.  member: which
+ * process behind dst (udp_group.h), 0 if it shares nothing.  0 or -errno. */
+int srn_udp_doorbell(struct srn_udp *u, const struct sockaddr *dst, socklen_t dstlen,
+		     unsigned member);
 
 /* Send up to n messages in one system call (sendmmsg). A message is one
  * datagram, or with gso_seg set a UDP GSO run (UDP_SEGMENT): the kernel

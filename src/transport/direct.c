@@ -234,7 +234,8 @@ bool srn_direct_try(struct srn_qp *qp, struct srn_swqe *w)
 		return false;
 	struct srn_shm_peer *sp = srn_shm_route(&nic->link.shm,
 						(const struct sockaddr *)&qp->path.peer,
-						qp->path.peer_len);
+						qp->path.peer_len,
+						srn_qpn_member(qp->attr.dest_qp_num));
 	if (!sp || !sp->seg || sp->direct_fd < 0)
 		return false;
 	struct srn_direct_peer *dp = srn_direct_peer_get(&nic->link.direct_req, sp->owner_pid,

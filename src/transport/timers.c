@@ -10,6 +10,7 @@
 #include "core/nic.h"
 #include "core/qp.h"
 #include "link/shm.h"
+#include "link/udp_group.h"
 #include "transport/cc.h"
 #include "transport/complete.h"
 #include "transport/qp_count.h"
@@ -106,7 +107,7 @@ static void expire(struct srn_qp *qp, uint64_t now)
 	}
 	if (qp->comp.ack_deadline && now >= qp->comp.ack_deadline &&
 	    srn_shm_unread(&qp->nic->link.shm, (const struct sockaddr *)&qp->path.peer,
-			   qp->path.peer_len)) {
+			   qp->path.peer_len, srn_qpn_member(qp->attr.dest_qp_num))) {
 		/* What we sent still sits in a live same-host receiver's ring:
 		 * it has not been scheduled yet (a busy 2-CPU host), and
 		 * nothing was lost.  Resending would only add duplicates

@@ -27,6 +27,7 @@
 #include "diag/counters.h"
 #include "link/shm_file.h"
 #include "link/udp.h"
+#include "link/udp_group.h"
 #include "verbs/verbs.h"
 
 SRN_EXPORT struct ibv_qp *softrnic_create_gsi_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *init);
@@ -54,9 +55,13 @@ SRN_EXPORT int softrnic_peer_pid(struct ibv_context *ctx, const union ibv_gid *g
 	/* The port and netns are set when the nic is created and never change. */
 	if (srn_gid_to_sockaddr(gid->raw, nic->link.udp.port, nic->link.udp.family, &dst, &len))
 		return -EINVAL;
+	/* Several processes behind the address (link/udp_group.h): which
+	 * one holds the connection is not known here, so watch none. */
+	if (srn_udp_group_exists((struct sockaddr *)&dst))
+		return -ENOENT;
 	for (unsigned k = 0; k < SRN_SHM_NAMES; k++) {
 		struct srn_shm_locator loc;
-		if (srn_shm_locator_read(nic->link.shm.netns, (struct sockaddr *)&dst, k, &loc) == 0 &&
+		if (srn_shm_locator_read(nic->link.shm.netns, (struct sockaddr *)&dst, 0, k, &loc) == 0 &&
 		    srn_shm_pid_alive(loc.pid))
 			return loc.pid;
 	}

@@ -1,0 +1,108 @@
+/*
+ * udp_group.h - many processes behind one device address, as on a NIC.
+ *
+ * On a real host every RDMA process shares the NIC's address and peers
+ * reach each one's QPs by QP number.  Here each process has its own UDP
+ * socket, so processes given the same address and port join one
+ * SO_REUSEPORT group (the kernel lets only sockets of one effective uid
+ * join) and the kernel steers each datagram to one member.  Which one:
+ *
+ * - QP numbers are partitioned: the top SRN_GRP_MEMBER_BITS of every QPN
+ *   a device hands out are its member number (core/nic.c), 0 for a device
+ *   that shares nothing.  A member number is a slot taken by flock on a
+ *   file in a per-user directory (0700) named after the network
+ *   namespace, so it is released when its holder dies.
+ * - A classic BPF program on the group (SO_ATTACH_REUSEPORT_CBPF) reads
+ *   the BTH's destination QPN and returns the socket index of its member.
+ *   The kernel numbers a group's sockets in join order and, when one
+ *   closes, moves the last into the hole; members keep that order in a
+ *   shared file under a lock and re-attach the program at every join and
+ *   leave.  A member that dies changes the order unseen until the next
+ *   join or leave notices.
+ * - So steering is a fast path, never the rule of correctness: a member
+ *   that receives a packet for another member's QPN forwards it, with its
+ *   original source address (the ICRC covers it), to the owner's
+ *   forwarding socket (UDP on 127.0.0.1, its port in the owner's slot
+ *   file; each packet carries the group's secret from the 0600 order
+ *   file, so other users' datagrams are dropped), and the owner's receive
+ *   path takes it as if from the wire.  A packet whose owner has no
+ *   forwarding socket is kept (QP1 when member 0 is gone: the local CM
+ *   answers).  A member leaving passes on what its socket still holds.
+ * - Same-host rings stay: each member has its own inbox, named with its
+ *   member number (link/shm_file.h), and senders pick it from the
+ *   destination QPN.  Doorbells for a member k > 0 go to its forwarding
+ *   socket: an empty datagram carries no QPN to steer by (the program
+ *   gives those to member 0).
+ *
+ * QP1 (the CM) is member 0's: MADs reach member 0, whose CM serves them.
+ */
+#ifndef SRN_LINK_UDP_GROUP_H
+#define SRN_LINK_UDP_GROUP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "link/config.h"
+
+struct srn_udp;
+struct srn_rx_batch;
+
+#define SRN_GRP_MEMBER_BITS 4
+#define SRN_GRP_MEMBERS (1u << SRN_GRP_MEMBER_BITS)   /* processes per address */
+#define SRN_QPN_MEMBER_SHIFT (24 - SRN_GRP_MEMBER_BITS)
+#define SRN_QPN_MCAST 0xffffffu                        /* IBTA: multicast destination QP */
+
+/* The member whose QP this is (0 for unshared devices, QP0/QP1 and
+ * anything that is not a real QPN of a group). */
+static inline unsigned srn_qpn_member(uint32_t qpn)
+{
+	if ((qpn & SRN_QPN_MCAST) == SRN_QPN_MCAST)
+		return 0;
+	return (qpn >> SRN_QPN_MEMBER_SHIFT) & (SRN_GRP_MEMBERS - 1);
+}
+
+struct srn_udp_group;
+
+/* Bind u->fd (options set, not bound yet) to ss as a member of the
+ * address's group: SO_REUSEPORT, a member slot, the steering program, the
+ * forwarding socket.  Returns 0 or -errno with one line in err. */
+int srn_udp_group_bind(struct srn_udp *u, const struct srn_dev_cfg *cfg,
+		       const struct sockaddr *ss, socklen_t sl, char *err, size_t errlen);
+/* Leave: re-steer the group for the others, then the caller closes fd. */
+void srn_udp_group_leave(struct srn_udp *u);
+/* Has the address at a (with its port) ever been shared by processes of
+ * this user in this network namespace?  (Its group's files exist.) */
+bool srn_udp_group_exists(const struct sockaddr *a);
+/* This device's member number, 0 when it shares nothing. */
+unsigned srn_udp_member(const struct srn_udp *u);
+/* The forwarding socket to watch besides u->fd, or -1. */
+int srn_udp_group_fd(const struct srn_udp *u);
+
+/* After a receive into b (n packets): forward the packets another member
+ * owns and drop them from b, then append packets forwarded to us.
+ * Returns the new count. */
+int srn_udp_group_rx(struct srn_udp *u, struct srn_rx_batch *b, int n);
+
+/* Wake member `member` of the group at dst through its forwarding
+ * socket: 0, or -ENOENT (no such member: ring the UDP doorbell). */
+int srn_udp_group_doorbell(struct srn_udp *u, const struct sockaddr *dst, socklen_t dstlen,
+			   unsigned member);
+
+struct srn_udp_group_stats {
+	uint64_t forwarded;            /* packets passed to their owner */
+	uint64_t fwd_rcvd;             /* packets other members passed to us */
+	uint64_t fwd_failed;           /* owner gone or its socket full: kept or dropped */
+	uint64_t resteers;             /* programs attached */
+};
+const struct srn_udp_group_stats *srn_udp_group_stats(const struct srn_udp *u);
+
+/* The classic BPF program for a group whose kernel socket order is
+ * order[0..n) (member numbers).  prog holds at least SRN_GRP_PROG_MAX
+ * instructions; returns their number.  Exposed for the unit test. */
+#define SRN_GRP_PROG_MAX (8 + 2 * SRN_GRP_MEMBERS)
+struct sock_filter;
+int srn_udp_group_prog(const uint8_t *order, unsigned n, struct sock_filter *prog);
+
+#endif
