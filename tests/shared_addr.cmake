@@ -1,0 +1,15 @@
+# Many processes behind one device address (issue 13, item 6;
+# link/udp_group.h): the steering program, forwarding and doorbells in one
+# process (test_udp_group), then Debian's pingpongs with several processes
+# given one SOFTRNIC_DEVICES address, on loopback and 4 + 4 across two
+# network namespaces (root; skipped otherwise).
+srn_unit_test(test_udp_group ${CMAKE_CURRENT_LIST_DIR}/test_udp_group.c)
+foreach(mode loopback netns)
+  add_test(NAME shared_addr_${mode} COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/test_shared_addr.sh ${mode})
+  set_tests_properties(shared_addr_${mode} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600
+    ENVIRONMENT "SRN_BUILD=${CMAKE_BINARY_DIR};SRN_SRC=${CMAKE_SOURCE_DIR}"
+    LABELS e2e)
+endforeach()
+
+# The fast tier (each under ~2 s; ctest -L fast).
+set_property(TEST test_udp_group APPEND PROPERTY LABELS fast)
