@@ -279,6 +279,14 @@ void srn_cm_watch_peer(struct srn_cm_id *id);
  * return true. */
 bool srn_cm_watch_fired(void *ptr);
 
+/* steer.c: MADs of the other processes behind a shared device address
+ * (link/udp_group.h) go to their CM.  Must hold srn_cm.lock. */
+void srn_cm_steer_open(void);
+void srn_cm_steer_close(void);
+bool srn_cm_steer_mad(struct srn_cm_dev *d, const uint8_t *mad, size_t len,
+		      const uint8_t src_gid[16]);
+bool srn_cm_steer_fired(void *ptr);
+
 /* held.c: REQs that found no listener wait a moment for one. */
 void srn_cm_held_add(struct srn_cm_dev *dev, const struct srn_cm_msg *m, const uint8_t gid[16]);
 /* A listener appeared: held REQs it takes go to it. */

@@ -295,7 +295,10 @@ static void dev_poll(struct srn_cm_dev *d)
 				}
 				srn_cm_addr_to_gid((struct sockaddr *)&ss, src);
 				srn_cm.cnt[SRN_CM_CNT_RX_MAD]++;
-				srn_cm_recv(d, g + SRN_UD_GRH_LEN, wc[i].byte_len - SRN_UD_GRH_LEN, src);
+				if (!srn_cm_steer_mad(d, g + SRN_UD_GRH_LEN,
+						      wc[i].byte_len - SRN_UD_GRH_LEN, src))
+					srn_cm_recv(d, g + SRN_UD_GRH_LEN,
+						    wc[i].byte_len - SRN_UD_GRH_LEN, src);
 			}
 			if (wc[i].status != IBV_WC_WR_FLUSH_ERR)
 				post_recv(d, slot);
@@ -332,7 +335,7 @@ static void *cm_thread(void *arg)
 				if (read(srn_cm.kick_fd, &v, sizeof(v)) < 0) { /* nothing to do */ }
 				continue;
 			}
-			if (srn_cm_watch_fired(ev[i].data.ptr))
+			if (srn_cm_watch_fired(ev[i].data.ptr) || srn_cm_steer_fired(ev[i].data.ptr))
 				continue;
 			struct srn_cm_dev *d = ev[i].data.ptr;
 			struct ibv_cq *cq;
@@ -382,6 +385,8 @@ int srn_cm_init(void)
 		srn_cm.ndev++;
 	}
 	ibv_free_device_list(list);
+	if (!ret)
+		srn_cm_steer_open();
 	if (!ret && pthread_create(&srn_cm.thread, NULL, cm_thread, NULL))
 		ret = -EAGAIN;
 	srn_cm.thread_started = !ret;
@@ -401,6 +406,7 @@ __attribute__((destructor)) static void srn_cm_fini(void)
 		return;
 	pthread_mutex_lock(&srn_cm.lock);
 	srn_cm_exit_abort();
+	srn_cm_steer_close();
 	pthread_mutex_unlock(&srn_cm.lock);
 	atomic_store(&srn_cm.stop, true);
 	/* Kick until it has ended: a pass that was already running may read
