@@ -194,6 +194,54 @@ netns)
 	fi
 	fs=$(counter_sum grp_forwarded "$W"/rc_ab.* "$W"/rc_ba.* "$W"/ud_ab.* "$W"/ud_ba.*)
 	echo "note: with steering $fs packets needed forwarding"
+	# rdma_cm: two rping servers behind A's one address, two clients
+	# behind B's, at once.  Every MAD to A reaches QP1 of A's member 0,
+	# whose CM passes each to the process it belongs to (cm/steer.c).
+	if command -v rping >/dev/null; then
+		rping_round() {
+			local p1=$((20000 + RANDOM % 11000)) i rc=0
+			local -a sv cl
+			for i in 0 1; do
+				$PA timeout -k 5 "$T" "$SOFTRNIC" run -- rping -s -a "$ADDR_A" -p $((p1 + i)) \
+					>"$W/rping.s$i" 2>&1 &
+				sv[i]=$!
+			done
+			for i in 0 1; do
+				wait_listen_cm $((p1 + i)) || true
+			done
+			for i in 0 1; do
+				$PB timeout -k 5 "$T" "$SOFTRNIC" run -- rping -c -a "$ADDR_A" -p $((p1 + i)) \
+					-v -C 20 >"$W/rping.c$i" 2>&1 &
+				cl[i]=$!
+			done
+			for i in 0 1; do
+				wait "${cl[i]}" || rc=1
+				wait "${sv[i]}" || rc=1
+				grep -q "rdma-ping-19:" "$W/rping.c$i" || rc=1
+			done
+			return $rc
+		}
+		# A server holds its port in the CM's port files once it listens.
+		wait_listen_cm() {
+			local i
+			for ((i = 0; i < 100; i++)); do
+				ip netns exec "$NS_A" ls /dev/shm 2>/dev/null | grep -q softrnic-cm &&
+					ip netns exec "$NS_A" sh -c "ls /dev/shm/softrnic-cm-*/ 2>/dev/null" |
+					grep -q "^0106-$(printf %05u "$1")-" && return 0
+				sleep 0.1
+			done
+			return 1
+		}
+		if rping_round; then
+			echo "ok: rping to two processes behind $ADDR_A from two behind $ADDR_B"
+		else
+			echo "FAIL: rping to two processes behind one address"
+			for f in "$W"/rping.*; do echo "--- $f"; tail -n 8 "$f"; done
+			fail=1
+		fi
+	else
+		echo "note: rdmacm-utils not installed, no rping"
+	fi
 	;;
 *)
 	echo "usage: $0 loopback|netns"; exit 2 ;;
