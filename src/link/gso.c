@@ -3,6 +3,7 @@
  */
 #include "link/gso.h"
 #include "link/udp_ecn.h"
+#include "link/udp_group.h"
 
 #include <errno.h>
 #include <netinet/in.h>
@@ -16,10 +17,6 @@
 
 bool srn_udp_enable_gro(struct srn_udp *u)
 {
-	/* A coalesced buffer may hold packets of several members' QPs; a
-	 * shared address's receive path judges packets one at a time. */
-	if (u->grp)
-		return false;
 	int one = 1;
 	return setsockopt(u->fd, IPPROTO_UDP, UDP_GRO, &one, sizeof(one)) == 0;
 }
@@ -71,8 +68,13 @@ int srn_udp_recv_gro(struct srn_udp *u, struct srn_gro_batch *b)
 	b->count = 0;
 	b->datagrams = 0;
 	int n = recvmmsg(u->fd, b->msgs, SRN_GRO_MSGS, MSG_DONTWAIT, NULL);
-	if (n < 0)
-		return (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) ? 0 : -errno;
+	if (n < 0) {
+		if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+			return -errno;
+		if (!u->grp)
+			return 0;
+		n = 0;          /* a shared address: other members may have passed packets */
+	}
 	b->datagrams = b->dirty = n;
 	for (int i = 0; i < n; i++) {
 		uint8_t *p = b->iov[i].iov_base;
@@ -93,5 +95,7 @@ int srn_udp_recv_gro(struct srn_udp *u, struct srn_gro_batch *b)
 			b->count++;
 		}
 	}
+	if (__builtin_expect(u->grp != NULL, 0))
+		return srn_udp_group_gro(u, b);   /* other members' packets out, theirs for us in */
 	return b->count;
 }

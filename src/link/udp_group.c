@@ -23,6 +23,7 @@
 #include <fcntl.h>
 #include <linux/filter.h>
 #include <netinet/in.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,6 +34,7 @@
 #include <unistd.h>
 
 #include "diag/clock.h"
+#include "link/gso.h"
 #include "link/udp.h"
 
 #ifndef SO_ATTACH_REUSEPORT_CBPF
@@ -80,6 +82,7 @@ struct srn_udp_group {
 	char key[INET6_ADDRSTRLEN + 8];
 	struct {
 		struct sockaddr_in fwd;  /* port 0: none */
+		int32_t pid;             /* its holder when read */
 		uint64_t read_ns;
 	} peer[SRN_GRP_MEMBERS];
 	struct srn_udp_group_stats st;
@@ -477,7 +480,8 @@ static int tx_sock(void)
 
 /* Where member k of the group in dir/key takes forwarded packets: 0, or
  * -ENOENT when the slot is free or has no forwarding socket. */
-static int slot_fwd(const struct srn_udp_group *g, unsigned k, struct sockaddr_in *out)
+static int slot_fwd(const struct srn_udp_group *g, unsigned k, struct sockaddr_in *out,
+		    int32_t *pid)
 {
 	char suffix[16];
 	snprintf(suffix, sizeof(suffix), ".m%u", k);
@@ -493,6 +497,8 @@ static int slot_fwd(const struct srn_udp_group *g, unsigned k, struct sockaddr_i
 	if (!ok)
 		return -ENOENT;
 	*out = r.fwd;
+	if (pid)
+		*pid = r.pid;
 	return 0;
 }
 
@@ -513,9 +519,13 @@ static int fwd_send(int from, const struct sockaddr_in *to, uint64_t secret,
 static const struct sockaddr_in *peer_fwd(struct srn_udp_group *g, unsigned k)
 {
 	uint64_t now = srn_now_ns();
-	if (now - g->peer[k].read_ns >= PEER_REREAD_NS || !g->peer[k].read_ns) {
+	/* A holder that exited is replaced by the next process taking its
+	 * member number, with another port: look again at once, not after
+	 * 100 ms of packets sent to a closed port. */
+	bool gone = g->peer[k].fwd.sin_port && kill(g->peer[k].pid, 0) && errno == ESRCH;
+	if (gone || now - g->peer[k].read_ns >= PEER_REREAD_NS || !g->peer[k].read_ns) {
 		g->peer[k].read_ns = now;
-		if (slot_fwd(g, k, &g->peer[k].fwd))
+		if (slot_fwd(g, k, &g->peer[k].fwd, &g->peer[k].pid))
 			g->peer[k].fwd.sin_port = 0;
 	}
 	return g->peer[k].fwd.sin_port ? &g->peer[k].fwd : NULL;
@@ -548,7 +558,7 @@ int srn_udp_group_doorbell(struct srn_udp *u, const struct sockaddr *dst, sockle
 			return -ENOENT;
 		bool known = pread(ofd, &o, sizeof(o), 0) == (ssize_t)sizeof(o) && o.magic == ORDER_MAGIC;
 		close(ofd);
-		if (!known || slot_fwd(&tmp, member, &a))
+		if (!known || slot_fwd(&tmp, member, &a, NULL))
 			return -ENOENT;
 		tmp.secret = o.secret;
 		g = &tmp;
@@ -586,39 +596,87 @@ static bool forward(struct srn_udp_group *g, unsigned member, const uint8_t *dat
 }
 
 /* Receive what other members forwarded into the unused slots from `first`. */
-static int fwd_recv(struct srn_udp_group *g, struct srn_rx_batch *b, int first, int out)
+/* Receive up to n forwarded packets into buf[0..n) (each cap bytes):
+ * returns how many arrived valid; ok[i] says which of the first r did,
+ * len[i] their packet length, g->rx_hdr[i] their header. */
+static int fwd_recv(struct srn_udp_group *g, uint8_t *const *buf, size_t cap, int n, bool *ok,
+		    uint32_t *len)
 {
-	int max = SRN_RX_BATCH - first;
-	if (max <= 0 || g->fwd_fd < 0)
-		return out;
+	if (n <= 0 || g->fwd_fd < 0)
+		return 0;
 	struct iovec iov[SRN_RX_BATCH][2];
 	struct mmsghdr mm[SRN_RX_BATCH];
-	for (int i = 0; i < max; i++) {
+	if (n > SRN_RX_BATCH)
+		n = SRN_RX_BATCH;
+	for (int i = 0; i < n; i++) {
 		iov[i][0] = (struct iovec){ &g->rx_hdr[i], sizeof(g->rx_hdr[i]) };
-		iov[i][1] = (struct iovec){ b->bufs + (size_t)(first + i) * SRN_RX_BUFSZ, SRN_RX_BUFSZ };
+		iov[i][1] = (struct iovec){ buf[i], cap };
 		memset(&mm[i], 0, sizeof(mm[i]));
 		mm[i].msg_hdr.msg_iov = iov[i];
 		mm[i].msg_hdr.msg_iovlen = 2;
 	}
-	int r = recvmmsg(g->fwd_fd, mm, (unsigned)max, MSG_DONTWAIT, NULL);
+	int r = recvmmsg(g->fwd_fd, mm, (unsigned)n, MSG_DONTWAIT, NULL);
 	if (r <= 0)
-		return out;
+		return 0;
 	for (int i = 0; i < r; i++) {
 		const struct fwd_hdr *h = &g->rx_hdr[i];
 		/* Anyone on this host can send here: only what carries the
 		 * group's secret is a member's, and even that is bounded. */
-		if (mm[i].msg_len < sizeof(*h) || (mm[i].msg_hdr.msg_flags & MSG_TRUNC) ||
-		    h->magic != FWD_MAGIC || h->secret != g->secret || h->srclen > sizeof(h->src) ||
-		    (h->src.ss_family != AF_INET && h->src.ss_family != AF_INET6))
-			continue;
-		b->pkt[out].data = iov[i][1].iov_base;
-		b->pkt[out].len = mm[i].msg_len - (uint32_t)sizeof(*h);
-		memcpy(&b->pkt[out].src, &h->src, sizeof(h->src));
-		b->pkt[out].srclen = h->srclen;
-		out++;
-		if (b->pkt[out - 1].len)
+		ok[i] = mm[i].msg_len >= sizeof(*h) && !(mm[i].msg_hdr.msg_flags & MSG_TRUNC) &&
+			h->magic == FWD_MAGIC && h->secret == g->secret && h->srclen <= sizeof(h->src) &&
+			(h->src.ss_family == AF_INET || h->src.ss_family == AF_INET6);
+		len[i] = ok[i] ? mm[i].msg_len - (uint32_t)sizeof(*h) : 0;
+		if (ok[i] && len[i])
 			g->st.fwd_rcvd++;
 	}
+	return r;
+}
+
+/* Is this packet another member's, and did it go there? */
+static bool foreign(struct srn_udp_group *g, const uint8_t *d, uint32_t len,
+		    const struct sockaddr *src, socklen_t srclen)
+{
+	/* An empty doorbell has no QPN: it is member 0's (see the
+	 * program); a RoCE packet is its destination QP's member's. */
+	unsigned m = len >= 8 ? srn_qpn_member(bth_dest_qpn(d)) : 0;
+	return m != g->member && forward(g, m, d, len, src, srclen);
+}
+
+int srn_udp_group_gro(struct srn_udp *u, struct srn_gro_batch *b)
+{
+	struct srn_udp_group *g = u->grp;
+	int out = 0;
+	for (int i = 0; i < b->count; i++) {
+		const struct sockaddr *src = (const struct sockaddr *)b->pkt[i].src;
+		socklen_t sl = src->sa_family == AF_INET ? sizeof(struct sockaddr_in) :
+							   sizeof(struct sockaddr_in6);
+		if (foreign(g, b->pkt[i].data, b->pkt[i].len, src, sl))
+			continue;
+		if (out != i)
+			b->pkt[out] = b->pkt[i];
+		out++;
+	}
+	/* The message buffers this receive left unused take forwarded
+	 * packets, one each, their source in the message's address slot. */
+	uint8_t *buf[SRN_GRO_MSGS];
+	int free_ = 0;
+	for (int i = b->datagrams; i < SRN_GRO_MSGS && out + free_ < SRN_GRO_MAX_PKTS; i++)
+		buf[free_++] = b->bufs + (size_t)i * SRN_GRO_BUFSZ;
+	bool ok[SRN_GRO_MSGS];
+	uint32_t len[SRN_GRO_MSGS];
+	int r = fwd_recv(g, buf, SRN_GRO_BUFSZ, free_, ok, len);
+	for (int i = 0; i < r; i++) {
+		if (!ok[i])
+			continue;
+		int slot = b->datagrams + i;
+		memcpy(&b->src[slot], &g->rx_hdr[i].src, sizeof(b->src[slot]));
+		b->pkt[out].data = buf[i];
+		b->pkt[out].len = len[i];
+		b->pkt[out].seg_index = 0;
+		b->pkt[out].src = &b->src[slot];
+		out++;
+	}
+	b->count = out;
 	return out;
 }
 
@@ -629,19 +687,29 @@ int srn_udp_group_rx(struct srn_udp *u, struct srn_rx_batch *b, int n)
 		return n;
 	int out = 0;
 	for (int i = 0; i < n; i++) {
-		const uint8_t *d = b->pkt[i].data;
-		uint32_t len = b->pkt[i].len;
-		/* An empty doorbell has no QPN: it is member 0's (see the
-		 * program); a RoCE packet is its destination QP's member's. */
-		unsigned m = len >= 8 ? srn_qpn_member(bth_dest_qpn(d)) : 0;
-		if (m != g->member &&
-		    forward(g, m, d, len, (const struct sockaddr *)&b->pkt[i].src, b->pkt[i].srclen))
+		if (foreign(g, b->pkt[i].data, b->pkt[i].len, (const struct sockaddr *)&b->pkt[i].src,
+			    b->pkt[i].srclen))
 			continue;
 		if (out != i)
 			b->pkt[out] = b->pkt[i];
 		out++;
 	}
-	out = fwd_recv(g, b, n, out);
+	/* Forwarded packets into the slots this receive left unused. */
+	uint8_t *buf[SRN_RX_BATCH];
+	for (int i = n; i < SRN_RX_BATCH; i++)
+		buf[i - n] = b->bufs + (size_t)i * SRN_RX_BUFSZ;
+	bool ok[SRN_RX_BATCH];
+	uint32_t len[SRN_RX_BATCH];
+	int r = fwd_recv(g, buf, SRN_RX_BUFSZ, SRN_RX_BATCH - n, ok, len);
+	for (int i = 0; i < r; i++) {
+		if (!ok[i])
+			continue;
+		b->pkt[out].data = buf[i];
+		b->pkt[out].len = len[i];
+		memcpy(&b->pkt[out].src, &g->rx_hdr[i].src, sizeof(b->pkt[out].src));
+		b->pkt[out].srclen = g->rx_hdr[i].srclen;
+		out++;
+	}
 	b->count = out;
 	return out;
 }

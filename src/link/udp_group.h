@@ -85,6 +85,11 @@ int srn_udp_group_fd(const struct srn_udp *u);
  * Returns the new count. */
 int srn_udp_group_rx(struct srn_udp *u, struct srn_rx_batch *b, int n);
 
+/* The same for a GRO receive (link/gso.h): forwarded packets take the
+ * message buffers the receive left unused. */
+struct srn_gro_batch;
+int srn_udp_group_gro(struct srn_udp *u, struct srn_gro_batch *b);
+
 /* Wake member `member` of the group at dst through its forwarding
  * socket: 0, or -ENOENT (no such member: ring the UDP doorbell). */
 int srn_udp_group_doorbell(struct srn_udp *u, const struct sockaddr *dst, socklen_t dstlen,
