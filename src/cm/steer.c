@@ -16,8 +16,8 @@
  *   peer ignores as a duplicate).  We handle it too.
  *
  * The channel: one Unix datagram socket per process and device address,
- * /dev/shm/softrnic-cm-<euid>-<netns>/mad-<address>-<pid>, in the port
- * files' directory (0700, ours).  A message is the device's GID, the
+ * /dev/shm/softrnic-cmsteer-<euid>-<netns>/mad-<address>-<pid> (0700,
+ * ours, checked; a name whose pid is gone is removed by whoever sees it).  A message is the device's GID, the
  * MAD's source GID and the MAD.  A forwarded MAD is never forwarded
  * again.  MADs are few (connection setup), so the per-MAD directory scan
  * costs nothing that matters; a full socket (10 datagrams) loses a MAD,
@@ -40,7 +40,8 @@
 
 #include "cm/mad.h"
 
-#define STEER_DIR_FMT "/dev/shm/softrnic-cm-%u-%llx"
+#define PORTS_DIR_FMT "/dev/shm/softrnic-cm-%u-%llx"        /* cm/port_files.c's */
+#define STEER_DIR_FMT "/dev/shm/softrnic-cmsteer-%u-%llx"
 #define STEER_MAGIC 0x52454554u         /* "TEER" */
 
 struct steer_msg {
@@ -55,7 +56,7 @@ static struct steer_sock {
 	int fd;
 	char ip[INET6_ADDRSTRLEN];
 } socks[SRN_CM_MAX_DEV];
-static char dir[64];
+static char dir[64], ports_dir[64];
 
 static void dev_ip(const struct srn_cm_dev *d, char *out, size_t n)
 {
@@ -73,12 +74,13 @@ static bool sock_path(struct sockaddr_un *sun, const char *ip, long pid)
 	       sizeof(sun->sun_path);
 }
 
-/* The port files' directory, if it is ours (port_files.c creates it). */
+/* Our sockets' directory, created 0700 if missing, used only if ours. */
 static bool dir_ok(void)
 {
 	struct stat st;
 	unsigned long long netns = stat("/proc/self/ns/net", &st) == 0 ? (unsigned long long)st.st_ino : 0;
 	snprintf(dir, sizeof(dir), STEER_DIR_FMT, (unsigned)geteuid(), netns);
+	snprintf(ports_dir, sizeof(ports_dir), PORTS_DIR_FMT, (unsigned)geteuid(), netns);
 	if (mkdir(dir, 0700) && errno != EEXIST)
 		return false;
 	return lstat(dir, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid() &&
@@ -139,7 +141,7 @@ static bool send_to(int from, const char *ip, long pid, const struct srn_cm_dev 
 /* The live process that holds port `port` of port space `ps`, or 0. */
 static long listener_pid(uint16_t ps, uint16_t port)
 {
-	DIR *dp = opendir(dir);
+	DIR *dp = opendir(ports_dir);
 	if (!dp)
 		return 0;
 	long found = 0;

@@ -235,7 +235,8 @@ int srn_udp_open(struct srn_udp *u, struct srn_dev_cfg *cfg, char *err, size_t e
 	} else {
 		struct sockaddr_storage ss;
 		socklen_t sl = fill_local(&ss, cfg);
-		if (cfg->exclusive)
+		/* Port 0 (tests): the kernel picks a port nobody else has. */
+		if (cfg->exclusive || cfg->port == 0)
 			rc = bind(u->fd, (struct sockaddr *)&ss, sl) ? -errno : 0;
 		else
 			rc = srn_udp_group_bind(u, cfg, (struct sockaddr *)&ss, sl, err, errlen);

@@ -433,17 +433,6 @@ void srn_udp_group_leave(struct srn_udp *u)
 	group_free(g);
 }
 
-bool srn_udp_group_exists(const struct sockaddr *a)
-{
-	char dir[96], key[INET6_ADDRSTRLEN + 8], path[256];
-	struct stat st;
-	if (addr_key(a, key, sizeof(key)))
-		return false;
-	dir_name(dir, sizeof(dir));
-	snprintf(path, sizeof(path), "%s/%s.order", dir, key);
-	return lstat(path, &st) == 0;
-}
-
 unsigned srn_udp_member(const struct srn_udp *u)
 {
 	return u->grp ? u->grp->member : 0;

@@ -72,9 +72,6 @@ int srn_udp_group_bind(struct srn_udp *u, const struct srn_dev_cfg *cfg,
 		       const struct sockaddr *ss, socklen_t sl, char *err, size_t errlen);
 /* Leave: re-steer the group for the others, then the caller closes fd. */
 void srn_udp_group_leave(struct srn_udp *u);
-/* Has the address at a (with its port) ever been shared by processes of
- * this user in this network namespace?  (Its group's files exist.) */
-bool srn_udp_group_exists(const struct sockaddr *a);
 /* This device's member number, 0 when it shares nothing. */
 unsigned srn_udp_member(const struct srn_udp *u);
 /* The forwarding socket to watch besides u->fd, or -1. */

@@ -55,10 +55,14 @@ SRN_EXPORT int softrnic_peer_pid(struct ibv_context *ctx, const union ibv_gid *g
 	/* The port and netns are set when the nic is created and never change. */
 	if (srn_gid_to_sockaddr(gid->raw, nic->link.udp.port, nic->link.udp.family, &dst, &len))
 		return -EINVAL;
-	/* Several processes behind the address (link/udp_group.h): which
-	 * one holds the connection is not known here, so watch none. */
-	if (srn_udp_group_exists((struct sockaddr *)&dst))
-		return -ENOENT;
+	/* Several live processes behind the address (link/udp_group.h):
+	 * which one holds the connection is not known here, so watch none. */
+	for (unsigned m = 1; m < SRN_GRP_MEMBERS; m++) {
+		struct srn_shm_locator loc;
+		if (srn_shm_locator_read(nic->link.shm.netns, (struct sockaddr *)&dst, m, 0, &loc) == 0 &&
+		    srn_shm_pid_alive(loc.pid))
+			return -ENOENT;
+	}
 	for (unsigned k = 0; k < SRN_SHM_NAMES; k++) {
 		struct srn_shm_locator loc;
 		if (srn_shm_locator_read(nic->link.shm.netns, (struct sockaddr *)&dst, 0, k, &loc) == 0 &&
