@@ -73,6 +73,8 @@ enum srn_counter {
 	SRN_CNT_DIRECT_FALLBACK,    /* eligible Writes/Reads that took the rings after all (a check failed) */
 	SRN_CNT_DIRECT_FENCE_WAITS, /* dereg/revoke/QP changes that waited for a peer's placement */
 	SRN_CNT_DIRECT_FENCE_TIMEOUTS, /* ... and gave up on a stopped peer (SRN_DIRECT_FENCE_MAX_NS) */
+	SRN_CNT_RX_PAUSE,           /* rx_pause (mlx5): pauses the emulated switch sent us (link/pause.h) */
+	SRN_CNT_RX_PAUSE_DURATION,  /* rx_pause_duration (mlx5): microseconds the link was paused */
 	/* Names mlx5 uses for error completions by cause (`rdma statistic`)
 	 * and two of rxe's, so tools written for those find them.  The
 	 * mlx5 ones are counted (transport/complete.c, completer.c,

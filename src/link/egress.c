@@ -111,6 +111,8 @@ int srn_egress_add(struct srn_egress *e, const struct sockaddr *dst, socklen_t d
 			return r;
 		/* No ring (or its owner died): the socket. */
 	}
+	if (srn_pause_hold(&e->pause, e->cnt))
+		return -EAGAIN;	/* the switch paused our link: the sender defers */
 	if (e->n == SRN_EGRESS_PKTS || e->niov + npay + 2 > SRN_EGRESS_IOVS)
 		srn_egress_flush(e);
 	struct srn_egress_pkt *k = &e->pkt[e->n++];

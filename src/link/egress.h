@@ -22,6 +22,7 @@
 #include <sys/uio.h>
 
 #include "diag/counters.h"
+#include "link/pause.h"
 #include "link/shm.h"
 #include "link/udp.h"
 #include "wire/icrc.h"
@@ -50,6 +51,7 @@ struct srn_egress {
 	/* The -errno with which the path refused a GSO run (GSO is off
 	 * from then on), for the caller's device log; the caller clears it. */
 	int gso_refused;
+	struct srn_pause_view pause;   /* the emulated switch's pause, as seen (link/pause.h) */
 	int n, niov;
 	struct srn_egress_pkt pkt[SRN_EGRESS_PKTS];
 	struct iovec iov[SRN_EGRESS_IOVS];
@@ -66,7 +68,8 @@ void srn_egress_destroy(struct srn_egress *e);
  * pad; the ICRC is computed here (meta: the addresses it covers).  Into
  * dst's same-host ring if it has one, else queued for the socket
  * (flushing first when the queue is full).  0; -EAGAIN when dst's ring
- * has no room now (nothing was sent: defer and try again after a poll);
+ * has no room now, or when the emulated switch paused the UDP link
+ * (link/pause.h; nothing was sent: defer and try again after a poll);
  * -EINVAL for more than SRN_EGRESS_MAX_PAY pieces or a header too long. */
 int srn_egress_add(struct srn_egress *e, const struct sockaddr *dst, socklen_t dstlen,
 		   const struct srn_ip_meta *meta, const uint8_t *hdr, int hl,
