@@ -17,7 +17,17 @@
  * (their socket buffers play the senders' NIC queues, as a paused link
  * would hold the frames upstream) and sends an IEEE 802.1Qbb PFC frame
  * out of each ingress port; at XON it resumes and sends a zero-quanta
- * PFC frame.  Senders do not act on PFC frames yet (see docs/congestion.md).
+ * PFC frame.  While paused the PFC frames are refreshed (a switch keeps
+ * a pause up by resending it before the quanta run out).  softrnic
+ * senders cannot see PFC frames without CAP_NET_RAW, so with --pause-dir
+ * the switch also keeps one pause record per ingress port
+ * (switch_pause.c, src/link/pause.h), which they honour instead.
+ *
+ * ECMP: --ecmp PORT adds a second egress link towards the same place,
+ * with its own queue of the same configuration; frames are spread over
+ * the two by a hash of their 5-tuple (switch_flow.c), as a switch's ECMP
+ * does, so each flow keeps one path and its order.  The two links are one
+ * port to the bridge: a MAC learned on either is "the egress".
  *
  * Needs CAP_NET_RAW.  Every wait is bounded by --duration or a signal.
  */
@@ -39,6 +49,7 @@
 
 #include "subcommands.h"
 #include "switch_flow.h"
+#include "switch_pause.h"
 #include "switch_queue.h"
 
 #define MAX_PORTS	8
@@ -47,6 +58,13 @@
 #define FRAME_MAX	(65536u + 256u)
 #define PFC_ETHERTYPE	0x8808	/* MAC control */
 #define PFC_OPCODE	0x0101	/* 802.1Qbb priority-based flow control */
+#define PFC_QUANTA	0xffff	/* the longest pause one frame asks for */
+/* The pause a frame of PFC_QUANTA asks for, in 512-bit-time quanta on the
+ * ingress link, taken as 100 Mb/s: 335 ms.  Refreshed well before then. */
+#define PFC_PORT_BPS	100000000ull
+#define PAUSE_LEASE_NS	((uint64_t)PFC_QUANTA * 512ull * 1000000000ull / PFC_PORT_BPS)
+#define PAUSE_REFRESH_NS 100000000ull
+#define MAX_EGRESS	2	/* one link, or an ECMP pair */
 
 struct port {
 	char name[IF_NAMESIZE];
@@ -54,6 +72,7 @@ struct port {
 	int fd;
 	uint64_t rx, tx, tx_err, pfc_sent;
 	uint64_t rx_overflow;	/* frames the kernel dropped before we read them */
+	struct srn_swp pause;	/* --pause-dir: the record of this ingress port */
 };
 
 struct mac_entry {
@@ -64,8 +83,12 @@ struct mac_entry {
 struct sw {
 	struct port port[MAX_PORTS];
 	int nports;
-	int egress;			/* index of the queued port */
-	struct srn_swq q;
+	int egress;			/* index of the queued port (the bridge's view) */
+	int neg;			/* egress links: 1, or 2 with --ecmp */
+	int eg[MAX_EGRESS];		/* their port indices; eg[0] == egress */
+	struct srn_swq q[MAX_EGRESS];	/* one queue per egress link */
+	bool paused;			/* ingress paused: some queue above XOFF */
+	uint64_t pause_sent_ns;		/* the last pause frames and records */
 	struct srn_swf_table flows;
 	struct mac_entry macs[MAC_TABLE];
 	int nmacs;
@@ -100,13 +123,17 @@ void srn_usage_switch(FILE *out)
 		"  --ecn KMIN,KMAX,PMAX mark CE with probability rising from 0 at KMIN bytes\n"
 		"                       to PMAX (0..1) at KMAX, 1 above (default: off)\n"
 		"  --pfc XOFF,XON       pause the ingress ports at XOFF bytes, resume at XON\n"
+		"  --pause-dir DIR      also publish each ingress port's pause in DIR/PORT.pause\n"
+		"                       for softrnic senders (SOFTRNIC_PAUSE_FILE=DIR/PORT.pause)\n"
+		"  --ecmp PORT          a second egress link to the same place: flows are\n"
+		"                       hashed over the two by 5-tuple, each with its own queue\n"
 		"  --interval MS        a stats block every MS ms (default 1000)\n"
 		"  --stats FILE         where stats go (default: stderr)\n"
 		"  --duration SECS      stop after SECS seconds\n"
 		"  --seed N             marking PRNG seed\n"
 		"\n"
 		"Stats lines: t=SECS port=NAME qbytes= qmax= enq= tx= marks= not_ect= drops=\n"
-		"pauses= paused_ms= for the egress queue; per port rx= rx_overflow= (frames\n"
+		"pauses= paused_ms= for each egress queue; per port rx= rx_overflow= (frames\n"
 		"the kernel dropped before the switch read them) tx= tx_err= pfc_sent=; then\n"
 		"one line per flow (5-tuple): pkts= bytes= mbps= marks= drops=.\n");
 }
@@ -229,11 +256,45 @@ static void send_pfc(struct port *p, uint16_t quanta)
 	p->pfc_sent++;
 }
 
-static void pfc_all_ingress(struct sw *s, uint16_t quanta)
+static bool is_egress(const struct sw *s, int port)
 {
-	for (int i = 0; i < s->nports; i++)
-		if (i != s->egress)
-			send_pfc(&s->port[i], quanta);
+	for (int k = 0; k < s->neg; k++)
+		if (s->eg[k] == port)
+			return true;
+	return false;
+}
+
+/* Pause (or refresh the pause of) every ingress port, or resume them:
+ * the PFC frame on the wire, and the record softrnic senders read. */
+static void pfc_all_ingress(struct sw *s, bool pause, uint64_t now)
+{
+	for (int i = 0; i < s->nports; i++) {
+		if (is_egress(s, i))
+			continue;
+		send_pfc(&s->port[i], pause ? PFC_QUANTA : 0);
+		if (pause)
+			srn_swp_pause(&s->port[i].pause, now, PAUSE_LEASE_NS);
+		else
+			srn_swp_resume(&s->port[i].pause, now);
+	}
+	s->pause_sent_ns = now;
+}
+
+/* The ingress is paused while any egress queue is above its XOFF. */
+static void pfc_update(struct sw *s, uint64_t now)
+{
+	bool any = false;
+
+	for (int k = 0; k < s->neg; k++) {
+		srn_swq_pfc_update(&s->q[k], now);
+		any |= s->q[k].paused;
+	}
+	if (any != s->paused) {
+		s->paused = any;
+		pfc_all_ingress(s, any, now);
+	} else if (any && now - s->pause_sent_ns >= PAUSE_REFRESH_NS) {
+		pfc_all_ingress(s, true, now);
+	}
 }
 
 /* Learn the source, find the destination: a port index, or -1 to flood. */
@@ -252,7 +313,7 @@ static int bridge(struct sw *s, const uint8_t *eth, int in)
 		memcpy(s->macs[slot].mac, eth + 6, 6);
 	}
 	if (slot >= 0)
-		s->macs[slot].port = in;
+		s->macs[slot].port = in;	/* callers pass an ECMP member as s->egress */
 	return out == in ? -2 : out;	/* -2: for the port it came from, drop */
 }
 
@@ -261,6 +322,10 @@ static void to_egress(struct sw *s, uint8_t *buf, uint32_t len, uint64_t now)
 	struct srn_swf_key key;
 	int l3 = srn_swf_parse(buf + VNET_LEN, len - VNET_LEN, &key);
 	int fl = l3 >= 0 ? srn_swf_lookup(&s->flows, &key) : -1;
+	/* ECMP: a flow's hash picks its link; non-IP frames hash their MACs. */
+	int link = s->neg > 1 ? (int)((l3 >= 0 ? srn_swf_hash(&key) :
+					srn_swf_hash_bytes(buf + VNET_LEN, 12)) % (uint32_t)s->neg) : 0;
+	struct srn_swq *q = &s->q[link];
 	struct srn_swq_frame f = {
 		.len = len,
 		.wire_len = len - VNET_LEN,
@@ -271,19 +336,19 @@ static void to_egress(struct sw *s, uint8_t *buf, uint32_t len, uint64_t now)
 
 	f.data = malloc(len);
 	if (!f.data) {
-		s->q.dropped++;
+		q->dropped++;
 		return;
 	}
 	memcpy(f.data, buf, len);
-	v = srn_swq_enqueue(&s->q, &f, now);
+	v = srn_swq_enqueue(q, &f, now);
 	if (v == SRN_SWQ_DROPPED)
 		free(f.data);
 	if (fl >= 0) {
 		s->flows.f[fl].marks += v == SRN_SWQ_MARKED;
 		s->flows.f[fl].drops += v == SRN_SWQ_DROPPED;
+		s->flows.f[fl].link = (uint8_t)link;
 	}
-	if (srn_swq_pfc_update(&s->q, now) > 0)
-		pfc_all_ingress(s, 0xffff);
+	pfc_update(s, now);
 }
 
 static void receive(struct sw *s, int in, uint8_t *buf, uint64_t now)
@@ -302,7 +367,8 @@ static void receive(struct sw *s, int in, uint8_t *buf, uint64_t now)
 			continue;
 		s->port[in].rx++;
 		((struct virtio_net_hdr *)buf)->flags &= VIRTIO_NET_HDR_F_NEEDS_CSUM;
-		out = bridge(s, buf + VNET_LEN, in);
+		/* Both ECMP links are the egress port to the bridge. */
+		out = bridge(s, buf + VNET_LEN, is_egress(s, in) ? s->egress : in);
 		if (out == -2)
 			continue;
 		if (out < 0) {
@@ -310,9 +376,9 @@ static void receive(struct sw *s, int in, uint8_t *buf, uint64_t now)
 			/* Flooded frames join the egress queue like any
 			 * other frame for that port. */
 			for (int i = 0; i < s->nports; i++)
-				if (i == s->egress && i != in)
+				if (i == s->egress && !is_egress(s, in))
 					to_egress(s, buf, len, now);
-				else if (i != in)
+				else if (i != in && !is_egress(s, i))
 					port_send(&s->port[i], buf, len);
 		} else if (out == s->egress) {
 			to_egress(s, buf, len, now);
@@ -326,16 +392,17 @@ static void drain(struct sw *s, uint64_t now)
 {
 	struct srn_swq_frame f;
 
-	for (int n = 0; n < 4096 && srn_swq_dequeue(&s->q, now, &f); n++) {
-		port_send(&s->port[s->egress], f.data, f.len);
-		if (f.flow >= 0) {
-			s->flows.f[f.flow].pkts++;
-			s->flows.f[f.flow].bytes += f.wire_len;
+	for (int k = 0; k < s->neg; k++) {
+		for (int n = 0; n < 4096 && srn_swq_dequeue(&s->q[k], now, &f); n++) {
+			port_send(&s->port[s->eg[k]], f.data, f.len);
+			if (f.flow >= 0) {
+				s->flows.f[f.flow].pkts++;
+				s->flows.f[f.flow].bytes += f.wire_len;
+			}
+			free(f.data);
 		}
-		free(f.data);
 	}
-	if (srn_swq_pfc_update(&s->q, now) < 0)
-		pfc_all_ingress(s, 0);
+	pfc_update(s, now);
 }
 
 /* PACKET_STATISTICS: frames the port's socket buffer had no room for
@@ -352,16 +419,19 @@ static void read_overflow(struct port *p)
 static void print_stats(struct sw *s, FILE *out, uint64_t t0, uint64_t now, uint64_t dt)
 {
 	double t = (double)(now - t0) / 1e9;
-	struct srn_swq *q = &s->q;
 
-	fprintf(out, "t=%.3f port=%s qbytes=%llu qmax=%llu enq=%llu tx=%llu marks=%llu "
-		"not_ect=%llu drops=%llu pauses=%llu paused_ms=%.3f flooded=%llu\n",
-		t, s->port[s->egress].name, (unsigned long long)q->bytes,
-		(unsigned long long)q->max_bytes, (unsigned long long)q->enqueued,
-		(unsigned long long)q->departed, (unsigned long long)q->marked,
-		(unsigned long long)q->not_ect, (unsigned long long)q->dropped,
-		(unsigned long long)q->pauses, (double)srn_swq_paused_ns(q, now) / 1e6,
-		(unsigned long long)s->flooded);
+	for (int k = 0; k < s->neg; k++) {
+		struct srn_swq *q = &s->q[k];
+
+		fprintf(out, "t=%.3f port=%s qbytes=%llu qmax=%llu enq=%llu tx=%llu marks=%llu "
+			"not_ect=%llu drops=%llu pauses=%llu paused_ms=%.3f flooded=%llu\n",
+			t, s->port[s->eg[k]].name, (unsigned long long)q->bytes,
+			(unsigned long long)q->max_bytes, (unsigned long long)q->enqueued,
+			(unsigned long long)q->departed, (unsigned long long)q->marked,
+			(unsigned long long)q->not_ect, (unsigned long long)q->dropped,
+			(unsigned long long)q->pauses, (double)srn_swq_paused_ns(q, now) / 1e6,
+			(unsigned long long)s->flooded);
+	}
 	for (int i = 0; i < s->nports; i++) {
 		read_overflow(&s->port[i]);
 		fprintf(out, "t=%.3f port=%s rx=%llu rx_overflow=%llu tx=%llu tx_err=%llu "
@@ -369,7 +439,13 @@ static void print_stats(struct sw *s, FILE *out, uint64_t t0, uint64_t now, uint
 			(unsigned long long)s->port[i].rx_overflow, (unsigned long long)s->port[i].tx,
 			(unsigned long long)s->port[i].tx_err, (unsigned long long)s->port[i].pfc_sent);
 	}
-	srn_swf_print(&s->flows, out, t, dt);
+	{
+		const char *links[MAX_EGRESS];
+
+		for (int k = 0; k < s->neg; k++)
+			links[k] = s->port[s->eg[k]].name;
+		srn_swf_print(&s->flows, out, t, dt, s->neg > 1 ? links : NULL);
+	}
 	fflush(out);
 }
 
@@ -388,15 +464,18 @@ static int run(struct sw *s, double duration)
 		if (now >= end)
 			break;
 		drain(s, now);
-		if (srn_swq_next_ns(&s->q) < wake)
-			wake = srn_swq_next_ns(&s->q);
+		for (int k = 0; k < s->neg; k++)
+			if (srn_swq_next_ns(&s->q[k]) < wake)
+				wake = srn_swq_next_ns(&s->q[k]);
+		if (s->paused && s->pause_sent_ns + PAUSE_REFRESH_NS < wake)
+			wake = s->pause_sent_ns + PAUSE_REFRESH_NS;
 		if (end < wake)
 			wake = end;
 		/* While paused, only the egress port is read (its frames go
 		 * the other way and do not feed the queue). */
 		for (int i = 0; i < s->nports; i++) {
 			pfd[i] = (struct pollfd){ .fd = s->port[i].fd, .events = POLLIN };
-			if (s->q.paused && i != s->egress)
+			if (s->paused && !is_egress(s, i))
 				pfd[i].fd = -1;
 			np++;
 		}
@@ -430,12 +509,14 @@ int srn_cmd_switch(int argc, char *argv[])
 		{ "stats", required_argument, NULL, 's' },
 		{ "duration", required_argument, NULL, 'd' },
 		{ "seed", required_argument, NULL, 'S' },
+		{ "pause-dir", required_argument, NULL, 'D' },
+		{ "ecmp", required_argument, NULL, 'M' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	static struct sw s;
 	struct srn_swq_cfg qc = { .buffer = 1u << 20 };
-	const char *egress = NULL, *stats_path = NULL;
+	const char *egress = NULL, *stats_path = NULL, *pause_dir = NULL, *ecmp = NULL;
 	double duration = 0;
 	uint64_t v, seed = 1;
 	int c, err;
@@ -473,6 +554,8 @@ int srn_cmd_switch(int argc, char *argv[])
 		case 's': stats_path = optarg; break;
 		case 'd': duration = strtod(optarg, NULL); break;
 		case 'S': seed = strtoull(optarg, NULL, 0); break;
+		case 'D': pause_dir = optarg; break;
+		case 'M': ecmp = optarg; break;
 		case 'h': srn_usage_switch(stdout); return SRN_EXIT_OK;
 		default: goto usage;
 		}
@@ -480,6 +563,8 @@ int srn_cmd_switch(int argc, char *argv[])
 	if (argc - optind < 2 || argc - optind > MAX_PORTS)
 		goto usage;
 	s.egress = -1;
+	s.neg = 1;
+	s.eg[1] = -1;
 	for (int i = optind; i < argc; i++) {
 		struct port *p = &s.port[s.nports];
 
@@ -488,12 +573,21 @@ int srn_cmd_switch(int argc, char *argv[])
 		strcpy(p->name, argv[i]);
 		if (egress && !strcmp(egress, argv[i]))
 			s.egress = s.nports;
+		if (ecmp && !strcmp(ecmp, argv[i]))
+			s.eg[1] = s.nports;
 		s.nports++;
 	}
 	if (!egress)
 		s.egress = s.nports - 1;
 	if (s.egress < 0)
 		goto usage;
+	s.eg[0] = s.egress;
+	if (ecmp) {
+		/* The second link must be one of the ports, not the first. */
+		if (s.eg[1] < 0 || s.eg[1] == s.egress || s.nports < 3)
+			goto usage;
+		s.neg = 2;
+	}
 	for (int i = 0; i < s.nports; i++) {
 		err = open_port(&s.port[i]);
 		if (err) {
@@ -506,14 +600,31 @@ int srn_cmd_switch(int argc, char *argv[])
 		fprintf(stderr, "softrnic switch: %s: %s\n", stats_path, strerror(errno));
 		return SRN_EXIT_FAIL;
 	}
-	srn_swq_init(&s.q, &qc, seed);
+	for (int k = 0; k < s.neg; k++)
+		srn_swq_init(&s.q[k], &qc, seed + (uint64_t)k);
+	for (int i = 0; pause_dir && i < s.nports; i++) {
+		if (is_egress(&s, i))
+			continue;
+		err = srn_swp_open(&s.port[i].pause, pause_dir, s.port[i].name);
+		if (err) {
+			fprintf(stderr, "softrnic switch: pause record %s/%s.pause: %s\n", pause_dir,
+				s.port[i].name, strerror(-err));
+			return SRN_EXIT_FAIL;
+		}
+	}
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
-	fprintf(stderr, "softrnic switch: %d ports, egress %s\n", s.nports, s.port[s.egress].name);
+	fprintf(stderr, "softrnic switch: %d ports, egress %s%s%s\n", s.nports,
+		s.port[s.egress].name, s.neg > 1 ? " + ECMP " : "", s.neg > 1 ? s.port[s.eg[1]].name : "");
 	err = run(&s, duration);
-	srn_swq_fini(&s.q);
-	for (int i = 0; i < s.nports; i++)
+	for (int k = 0; k < s.neg; k++)
+		srn_swq_fini(&s.q[k]);
+	for (int i = 0; i < s.nports; i++) {
+		/* Nobody stays paused by a switch that is gone. */
+		srn_swp_resume(&s.port[i].pause, now_ns());
+		srn_swp_close(&s.port[i].pause);
 		close(s.port[i].fd);
+	}
 	if (s.stats != stderr)
 		fclose(s.stats);
 	if (err) {

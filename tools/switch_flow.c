@@ -72,7 +72,37 @@ int srn_swf_lookup(struct srn_swf_table *t, const struct srn_swf_key *key)
 	return t->n++;
 }
 
-void srn_swf_print(struct srn_swf_table *t, FILE *out, double t_s, uint64_t dt_ns)
+uint32_t srn_swf_hash_bytes(const uint8_t *p, size_t len)
+{
+	uint32_t h = 2166136261u;	/* FNV-1a offset basis and prime */
+
+	for (size_t i = 0; i < len; i++)
+		h = (h ^ p[i]) * 16777619u;
+	/* Fold the high bits in: a link is chosen by h % 2, and FNV's low
+	 * bit alone depends on the low bit of each byte only. */
+	return h ^ (h >> 16) ^ (h >> 24);
+}
+
+uint32_t srn_swf_hash(const struct srn_swf_key *k)
+{
+	uint8_t b[2 + 4 + 32];
+	size_t alen = k->family == 6 ? 16 : 4, n = 0;
+
+	b[n++] = k->family;
+	b[n++] = k->proto;
+	b[n++] = (uint8_t)(k->sport >> 8);
+	b[n++] = (uint8_t)k->sport;
+	b[n++] = (uint8_t)(k->dport >> 8);
+	b[n++] = (uint8_t)k->dport;
+	memcpy(b + n, k->src, alen);
+	n += alen;
+	memcpy(b + n, k->dst, alen);
+	n += alen;
+	return srn_swf_hash_bytes(b, n);
+}
+
+void srn_swf_print(struct srn_swf_table *t, FILE *out, double t_s, uint64_t dt_ns,
+		   const char *const *links)
 {
 	for (int i = 0; i <= SRN_SWF_MAX; i++) {
 		struct srn_swf *f = &t->f[i];
@@ -92,9 +122,11 @@ void srn_swf_print(struct srn_swf_table *t, FILE *out, double t_s, uint64_t dt_n
 		mbps = dt_ns ? (double)(f->bytes - f->bytes_reported) * 8e3 / (double)dt_ns : 0;
 		f->bytes_reported = f->bytes;
 		fprintf(out, "t=%.3f flow %s:%u>%s:%u proto=%u pkts=%llu bytes=%llu mbps=%.1f "
-			"marks=%llu drops=%llu\n",
+			"marks=%llu drops=%llu%s%s\n",
 			t_s, s, f->key.sport, d, f->key.dport, f->key.proto,
 			(unsigned long long)f->pkts, (unsigned long long)f->bytes, mbps,
-			(unsigned long long)f->marks, (unsigned long long)f->drops);
+			(unsigned long long)f->marks, (unsigned long long)f->drops,
+			links && i < SRN_SWF_MAX ? " link=" : "",
+			links && i < SRN_SWF_MAX ? links[f->link] : "");
 	}
 }

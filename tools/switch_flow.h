@@ -7,6 +7,7 @@
 #ifndef SRN_TOOLS_SWITCH_FLOW_H
 #define SRN_TOOLS_SWITCH_FLOW_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -23,6 +24,7 @@ struct srn_swf {
 	struct srn_swf_key key;
 	uint64_t pkts, bytes, marks, drops;
 	uint64_t bytes_reported;	/* bytes at the last stats line */
+	uint8_t link;			/* ECMP: the egress link its hash chose */
 };
 
 struct srn_swf_table {
@@ -35,7 +37,14 @@ struct srn_swf_table {
 int srn_swf_parse(const uint8_t *eth, uint32_t len, struct srn_swf_key *key);
 /* The flow's index for key (added if new). */
 int srn_swf_lookup(struct srn_swf_table *t, const struct srn_swf_key *key);
-/* One line per flow: throughput since the last call over dt_ns. */
-void srn_swf_print(struct srn_swf_table *t, FILE *out, double t_s, uint64_t dt_ns);
+/* The ECMP hash of a flow: FNV-1a over its 5-tuple, so every packet of a
+ * flow takes one link and flows that differ in any field (a QP's own UDP
+ * source port included) spread. */
+uint32_t srn_swf_hash(const struct srn_swf_key *key);
+uint32_t srn_swf_hash_bytes(const uint8_t *p, size_t len);
+/* One line per flow: throughput since the last call over dt_ns; with
+ * links (ECMP), the name of each flow's link as link=NAME. */
+void srn_swf_print(struct srn_swf_table *t, FILE *out, double t_s, uint64_t dt_ns,
+		   const char *const *links);
 
 #endif /* SRN_TOOLS_SWITCH_FLOW_H */
