@@ -141,9 +141,10 @@ bool srn_pause_hold(struct srn_pause_view *v, struct srn_counters *cnt)
 			return false;
 		if (!srn_pause_read(g_rec, &s))
 			return false;
-		/* Pauses before this device existed are not its own. */
-		v->gen_seen = s.gen;
-		v->us_seen = srn_pause_total_ns(&s, srn_now_ns()) / 1000;
+		/* Pauses that ended before this device first sent are not
+		 * its own; one in progress is, whole. */
+		v->gen_seen = s.gen - (s.gen && srn_pause_active(&s, srn_now_ns()));
+		v->us_seen = s.done_ns / 1000;
 	}
 	/* Acquire pairs with open_once's release: g_rec is set. */
 	if (!atomic_load_explicit(&g_on, memory_order_acquire))
