@@ -6,6 +6,7 @@
  *   softrnic perf [options]          server: waits for one client on TCP
  *   softrnic perf [options] HOST     client: runs the test, prints results
  *   softrnic perf --loopback [opts]  both, as two processes on this host
+ *   softrnic perf --incast N [opts]  server of N clients at once (incast)
  *
  * The client decides the test and tells the server, so a server needs no
  * options but its port and device; the control protocol and both halves
@@ -38,6 +39,7 @@ void srn_usage_perf(FILE *out)
 "Usage: softrnic perf [options]             server: wait for a client\n"
 "       softrnic perf [options] HOST        client: run the test against HOST\n"
 "       softrnic perf --loopback [options]  both ends here, in two processes\n"
+"       softrnic perf --incast N [options]  server: N clients at once (incast)\n"
 "\n"
 "Measures latency or bandwidth of one verbs operation, like perftest's\n"
 "ib_{write,send,read,atomic}_{lat,bw}.  The client chooses the test and the\n"
@@ -68,17 +70,23 @@ void srn_usage_perf(FILE *out)
 "  -i, --ib-port N      device port                            (default 1)\n"
 "  -x, --gid-index N    GID index                              (default 0)\n"
 "      --timeout SEC    wait at most SEC for the peer          (default 60)\n"
+"      --incast N       server: accept N clients and serve them at once, one\n"
+"                       thread each on this process's device: N senders (other\n"
+"                       processes, namespaces behind `softrnic switch`) -> 1\n"
+"                       receiver; see bench/incast.sh                 (max %d)\n"
 "Output (client):\n"
 "      --json           results as JSON on stdout (instead of the table)\n"
 "      --csv            results as CSV on stdout (instead of the table)\n"
 "      --plot FILE.svg  draw latency or bandwidth against size\n"
+"      --series FILE    throughput over time of the measured runs, every 100 ms:\n"
+"                       CLOCK_MONOTONIC seconds, size, Mb/s (tab-separated)\n"
 "\n"
 "Latency is half the ping-pong round trip for write and send (perftest's\n"
 "t_typical), and the full round trip of one operation for read, cas, faa.\n"
 "Bandwidth is in MB/s (10^6 bytes/s), Gb/s and millions of messages/s.\n"
 "Every run checks the data it moved. Exit status: 0 ok, 1 failure\n"
 "(including an operation the device does not support), 2 usage error.\n",
-		SRN_PERF_MAX_QPS, SRN_CONN_DEFAULT_PORT);
+		SRN_PERF_MAX_QPS, SRN_CONN_DEFAULT_PORT, SRN_PERF_MAX_INCAST);
 }
 
 /* ---- option parsing ---- */
@@ -146,7 +154,7 @@ static bool parse_sizes(const char *s, struct srn_perf_opts *o)
 	return o->nsizes > 0;
 }
 
-enum { OPT_SIZES = 256, OPT_JSON, OPT_CSV, OPT_PLOT, OPT_TIMEOUT };
+enum { OPT_SIZES = 256, OPT_JSON, OPT_CSV, OPT_PLOT, OPT_TIMEOUT, OPT_INCAST, OPT_SERIES };
 
 static const struct option long_opts[] = {
 	{ "op", required_argument, NULL, 'o' },
@@ -173,6 +181,8 @@ static const struct option long_opts[] = {
 	{ "json", no_argument, NULL, OPT_JSON },
 	{ "csv", no_argument, NULL, OPT_CSV },
 	{ "plot", required_argument, NULL, OPT_PLOT },
+	{ "incast", required_argument, NULL, OPT_INCAST },
+	{ "series", required_argument, NULL, OPT_SERIES },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -304,6 +314,15 @@ static int parse_args(int argc, char *argv[], struct srn_perf_opts *o)
 		case OPT_PLOT:
 			o->plot = optarg;
 			break;
+		case OPT_INCAST:
+			if (!parse_u32(optarg, 1, SRN_PERF_MAX_INCAST, &v32))
+				return usage_error("bad --incast '%s' (1..%d clients)", optarg,
+						   SRN_PERF_MAX_INCAST);
+			o->incast = (int)v32;
+			break;
+		case OPT_SERIES:
+			o->series = optarg;
+			break;
 		case 'h':
 			srn_usage_perf(stdout);
 			return SRN_EXIT_OK;
@@ -317,6 +336,8 @@ static int parse_args(int argc, char *argv[], struct srn_perf_opts *o)
 		return usage_error("unexpected argument '%s'", argv[optind]);
 	if (o->host && o->loopback)
 		return usage_error("--loopback runs its own server: no HOST");
+	if (o->incast && (o->host || o->loopback))
+		return usage_error("--incast is a server option: no HOST, no --loopback");
 
 	if (sweep) {
 		if (o->nsizes)
@@ -367,8 +388,8 @@ static int parse_args(int argc, char *argv[], struct srn_perf_opts *o)
 	if (o->loopback || o->host) {
 		if (o->plot && !strstr(o->plot, ".svg"))
 			return usage_error("--plot writes SVG: give a FILE.svg");
-	} else if (o->out != SRN_PERF_OUT_TABLE || o->plot) {
-		return usage_error("--json, --csv and --plot are client options");
+	} else if (o->out != SRN_PERF_OUT_TABLE || o->plot || o->series) {
+		return usage_error("--json, --csv, --plot and --series are client options");
 	}
 	return -1;
 }
@@ -437,7 +458,9 @@ int srn_cmd_perf(int argc, char *argv[])
 			strerror(-ret));
 		return SRN_EXIT_FAIL;
 	}
-	fprintf(stderr, "softrnic perf: server: waiting for a client on TCP port %d\n",
-		srn_conn_bound_port(lfd));
+	fprintf(stderr, "softrnic perf: server: waiting for %d client%s on TCP port %d\n",
+		o.incast ? o.incast : 1, o.incast > 1 ? "s" : "", srn_conn_bound_port(lfd));
+	if (o.incast)
+		return srn_perf_session_server_incast(&o, lfd, o.incast);
 	return srn_perf_session_server(&o, lfd, false);
 }

@@ -133,7 +133,7 @@ void srn_usage_switch(FILE *out)
 		"  --seed N             marking PRNG seed\n"
 		"\n"
 		"Stats lines: t=SECS port=NAME qbytes= qmax= enq= tx= marks= not_ect= drops=\n"
-		"pauses= paused_ms= for each egress queue; per port rx= rx_overflow= (frames\n"
+		"pauses= paused_ms= flooded= clock= (CLOCK_MONOTONIC s) for each egress queue; per port rx= rx_overflow= (frames\n"
 		"the kernel dropped before the switch read them) tx= tx_err= pfc_sent=; then\n"
 		"one line per flow (5-tuple): pkts= bytes= mbps= marks= drops=.\n");
 }
@@ -424,13 +424,13 @@ static void print_stats(struct sw *s, FILE *out, uint64_t t0, uint64_t now, uint
 		struct srn_swq *q = &s->q[k];
 
 		fprintf(out, "t=%.3f port=%s qbytes=%llu qmax=%llu enq=%llu tx=%llu marks=%llu "
-			"not_ect=%llu drops=%llu pauses=%llu paused_ms=%.3f flooded=%llu\n",
+			"not_ect=%llu drops=%llu pauses=%llu paused_ms=%.3f flooded=%llu clock=%.3f\n",
 			t, s->port[s->eg[k]].name, (unsigned long long)q->bytes,
 			(unsigned long long)q->max_bytes, (unsigned long long)q->enqueued,
 			(unsigned long long)q->departed, (unsigned long long)q->marked,
 			(unsigned long long)q->not_ect, (unsigned long long)q->dropped,
 			(unsigned long long)q->pauses, (double)srn_swq_paused_ns(q, now) / 1e6,
-			(unsigned long long)s->flooded);
+			(unsigned long long)s->flooded, (double)now / 1e9);
 	}
 	for (int i = 0; i < s->nports; i++) {
 		read_overflow(&s->port[i]);

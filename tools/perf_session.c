@@ -29,6 +29,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -72,6 +73,10 @@ struct session {
 	bool server, quiet;
 	uint32_t seed;
 	struct srn_perf_progress pg;
+	/* client --series: throughput of the measured runs over time */
+	FILE *series;
+	uint64_t series_done, series_ns;	/* at the last line */
+	uint32_t series_size;
 	/* client: o->p and o->sizes as run (UD: held to the path MTU) */
 	struct srn_perf_params p;
 	uint32_t sizes[SRN_PERF_MAX_ROWS];
@@ -333,11 +338,30 @@ static int peer_poll(void *arg)
 	return srn_conn_readable(s->fd) != 0;
 }
 
+/* --series: one line per progress call (about every 100 ms): the clock
+ * (CLOCK_MONOTONIC seconds, one clock for every process and namespace of
+ * the host, so several senders' series and the switch's stats line up),
+ * the message size and the Mb/s completed since the previous line. */
+static void series_line(struct session *s, uint64_t done, uint64_t elapsed_ns)
+{
+	uint64_t dt = elapsed_ns - s->series_ns;
+
+	if (!dt)
+		return;
+	fprintf(s->series, "%.3f\t%u\t%.2f\n", (double)srn_now_ns() / 1e9, s->series_size,
+		(double)(done - s->series_done) * s->series_size * 8e3 / (double)dt);
+	s->series_done = done;
+	s->series_ns = elapsed_ns;
+}
+
 static void show_progress(void *arg, uint64_t done, uint64_t total, uint64_t elapsed_ns)
 {
 	struct session *s = arg;
 
-	srn_perf_progress_show(&s->pg, done, total, elapsed_ns);
+	if (s->series)
+		series_line(s, done, elapsed_ns);
+	if (s->pg.f)
+		srn_perf_progress_show(&s->pg, done, total, elapsed_ns);
 }
 
 /* ---- client ---- */
@@ -350,7 +374,7 @@ static int client_run(struct session *s, uint32_t size, uint64_t iters, uint64_t
 	struct srn_perf_run run = { .size = size, .seed = ++s->seed, .iters = iters,
 				    .duration_ns = duration_ns, .stall_ns = STALL_NS,
 				    .peer_poll = peer_poll,
-				    .progress = measured && s->pg.f ? show_progress : NULL,
+				    .progress = measured && (s->pg.f || s->series) ? show_progress : NULL,
 				    .arg = s };
 	uint64_t received, sent = 0, per_qp[SRN_PERF_MAX_QPS];
 	struct srn_conn_wr w;
@@ -371,6 +395,8 @@ static int client_run(struct session *s, uint32_t size, uint64_t iters, uint64_t
 	if (ret)
 		return ret;
 	s->pg.size = size;
+	s->series_done = s->series_ns = 0;
+	s->series_size = size;
 	ret = srn_perf_client_run(&s->c, &run, res);
 	srn_perf_progress_clear(&s->pg);
 	if (ret == -EINTR) {
@@ -500,6 +526,13 @@ static int client_session(struct session *s)
 		 o->p.test == SRN_PERF_LAT ? "lat" : "bw", srn_perf_qp_type_name(o->p.qp_type));
 	srn_perf_progress_init(&s->pg, isatty(STDERR_FILENO) ? stderr : NULL, label,
 			       o->duration_s);
+	if (o->series && !(s->series = fopen(o->series, "w"))) {
+		send_abort(s, "the client cannot write its --series file");
+		ret = say(s, "--series %s: %s", o->series, strerror(errno));
+		goto out;
+	}
+	if (s->series)
+		fprintf(s->series, "# clock_s\tsize\tmbps\n");
 
 	for (size_t i = 0; i < s->nsizes; i++) {
 		struct srn_perf_result res;
@@ -540,6 +573,8 @@ static int client_session(struct session *s)
 			ret = say(s, "--plot: %s", err);
 	}
 out:
+	if (s->series)
+		fclose(s->series);
 	srn_perf_close(&s->c);
 	free(rep);
 	return ret;
@@ -727,6 +762,68 @@ int srn_perf_session_server(const struct srn_perf_opts *o, int lfd, bool quiet)
 		close(s->fd);
 	}
 	free(s);
+	return ret;
+}
+
+struct incast_slot {
+	pthread_t thread;
+	struct session *s;
+	int ret;
+	bool started;
+};
+
+static void *incast_serve(void *arg)
+{
+	struct incast_slot *slot = arg;
+
+	slot->ret = server_session(slot->s);
+	close(slot->s->fd);
+	return NULL;
+}
+
+int srn_perf_session_server_incast(const struct srn_perf_opts *o, int lfd, int n)
+{
+	struct incast_slot slot[SRN_PERF_MAX_INCAST] = { 0 };
+	int ret = SRN_EXIT_OK, served = 0;
+
+	for (int i = 0; i < n && i < SRN_PERF_MAX_INCAST; i++) {
+		struct session *s = calloc(1, sizeof(*s));
+
+		if (!s) {
+			ret = SRN_EXIT_FAIL;
+			break;
+		}
+		s->o = o;
+		s->server = true;
+		s->fd = srn_conn_accept(lfd, o->timeout_s * 1000);
+		if (s->fd < 0) {
+			ret = say(s, "client %d of %d did not come within %d s: %s", i + 1, n,
+				  o->timeout_s, strerror(-s->fd));
+			free(s);
+			break;
+		}
+		slot[i].s = s;
+		if (pthread_create(&slot[i].thread, NULL, incast_serve, &slot[i])) {
+			ret = say(s, "cannot start a thread for client %d", i + 1);
+			close(s->fd);
+			free(s);
+			slot[i].s = NULL;
+			break;
+		}
+		slot[i].started = true;
+	}
+	close(lfd);
+	/* Every session ends: each wait in server_session is bounded. */
+	for (int i = 0; i < n && i < SRN_PERF_MAX_INCAST; i++) {
+		if (!slot[i].started)
+			continue;
+		pthread_join(slot[i].thread, NULL);
+		served++;
+		if (slot[i].ret != SRN_EXIT_OK)
+			ret = slot[i].ret;
+		free(slot[i].s);
+	}
+	fprintf(stderr, "softrnic perf: incast server: served %d of %d clients\n", served, n);
 	return ret;
 }
 

@@ -23,6 +23,8 @@ struct srn_perf_opts {
 	uint64_t iters;                     /* per size; a cap with duration */
 	double duration_s;                  /* 0: fixed counts */
 	const char *port, *dev, *host, *plot;
+	const char *series;                 /* client: throughput over time, TSV */
+	int incast;                         /* server: serve this many clients at once */
 	uint8_t ib_port;
 	int gid_index;
 	int timeout_s;                      /* longest wait for the peer */
@@ -41,11 +43,19 @@ bool srn_perf_params_valid(const struct srn_perf_params *p, char *why, size_t le
 bool srn_perf_ud_sizes(uint32_t *sizes, size_t *nsizes, bool given, uint32_t mtu,
 		       char *why, size_t len);
 
+/* The most clients an incast server serves at once. */
+#define SRN_PERF_MAX_INCAST 16
+
 /* Connect to host:port and run every size, printing the results. */
 int srn_perf_session_client(const struct srn_perf_opts *o, const char *host,
 			    const char *port);
 /* Accept one client on lfd (closed here) and serve it; quiet: leave the
  * talking to the client (--loopback). */
 int srn_perf_session_server(const struct srn_perf_opts *o, int lfd, bool quiet);
+/* Incast: accept n clients on lfd (closed here) and serve them at once,
+ * one thread each over the one device of this process, so n senders in
+ * other processes (or namespaces, behind a switch) converge on one
+ * receiver.  Fails if any session failed. */
+int srn_perf_session_server_incast(const struct srn_perf_opts *o, int lfd, int n);
 
 #endif /* SRN_TOOLS_PERF_SESSION_H */
