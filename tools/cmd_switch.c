@@ -133,9 +133,10 @@ void srn_usage_switch(FILE *out)
 		"  --seed N             marking PRNG seed\n"
 		"\n"
 		"Stats lines: t=SECS port=NAME qbytes= qmax= enq= tx= marks= not_ect= drops=\n"
-		"pauses= paused_ms= flooded= clock= (CLOCK_MONOTONIC s) for each egress queue; per port rx= rx_overflow= (frames\n"
-		"the kernel dropped before the switch read them) tx= tx_err= pfc_sent=; then\n"
-		"one line per flow (5-tuple): pkts= bytes= mbps= marks= drops=.\n");
+		"pauses= paused_ms= flooded= clock= (CLOCK_MONOTONIC seconds) for each egress\n"
+		"queue; per port rx= rx_overflow= (frames the kernel dropped before the switch\n"
+		"read them) tx= tx_err= pfc_sent=; then one line per flow (5-tuple): pkts=\n"
+		"bytes= mbps= marks= drops= (and link=NAME with --ecmp).\n");
 }
 
 static uint64_t now_ns(void)
@@ -356,6 +357,10 @@ static void receive(struct sw *s, int in, uint8_t *buf, uint64_t now)
 	/* Bounded batch per port per round, so one busy port cannot starve
 	 * the others or the egress. */
 	for (int n = 0; n < 64; n++) {
+		/* A paused link delivers nothing more: the rest of the batch
+		 * waits in the socket, upstream of the pause. */
+		if (s->paused && !is_egress(s, in))
+			return;
 		ssize_t r = recv(s->port[in].fd, buf, FRAME_MAX, MSG_DONTWAIT);
 		uint32_t len;
 		int out;
