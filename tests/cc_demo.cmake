@@ -6,3 +6,6 @@ srn_unit_test(test_cc_pause test_cc_pause.c rc_test_conn.c
   ${CMAKE_SOURCE_DIR}/tools/switch_pause.c)
 target_include_directories(test_cc_pause PRIVATE ${CMAKE_SOURCE_DIR}/tools)
 set_property(TEST test_cc_pause APPEND PROPERTY LABELS fast)
+
+# ECMP: two equal-cost egress links, flows spread by 5-tuple (root).
+srn_script_test(test_cc_ecmp test_cc_ecmp.sh)
