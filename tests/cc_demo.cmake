@@ -9,3 +9,7 @@ set_property(TEST test_cc_pause APPEND PROPERTY LABELS fast)
 
 # ECMP: two equal-cost egress links, flows spread by 5-tuple (root).
 srn_script_test(test_cc_ecmp test_cc_ecmp.sh)
+
+# The three-way incast demo, 3 s per case (root; bench/incast.sh).
+srn_script_test(test_cc_demo test_cc_demo.sh)
+set_tests_properties(test_cc_demo PROPERTIES TIMEOUT 600)
