@@ -9,7 +9,8 @@
 #
 # B's two links share one MAC and B answers on either (weak host model,
 # rp_filter off), so both lead to the same host as two ECMP paths would;
-# B's own traffic leaves by rb1.
+# B's own traffic leaves by rb1, with a static neighbour entry for A there
+# (an ARP reply hashed onto rb2 would never complete rb1's entry).
 #  1. Eight UDP flows from A that differ only in their source port: both
 #     links carry frames, each flow stays on one link (its stats line names
 #     one), the links' frame counts add up to the flows', and every
@@ -25,7 +26,7 @@ command -v ibv_rc_pingpong >/dev/null || { echo "SKIP: ibverbs-utils not install
 srn_netns_require_root
 
 NS_A="srn-ea-$$" NS_S="srn-es-$$" NS_B="srn-eb-$$"
-ADDR_A=10.80.0.1 ADDR_B=10.80.0.2 MAC_B=02:00:00:00:80:02
+ADDR_A=10.80.0.1 ADDR_B=10.80.0.2 MAC_A=02:00:00:00:80:01 MAC_B=02:00:00:00:80:02
 work=$(mktemp -d)
 trap 'srn_netns_cleanup; rm -rf "$work"' EXIT
 trap 'exit 130' INT
@@ -42,6 +43,7 @@ ip -n "$NS_B" link add rb1 type veth peer name pb1 netns "$NS_S" || exit 1
 ip -n "$NS_B" link add rb2 type veth peer name pb2 netns "$NS_S" || exit 1
 ip -n "$NS_B" link set rb1 address "$MAC_B" || exit 1
 ip -n "$NS_B" link set rb2 address "$MAC_B" || exit 1
+ip -n "$NS_A" link set sa address "$MAC_A" || exit 1
 ip -n "$NS_A" addr add "$ADDR_A/24" dev sa || exit 1
 ip -n "$NS_B" addr add "$ADDR_B/24" dev rb1 || exit 1
 for k in all.rp_filter default.rp_filter rb1.rp_filter rb2.rp_filter; do
@@ -55,6 +57,7 @@ for l in "$NS_A sa" "$NS_B rb1" "$NS_B rb2" "$NS_S pa" "$NS_S pb1" "$NS_S pb2"; 
     set -- $l
     srn_netns_wait_up "$1" "$2" || exit 1
 done
+ip -n "$NS_B" neigh replace "$ADDR_A" lladdr "$MAC_A" dev rb1 nud permanent || exit 1
 
 ip netns exec "$NS_S" timeout -k 5 240 "$SOFTRNIC" switch --egress pb1 --ecmp pb2 \
     --stats "$work/sw.stats" pa pb1 pb2 >"$work/sw.sum" 2>"$work/sw.err" &
@@ -64,10 +67,25 @@ sleep 0.3
 kill -0 "$SW_PID" 2>/dev/null || { echo "FAIL: the switch did not start"; cat "$work/sw.err"; exit 1; }
 fail=0
 
+# A's neighbour entry for B first: while ARP resolves, the kernel keeps
+# only a few datagrams per neighbour and drops the rest (not the switch's
+# doing).  One datagram to the discard port starts the resolution; wait
+# (at most 10 s) for B's MAC.
+for ((i = 0; i < 100; i++)); do
+    ((i % 20 == 0)) && ip netns exec "$NS_A" python3 -c \
+        "import socket; socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b'x', ('$ADDR_B', 9))"
+    ip -n "$NS_A" neigh show "$ADDR_B" | grep -q lladdr && break
+    sleep 0.1
+done
+[ "$i" -lt 100 ] || { echo "FAIL: A never resolved B through the switch"; exit 1; }
+
 # 1. Eight flows, 200 datagrams each, paced (no queue: this is about paths).
 ip netns exec "$NS_B" timeout -k 5 60 python3 - "$ADDR_B" "$work/ready" >"$work/recv" <<'PY' &
 import socket, sys, time
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+# Room for every datagram: a receiver descheduled on a loaded machine must
+# not drop what the switch delivered (SO_RCVBUFFORCE: we are root).
+s.setsockopt(socket.SOL_SOCKET, getattr(socket, "SO_RCVBUFFORCE", 33), 8 << 20)
 s.bind(("0.0.0.0", 9999))
 s.settimeout(3.0)
 open(sys.argv[2], "w").close()
