@@ -77,9 +77,13 @@ def load_case(d, egress="pr"):
         # intervals are lumpy.  The sender's own --series stays in the
         # raw files (completions, signalled in batches: lumpier still).
         pts = sorted(at_switch[i].items())
+        # The switch prints a flow from its first frame to the end of the
+        # run: keep the span in which it sent.
+        busy = [k for k, (_, r) in enumerate(pts) if r > 0]
+        pts = pts[busy[0]:busy[-1] + 1] if busy else []
         series = [(pts[k][0], sum(r for _, r in pts[max(0, k - 2):k + 1]) / len(pts[max(0, k - 2):k + 1]))
                   for k in range(len(pts))]
-        c["flows"].append({"mbps": mbps, "series": series})
+        c["flows"].append({"mbps": mbps, "series": series, "raw": pts})
         c["ok"] &= mbps is not None
     j = load_json(os.path.join(d, "probe.json"))
     c["probe"] = j["results"][0] if j and j.get("results") else None
@@ -94,23 +98,46 @@ def fmt(v, spec="{:.0f}"):
     return "-" if v is None else spec.format(v)
 
 
+def at_switch(c):
+    """Each sender's mean rate at the bottleneck while all four ran (the
+    window from the last flow's first interval to the first flow's last,
+    the first second of it left out for the flows to settle).  None when
+    some flow never got through."""
+    raws = [f["raw"] for f in c["flows"]]
+    if not all(raws):
+        return None
+    lo = max(r[0][0] for r in raws) + 1.0
+    hi = min(r[-1][0] for r in raws)
+    if hi <= lo:
+        return None
+    out = []
+    for r in raws:
+        v = [m for t, m in r if lo <= t <= hi]
+        out.append(sum(v) / len(v) if v else 0.0)
+    return out
+
+
 def rows_for(c, rate, kmax):
     cnt = c["counters"]
     sw = c.get("sw", {})
-    rates = [f["mbps"] for f in c["flows"] if f["mbps"] is not None]
+    rates = at_switch(c)
     agg = sum(rates) if rates else None
     jain = (sum(rates) ** 2 / (len(rates) * sum(r * r for r in rates))) if rates and sum(rates) else None
+    fair = agg / len(rates) if rates else None
+    worst = max(abs(r - fair) / fair for r in rates) if rates and fair else None
     q = [b for _, b in c["queue"]]
     above = sum(1 for b in q if b > kmax) / len(q) if q else None
     p = c["probe"]
     marks = int(sw.get("marks", 0))
     cnps = cnt.get("np_cnp_sent", 0)
     return [
-        ("aggregate Mb/s", fmt(agg, "{:.1f}")),
+        ("aggregate Mb/s at switch", fmt(agg, "{:.1f}")),
         ("of the egress rate", fmt(agg / rate * 1e6 * 100 if agg is not None else None, "{:.0f} %")),
-        ("per flow Mb/s", " ".join(fmt(f["mbps"], "{:.1f}") if f["mbps"] is not None else "failed"
-                                   for f in c["flows"])),
+        ("per flow Mb/s at switch", " ".join(fmt(r, "{:.1f}") for r in rates) if rates else "-"),
         ("fairness (Jain)", fmt(jain, "{:.2f}")),
+        ("worst flow vs fair share", fmt(worst * 100 if worst is not None else None, "{:.0f} %")),
+        ("per sender Mb/s (perf)", " ".join(fmt(f["mbps"], "{:.1f}") if f["mbps"] is not None else "failed"
+                                           for f in c["flows"])),
         ("switch drops", sw.get("drops", "-")),
         ("ingress overflow", str(c.get("overflow", "-"))),
         ("ECN marks", sw.get("marks", "-")),
