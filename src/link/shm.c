@@ -386,7 +386,17 @@ static void forget(struct srn_shm *s, struct srn_shm_peer *p, uint64_t retry_ns)
 bool srn_shm_unread(struct srn_shm *s, const struct sockaddr *dst, socklen_t dstlen,
 		    unsigned member)
 {
-	/* route checks the owner is alive (and forgets a dead one's ring). */
+	/* Only a ring already in use: asking must not attach one (the link
+	 * may be off, or the peer may take UDP).  route then checks that
+	 * its owner is alive, and forgets a dead one's ring. */
+	if (!s->enabled)
+		return false;
+	bool attached = false;
+	for (int i = 0; i < s->npeers && !attached; i++)
+		attached = s->peer[i].seg && s->peer[i].member == member &&
+			   same_addr(&s->peer[i].addr, s->peer[i].addrlen, dst, dstlen);
+	if (!attached)
+		return false;
 	struct srn_shm_peer *p = srn_shm_route(s, dst, dstlen, member);
 	if (!p || !p->seg)
 		return false;
