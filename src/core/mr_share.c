@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -96,7 +97,19 @@ static int move_pages(uintptr_t base, size_t len, int *fdp, uint64_t *ino)
 		close(fd);
 		return ret;
 	}
-	memcpy(tmp, (const void *)base, len);
+	/* Whole pages move, so the copy reads bytes around the region that
+	 * are not the program's to read as objects (other allocations; under
+	 * AddressSanitizer, its redzones, which memcpy would be stopped at).
+	 * The kernel's copy of our own pages reads them as pages, as a NIC's
+	 * DMA would. */
+	struct iovec to = { tmp, len }, from = { (void *)base, len };
+	ssize_t got = process_vm_readv(getpid(), &to, 1, &from, 1, 0);
+	if (got != (ssize_t)len) {
+		int ret = got < 0 ? -errno : -EFAULT;
+		syscall(SYS_munmap, tmp, len);
+		close(fd);
+		return ret;
+	}
 	/* One system call replaces the old pages: no moment without a
 	 * mapping (a thread touching the span never faults). */
 	void *at = (void *)syscall(SYS_mremap, tmp, len, len, MREMAP_MAYMOVE | MREMAP_FIXED,
