@@ -9,7 +9,7 @@ trap 'kill $bench 2>/dev/null; rm -rf "$dir"' EXIT
 # Packets on the rings, as before same-host Writes were placed directly
 # (then only the requester's direct_write moves, and the run ended between
 # two samples once in three at load 20).
-SOFTRNIC_DIRECT=0 "$SRN_BUILD/bin/softrnic" perf --loopback -T bw --size 4096 -D 4 >/dev/null 2>&1 &
+SOFTRNIC_DIRECT=0 "$SRN_BUILD/bin/softrnic" perf --loopback -T bw --size 4096 -D 6 >/dev/null 2>&1 &
 bench=$!
 sample() {
     "$SRN_BUILD/bin/softrnic" stat --json | python3 -c '
@@ -19,7 +19,10 @@ live = [x for x in d["devices"] if x["state"] == "running"]
 print(sum(x["counters"].get("sent_pkts", 0) for x in live), len(live))'
 }
 a=""
-for _ in $(seq 40); do          # wait (bounded) until both ends run
+# Wait (bounded: 60 s, or the benchmark's end) until both ends run: at
+# load 30 the two processes took more than the 4 s once allowed to start.
+for _ in $(seq 300); do
+    kill -0 $bench 2>/dev/null || break
     a=$(sample)
     [ "${a#* }" -ge 2 ] 2>/dev/null && [ "${a% *}" -gt 0 ] && break
     sleep 0.1
