@@ -13,3 +13,7 @@ srn_script_test(test_cc_ecmp test_cc_ecmp.sh)
 # The three-way incast demo, 3 s per case (root; bench/incast.sh).
 srn_script_test(test_cc_demo test_cc_demo.sh)
 set_tests_properties(test_cc_demo PROPERTIES TIMEOUT 600)
+
+# pace_line_rate: every RC QP held to the line rate from its first packet
+# (what the demo's senders need on 100 Mb/s links); off by default.
+srn_script_test(test_cc_line_pace test_cc_line_pace.sh)

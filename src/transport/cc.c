@@ -185,6 +185,30 @@ void srn_cc_rx_cnp(struct srn_nic *nic, struct srn_qp *qp, bool from_its_peer)
 	srn_timer_cc(qp);
 }
 
+/* A QP without congestion-control state: free to go, unless the device
+ * paces every QP at its line rate; then the QP gets its state, with the
+ * line rate as its limit (the RP's ceiling already), and the gate. */
+bool srn_cc_first_send(struct srn_qp *qp)
+{
+	const struct srn_dcqcn_cfg *cfg = &qp->nic->cc->cfg;
+	if (!cfg->pace_line_rate || !paces(qp))
+		return true;
+	uint64_t now = srn_now_ns();
+	struct srn_qp_cc *c = qp_cc(qp, now);
+	if (!c)
+		return true;
+	uint64_t ceil = (cfg->rpg_max_rate ? cfg->rpg_max_rate : cfg->line_rate) * SRN_MBPS;
+	c->limit_bps = ceil;
+	srn_dcqcn_set_ceiling(&c->rp, cfg, ceil);
+	follow(qp, c, now);
+	/* A wire has saved nothing up when a QP starts: an empty bucket (one
+	 * nanobit, so the first packet goes), else every QP of an incast
+	 * opens with a bucketful at once. */
+	if (c->paced)
+		c->pacer.credit = 1;
+	return !c->paced || srn_cc_gate(qp);
+}
+
 bool srn_cc_gate(struct srn_qp *qp)
 {
 	struct srn_qp_cc *c = qp->cc;

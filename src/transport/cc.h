@@ -8,8 +8,9 @@
  *
  * Cost when nothing is congested: a QP's state (qp->cc) is allocated the
  * first time the QP meets congestion control (a CE mark, a CNP, a rate
- * limit); until then the requester pays one NULL test per packet and no
- * clock read.  A QP whose rate recovered to the ceiling with no limit is
+ * limit, or the first packet with pace_line_rate on); until then the
+ * requester pays a NULL test and a call that reads one flag per packet,
+ * and no clock read.  A QP whose rate recovered to the ceiling with no limit is
  * unpaced again (one more flag test).
  *
  * All functions must be called with nic->lock held.
@@ -76,9 +77,12 @@ void srn_cc_rx_cnp(struct srn_nic *nic, struct srn_qp *qp, bool from_its_peer);
 /* Requester (requester.c): may the next packet leave now?  When not, the
  * QP is on the timer list and srn_cc_expire pushes it again. */
 bool srn_cc_gate(struct srn_qp *qp);
+bool srn_cc_first_send(struct srn_qp *qp);
 static inline bool srn_cc_may_send(struct srn_qp *qp)
 {
-	return !qp->cc || !qp->cc->paced || srn_cc_gate(qp);
+	if (!qp->cc)
+		return srn_cc_first_send(qp);
+	return !qp->cc->paced || srn_cc_gate(qp);
 }
 /* A packet of paylen payload bytes left. */
 void srn_cc_sent(struct srn_qp *qp, uint32_t paylen);

@@ -31,6 +31,12 @@ struct srn_dcqcn_cfg {
 	bool rp_enable;			/* react to CNPs; else each is "ignored" */
 	bool np_enable;			/* send CNPs for CE-marked packets */
 	uint32_t line_rate;		/* Mb/s: the port's speed, the ceiling when rpg_max_rate is 0 */
+	/* Ours: pace every RC/UC/XRC QP at the line rate from its first
+	 * packet, as a NIC's wire does.  For an emulated link slower than
+	 * the host (the incast demo's 100 Mb/s): without it a QP starts at
+	 * whatever the host can do and its first burst overflows the
+	 * switch before any CNP can come back.  Off by default: free. */
+	bool pace_line_rate;
 	/* Reaction point: mlx5 roce_rp names and units. */
 	uint32_t rpg_max_rate;		/* Mb/s, 0 = line rate */
 	uint32_t rpg_min_rate;		/* Mb/s */

@@ -31,6 +31,7 @@ static const struct param params[] = {
 	B(rp_enable),
 	B(np_enable),
 	P(line_rate, 4000000),		/* Mb/s: 4 Tb/s is plenty */
+	B(pace_line_rate),
 	P(rpg_max_rate, 4000000),
 	P(rpg_min_rate, 4000000),
 	P(rpg_ai_rate, 4000000),
