@@ -66,13 +66,46 @@ mkdir -p "$out" || exit 1
 
 # The switch's settings, scaled to the emulated link (docs/congestion.md:
 # the paper's 40 Gb/s values are 20-100 times too slow in packets here).
-# A 256 KB buffer is 21 ms at 100 Mb/s, under RC's 67 ms ACK timeout
-# (perftest's timeout 14); PFC needs room above XOFF for what is already
-# on its way when the pause goes out (headroom), so it gets 512 KB.
-buffer=256K
-ecn=16K,96K,0.2           # Kmin, Kmax, Pmax
+# A 512 KB buffer is 42 ms at 100 Mb/s, under RC's 67 ms ACK timeout
+# (perftest's timeout 14).  It is deep for the rate on purpose: on a busy
+# 2-CPU host the switch process is sometimes off the CPU for tens of ms,
+# its egress stalls and the queue jumps by what arrived meanwhile (with
+# 256 KB, DCQCN runs dropped a few hundred frames in such stalls, none
+# between them); PFC needs room above XOFF for what is already on its way
+# when the pause goes out (headroom).  One buffer for the three cases.
+buffer=512K
+ecn=${SRN_INCAST_ECN:-16K,96K,0.2}          # Kmin, Kmax, Pmax
 pfc=128K,64K              # XOFF, XON
-pfc_buffer=512K
+pfc_buffer=$buffer
+# DCQCN scaled to the 100 Mb/s egress.  mlx5's defaults are for 40-100
+# Gb/s ports: microsecond timers and Mb/s steps that, here, cut and
+# recover thousands of times per round trip (a base RTT of ~0.2 ms plus up
+# to 20 ms of queue).  What we set, and why (docs/congestion.md):
+#   line_rate 100, pace_line_rate 1: the senders' links are as fast as the
+#     egress, as in the paper's incast; without pacing each QP starts at
+#     host speed and overflows the 256 KB buffer before a CNP comes back.
+#   rate_reduce_monitor_period 4000, min_time_between_cnps 4000 (us): one
+#     cut and one CNP per ~queue delay at mid-RED (48 KB = 4 ms), so one
+#     congestion episode costs a cut or two, not ten (mlx5: 4 us).
+#   rpg_time_reset 4000, dce_tcp_rtt 4000 (us): alpha and the increase
+#     timer on the same scale (paper: 55 us, K = timer).
+#   rpg_byte_reset 0: the byte counter off (the paper's 10 MB is seconds
+#     here); so no hyper increase; rpg_hai_rate 1 unused.
+#   rpg_ai_rate 1 (Mb/s, the unit's floor): 1 % of the line per 4 ms
+#     (paper: 40 Mb/s of 40 Gb/s, 0.1 % per 55 us).
+#   rpg_threshold 5, clamp_tgt_rate 1, dce_tcp_g 1020, rpg_min_dec_fac 0:
+#     the paper's rules (F = 5, target := rate at each cut, g = 1/256).
+#   rate_to_set_on_first_cnp 0, rpg_min_rate 1: cut by alpha as usual.
+# The switch: Kmin 16 KB (1.3 ms), Kmax 96 KB (8 ms), Pmax 0.2: heavier
+# than the paper's 1 % (Kmin 5 KB, Kmax 200 KB) because the buffer above
+# Kmax is 416 KB, 11 ms of the 300 Mb/s overload at start, against the
+# paper's megabytes; with 1 % the first CNP comes too late.
+P=SOFTRNIC_DCQCN_
+dcqcn_env=${SRN_INCAST_DCQCN_ENV:-"${P}line_rate=100 ${P}pace_line_rate=1 \
+${P}rate_reduce_monitor_period=4000 ${P}min_time_between_cnps=4000 \
+${P}rpg_time_reset=4000 ${P}dce_tcp_rtt=4000 ${P}rpg_byte_reset=0 ${P}rpg_hai_rate=1 \
+${P}rpg_ai_rate=1 ${P}rpg_threshold=5 ${P}clamp_tgt_rate=1 ${P}dce_tcp_g=1020 \
+${P}rpg_min_dec_fac=0"}
 
 NSW="srn-ic-sw-$$" NR="srn-ic-r-$$"
 NS=("srn-ic-s1-$$" "srn-ic-s2-$$" "srn-ic-s3-$$" "srn-ic-s4-$$")
@@ -113,7 +146,8 @@ wait_listen() {
     return 1
 }
 
-# run_case NAME PORT SWITCH-ARGS...
+# run_case NAME PORT SWITCH-ARGS...   ($cc_env: extra environment for
+# every softrnic process of the case)
 run_case() {
     local name=$1 port=$2 d="$out/$1" i pids=() sw rpid
     shift 2
@@ -128,7 +162,7 @@ run_case() {
     sleep 0.3
     kill -0 "$sw" 2>/dev/null || { cat "$d/switch.err" >&2; return 1; }
     # SOFTRNIC_DIAG_KEEP: the counters outlive the processes, for the table.
-    local diag="SOFTRNIC_DIAG_DIR=$d/diag SOFTRNIC_DIAG_KEEP=1"
+    local diag="SOFTRNIC_DIAG_DIR=$d/diag SOFTRNIC_DIAG_KEEP=1 ${cc_env:-}"
     local env_r="$diag SOFTRNIC_DEVICES=name=softrnic0,addr=$RADDR"
     ip netns exec "$NR" env $env_r timeout -k 5 $((dur + 100)) "$SOFTRNIC" perf --incast 5 \
         -p "$port" --timeout 60 >"$d/receiver.out" 2>&1 &
@@ -167,7 +201,7 @@ for c in $cases; do
     port=$((port + 1))
     case $c in
     nocc) run_case nocc $port --buffer "$buffer" ;;
-    dcqcn) run_case dcqcn $port --buffer "$buffer" --ecn "$ecn" ;;
+    dcqcn) cc_env=$dcqcn_env run_case dcqcn $port --buffer "$buffer" --ecn "$ecn" ;;
     pfc) run_case pfc $port --buffer "$pfc_buffer" --pfc "$pfc" --pause-dir "$out/pfc/pause" ;;
     *) echo "incast.sh: unknown case $c" >&2; exit 2 ;;
     esac || exit 1

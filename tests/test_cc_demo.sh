@@ -7,8 +7,8 @@
 #   pfc    nothing dropped, the switch paused, and the softrnic senders
 #          counted the pauses they honoured (rx_pause, rx_pause_duration):
 #          "PFC pause storm";
-#   dcqcn  the DCQCN row says what the counters show ("not wired" until the
-#          library marks ECT and sends CNPs, else CNPs sent and handled);
+#   dcqcn  the switch marked, the receiver sent CNPs, the senders handled
+#          them (DCQCN "reacting"), and it dropped less than nocc;
 # and the table, the TSV and one SVG per case exist, the SVGs well-formed
 # with a line per flow and one for the queue.
 # Skipped (77) without root or python3 (incast.sh decides).
@@ -41,12 +41,15 @@ check "pfc: senders counted pauses (rx_pause $(cell rx_pause pfc))" [ "$(cell rx
 check "pfc: and their length (rx_pause_duration $(cell 'rx_pause_duration ms' pfc) ms)" \
     [ "$(cell 'rx_pause_duration ms' pfc)" -gt 0 ]
 check "pfc: diagnosed as a PFC pause storm" [ "$(cell diagnosis pfc)" = "PFC pause storm" ]
-d=$(cell DCQCN dcqcn)
-case $d in
-"not wired"*) echo "ok: dcqcn: $d (the library does not react yet)" ;;
-reacting) check "dcqcn: CNPs handled" [ "$(cell rp_cnp_handled dcqcn)" -gt 0 ] ;;
-*) echo "FAIL: dcqcn: the DCQCN row says '$d'"; fail=1 ;;
-esac
+check "dcqcn: the switch marked ($(cell 'ECN marks' dcqcn))" [ "$(cell 'ECN marks' dcqcn)" -gt 0 ]
+check "dcqcn: the receiver sent CNPs ($(cell np_cnp_sent dcqcn))" [ "$(cell np_cnp_sent dcqcn)" -gt 0 ]
+check "dcqcn: the senders handled them ($(cell rp_cnp_handled dcqcn))" \
+    [ "$(cell rp_cnp_handled dcqcn)" -gt 0 ]
+check "dcqcn: reacting ($(cell DCQCN dcqcn))" [ "$(cell DCQCN dcqcn)" = reacting ]
+# Fewer losses than without control: the point of the comparison, not a
+# target (a 3 s run on a busy 2-CPU host drops in the switch's stalls).
+check "dcqcn: fewer drops than nocc ($(cell 'switch drops' dcqcn) < $(cell 'switch drops' nocc))" \
+    [ "$(cell 'switch drops' dcqcn)" -lt "$(cell 'switch drops' nocc)" ]
 for c in nocc dcqcn pfc; do
     check "incast-$c.svg well-formed, a line per flow and the queue" python3 - "$out/incast-$c.svg" <<'PY'
 import sys, xml.etree.ElementTree as ET
