@@ -21,9 +21,10 @@
 #   nocc   tail drop only: the queue overflows, RoCE loses packets and
 #          recovers with Go-Back-N (retransmits, timeouts).
 #   dcqcn  RED/ECN marking at the switch, CNPs from the receiver, DCQCN
-#          rate control at the senders: a short queue, no drops.  Needs the
-#          library's ECN/CNP/DCQCN wiring; without it the column says
-#          "not wired" (marks, but no CNP ever sent).
+#          rate control at the senders, with its parameters scaled to
+#          the 100 Mb/s egress (below): a short queue, fair shares, few or
+#          no drops.  The DCQCN row says "not wired" if marks never turn
+#          into CNPs.
 #   pfc    PFC pause above XOFF, no ECN: no drops, but every ingress port is
 #          paused, the probe too (pause spreading, head-of-line blocking).
 #          softrnic senders honour the pause through --pause-dir records.
