@@ -53,7 +53,7 @@ while [ $# -gt 0 ]; do
     --rate) rate=$2; shift 2 ;;
     --cases) cases=$2; shift 2 ;;
     --build) build=$2; shift 2 ;;
-    -h|--help) sed -n '2,38p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,37p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "incast.sh: unknown option $1" >&2; exit 2 ;;
     esac
 done
