@@ -19,6 +19,7 @@
 #include "core/nic.h"
 #include "core/srq.h"
 #include "link/udp.h"
+#include "link/udp_ports.h"
 #include "wire/roce_hdr.h"
 
 static uint32_t pow2_at_least(uint32_t n)
@@ -119,6 +120,9 @@ static int set_peer(struct srn_qp *qp, const struct ibv_ah_attr *ah)
 	if (ret)
 		return -EINVAL;
 	srn_ip_meta_for(nic, (const struct sockaddr *)&qp->path.peer, &qp->path.tx_meta);
+	/* Its own UDP source port, for a fabric's ECMP (link/udp_ports.h);
+	 * the destination stays the peer's device port. */
+	qp->path.tx_meta.sport = srn_udp_port_for_qp(&nic->link.udp, qp->qpn);
 	return 0;
 }
 

@@ -26,6 +26,7 @@
 #include "link/gso.h"
 #include "link/pcap.h"
 #include "link/udp_group.h"
+#include "link/udp_ports.h"
 #include "wire/opcode.h"
 
 struct srn_egress *srn_egress_create(struct srn_udp *udp, struct srn_shm *shm,
@@ -56,7 +57,10 @@ static void shm_trace(struct srn_egress *e, const struct srn_shm_peer *sp,
 	v[n - 1] = (struct iovec){ tail, pad };
 	srn_icrc_put(tail + pad, srn_icrc_calc(meta, v, n));
 	v[n - 1].iov_len = pad + SRN_ICRC_LEN;
-	srn_pcap_record(e->udp->pcap, (const struct sockaddr *)&e->udp->local,
+	/* The ICRC covers the QP's source port: the record shows it. */
+	struct sockaddr_storage from;
+	srn_udp_port_addr(e->udp, meta->sport, &from);
+	srn_pcap_record(e->udp->pcap, (const struct sockaddr *)&from,
 			(const struct sockaddr *)&sp->addr, v, n, false, srn_now_ns(), e->udp->tos);
 }
 
@@ -147,9 +151,12 @@ static void seal(struct srn_egress *e, struct srn_egress_pkt *k, uint16_t id)
 	srn_icrc_put(k->tail + k->pad, crc);
 }
 
+/* One GSO run is one send from one socket to one peer: same destination,
+ * same source port (link/udp_ports.h). */
 static bool same_dst(const struct srn_egress_pkt *a, const struct srn_egress_pkt *b)
 {
-	return a->dstlen == b->dstlen && memcmp(a->dst, b->dst, a->dstlen) == 0;
+	return a->dstlen == b->dstlen && a->meta->sport == b->meta->sport &&
+	       memcmp(a->dst, b->dst, a->dstlen) == 0;
 }
 
 /* A same-host receiver is about to sleep in epoll on its socket: an
@@ -186,7 +193,7 @@ static int plan(struct srn_egress *e, int i, struct srn_tx_msg *m, int *npkts)
 		for (int s = 0; s < run; s++)
 			seal(e, &e->pkt[i + s], (uint16_t)s);
 		m[nm] = (struct srn_tx_msg){ k->dst, k->dstlen, &e->iov[k->iov_first], (int)niov,
-					     run > 1 ? (uint16_t)k->len : 0 };
+					     run > 1 ? (uint16_t)k->len : 0, k->meta->sport };
 		npkts[nm++] = run;
 		i += run;
 	}

@@ -43,6 +43,7 @@
 #include "diag/clock.h"
 #include "link/pcap.h"
 #include "link/udp_group.h"
+#include "link/udp_ports.h"
 #include "wire/roce_hdr.h"
 
 #ifndef UDP_SEGMENT
@@ -280,6 +281,11 @@ int srn_udp_open(struct srn_udp *u, struct srn_dev_cfg *cfg, char *err, size_t e
 	rc = hooks_open(u, cfg->name, err, errlen);
 	if (rc)
 		goto fail;
+	rc = srn_udp_ports_open(u, cfg->name, err, errlen);
+	if (rc) {
+		hooks_close(u);
+		goto fail;
+	}
 	return 0;
 
 fail:
@@ -292,6 +298,7 @@ fail:
 
 void srn_udp_close(struct srn_udp *u)
 {
+	srn_udp_ports_close(u);
 	hooks_close(u);
 	srn_udp_group_leave(u);          /* closes fd under the group's lock */
 	if (u->fd >= 0)
@@ -308,8 +315,9 @@ static int send_errno(int e)
 	return -e;
 }
 
-/* *tos: the TOS the datagram left with (for the trace). */
-static int raw_send(struct srn_udp *u, const struct sockaddr *dst, socklen_t dstlen,
+/* *tos: the TOS the datagram left with (for the trace); fd: the device
+ * socket or one of its source-port sockets (udp_ports.h). */
+static int raw_send(struct srn_udp *u, int fd, const struct sockaddr *dst, socklen_t dstlen,
 					const struct iovec *iov, int iovcnt, uint8_t *tos)
 {
 	*tos = u->tos;
@@ -329,28 +337,42 @@ static int raw_send(struct srn_udp *u, const struct sockaddr *dst, socklen_t dst
 		if (mh.msg_controllen)
 			*tos |= SRN_ECN_CE;
 	}
-	if (sendmsg(u->fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
+	if (sendmsg(fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
 		return send_errno(errno);
 	return 0;
+}
+
+/* One datagram from source port sport, traced with that port. */
+static int xmit_from(struct srn_udp *u, uint16_t sport, const struct sockaddr *dst,
+		     socklen_t dstlen, const struct iovec *iov, int iovcnt)
+{
+	uint8_t tos;
+	int fd = srn_udp_port_fd(u, sport);
+	int r = raw_send(u, fd, dst, dstlen, iov, iovcnt, &tos);
+	if (r == 0 && u->pcap) {
+		struct sockaddr_storage from = u->local;
+		if (fd != u->fd)
+			srn_udp_port_addr(u, sport, &from);
+		srn_pcap_record(u->pcap, (const struct sockaddr *)&from, dst, iov, iovcnt, false,
+				srn_now_ns(), tos);
+	}
+	return r;
 }
 
 int srn_udp_xmit(struct srn_udp *u, const struct sockaddr *dst, socklen_t dstlen,
 				 const struct iovec *iov, int iovcnt)
 {
-	uint8_t tos;
-	int r = raw_send(u, dst, dstlen, iov, iovcnt, &tos);
-	if (r == 0 && u->pcap)
-		srn_pcap_record(u->pcap, (const struct sockaddr *)&u->local, dst, iov, iovcnt, false,
-						srn_now_ns(), tos);
-	return r;
+	return xmit_from(u, u->port, dst, dstlen, iov, iovcnt);
 }
 
-static int sendv_hooked(struct srn_udp *u, const struct sockaddr *dst, socklen_t dstlen,
-						const struct iovec *iov, int iovcnt)
+/* The fault injector keeps one port (udp_ports.h), so sport matters to
+ * the trace alone. */
+static int sendv_hooked(struct srn_udp *u, uint16_t sport, const struct sockaddr *dst,
+			socklen_t dstlen, const struct iovec *iov, int iovcnt)
 {
 	if (u->fault)
 		return srn_fault_tx(u, dst, dstlen, iov, iovcnt, srn_now_ns());
-	return srn_udp_xmit(u, dst, dstlen, iov, iovcnt);
+	return xmit_from(u, sport, dst, dstlen, iov, iovcnt);
 }
 
 int srn_udp_doorbell(struct srn_udp *u, const struct sockaddr *dst, socklen_t dstlen,
@@ -362,7 +384,7 @@ int srn_udp_doorbell(struct srn_udp *u, const struct sockaddr *dst, socklen_t ds
 	if (member && srn_udp_group_doorbell(u, dst, dstlen, member) == 0)
 		return 0;
 	uint8_t tos;
-	return raw_send(u, dst, dstlen, NULL, 0, &tos);
+	return raw_send(u, u->fd, dst, dstlen, NULL, 0, &tos);
 }
 
 int srn_udp_sendv(struct srn_udp *u, const struct sockaddr *dst, socklen_t dstlen,
@@ -371,9 +393,9 @@ int srn_udp_sendv(struct srn_udp *u, const struct sockaddr *dst, socklen_t dstle
 	if (dst->sa_family != u->family)
 		return -EAFNOSUPPORT;
 	if (__builtin_expect(u->hooked, 0))
-		return sendv_hooked(u, dst, dstlen, iov, iovcnt);
+		return sendv_hooked(u, u->port, dst, dstlen, iov, iovcnt);
 	uint8_t tos;
-	return raw_send(u, dst, dstlen, iov, iovcnt, &tos);
+	return raw_send(u, u->fd, dst, dstlen, iov, iovcnt, &tos);
 }
 
 /* One datagram at a time, so each gets its own fault decision and trace
@@ -384,7 +406,7 @@ static int send_batch_hooked(struct srn_udp *u, const struct srn_tx_msg *m, int 
 	for (k = 0; k < n; k++) {
 		if (m[k].dst->sa_family != u->family)
 			break;
-		int r = sendv_hooked(u, m[k].dst, m[k].dstlen, m[k].iov, m[k].iovcnt);
+		int r = sendv_hooked(u, m[k].sport, m[k].dst, m[k].dstlen, m[k].iov, m[k].iovcnt);
 		if (r == -EAGAIN)
 			break;
 		if (r < 0)
@@ -418,7 +440,7 @@ int srn_udp_send_batch(struct srn_udp *u, const struct srn_tx_msg *m, int n)
 	}
 	int k;
 	for (k = 0; k < n; k++) {
-		if (m[k].dst->sa_family != u->family)
+		if (m[k].dst->sa_family != u->family || m[k].sport != m[0].sport)
 			break;
 		struct msghdr *h = &mm[k].msg_hdr;
 		memset(&mm[k], 0, sizeof(mm[k]));
@@ -448,7 +470,7 @@ int srn_udp_send_batch(struct srn_udp *u, const struct srn_tx_msg *m, int n)
 	}
 	if (k == 0)
 		return n > 0 ? -EAFNOSUPPORT : 0;
-	int r = sendmmsg(u->fd, mm, (unsigned)k, MSG_DONTWAIT | MSG_NOSIGNAL);
+	int r = sendmmsg(srn_udp_port_fd(u, m[0].sport), mm, (unsigned)k, MSG_DONTWAIT | MSG_NOSIGNAL);
 	if (r < 0) {
 		int e = send_errno(errno);
 		return e == -EAGAIN ? 0 : e;

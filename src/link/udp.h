@@ -32,6 +32,7 @@
 
 struct srn_pcap;
 struct srn_udp_group;
+struct srn_udp_ports;
 
 #define SRN_UDP_SOCKBUF (8u << 20)   /* 8 MiB each way: a few hundred 4 KiB packets of burst */
 
@@ -51,6 +52,7 @@ struct srn_udp {
 	struct srn_fault *fault;         /* SOFTRNIC_FAULTS, else NULL */
 	struct srn_pcap *pcap;           /* SOFTRNIC_PCAP, else NULL */
 	struct srn_udp_group *grp;       /* address shared with other processes (udp_group.h), else NULL */
+	struct srn_udp_ports *ports;     /* per-QP source ports (udp_ports.h), NULL when off */
 };
 
 /* Open and bind the device's socket. auto_loopback: bind the first free
@@ -78,7 +80,9 @@ int srn_udp_sendv(struct srn_udp *u, const struct sockaddr *dst, socklen_t dstle
 int srn_udp_doorbell(struct srn_udp *u, const struct sockaddr *dst, socklen_t dstlen,
 		     unsigned member);
 
-/* Send up to n messages in one system call (sendmmsg). A message is one
+/* Send up to n messages in one system call (sendmmsg), all from the
+ * source port of the first (a call stops at the first message with
+ * another port, and the caller calls again for the rest). A message is one
  * datagram, or with gso_seg set a UDP GSO run (UDP_SEGMENT): the kernel
  * cuts it into datagrams of gso_seg bytes, the last one possibly shorter,
  * so singles and runs of a whole burst leave in one call.  GSO runs are
@@ -93,6 +97,7 @@ struct srn_tx_msg {
 	const struct iovec *iov;
 	int iovcnt;
 	uint16_t gso_seg;           /* 0: one datagram */
+	uint16_t sport;             /* UDP source port (link/udp_ports.h); the device's if not ours */
 };
 int srn_udp_send_batch(struct srn_udp *u, const struct srn_tx_msg *m, int n);
 
