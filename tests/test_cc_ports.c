@@ -119,6 +119,8 @@ static void test_ports(void)
 	CHECK(bound_port(srn_udp_port_fd(&a, p2)) == p2, "QP %#x: its socket", q2);
 	if (other >= 0)
 		close(other);
+	/* Asked again once the port is free: still the port it has. */
+	CHECK(srn_udp_port_for_qp(&a, q2) == p2, "QP %#x asked again", q2);
 
 	/* 3. Budget of 2 spent: a third QP shares one of them. */
 	uint16_t p3 = srn_udp_port_for_qp(&a, q3);

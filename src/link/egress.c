@@ -49,18 +49,20 @@ void srn_egress_destroy(struct srn_egress *e)
 
 /* SOFTRNIC_PCAP on a same-host ring: record the packet as the UDP link
  * would carry it, its ICRC computed for the record alone.  v[n-1] is the
- * pad + ICRC piece. */
+ * pad + ICRC piece.  From the device port, not the QP's own
+ * (link/udp_ports.h): the receiving side traces what its ring delivered
+ * with the only source it knows, the device's address and port
+ * (srn_udp_trace_ring_rx), and both records of a packet must agree. */
 static void shm_trace(struct srn_egress *e, const struct srn_shm_peer *sp,
 		      const struct srn_ip_meta *meta, struct iovec *v, int n, uint32_t pad)
 {
 	uint8_t tail[3 + SRN_ICRC_LEN] = { 0 };
+	struct srn_ip_meta m = *meta;
+	m.sport = e->udp->port;
 	v[n - 1] = (struct iovec){ tail, pad };
-	srn_icrc_put(tail + pad, srn_icrc_calc(meta, v, n));
+	srn_icrc_put(tail + pad, srn_icrc_calc(&m, v, n));
 	v[n - 1].iov_len = pad + SRN_ICRC_LEN;
-	/* The ICRC covers the QP's source port: the record shows it. */
-	struct sockaddr_storage from;
-	srn_udp_port_addr(e->udp, meta->sport, &from);
-	srn_pcap_record(e->udp->pcap, (const struct sockaddr *)&from,
+	srn_pcap_record(e->udp->pcap, (const struct sockaddr *)&e->udp->local,
 			(const struct sockaddr *)&sp->addr, v, n, false, srn_now_ns(), e->udp->tos);
 }
 

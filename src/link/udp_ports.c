@@ -1,9 +1,11 @@
 /*
  * udp_ports.c - per-QP UDP source ports (see udp_ports.h).
  *
- * Invariants: slot_of[p - 0xC000] is 0 for a port we do not hold, else
- * 1 + the index of the socket bound to it; a QP's port is always one we
- * hold or the device port, so the egress finds its socket in one load.
+ * Invariants: slot_of[p - 0xC000] is 1 + the index of the socket bound
+ * to p when we hold p; for a port another program held when a QP wanted
+ * it, 1 + the index of the socket bound in its place; else 0.  A QP's
+ * port is always one we hold or the device port, so the egress finds its
+ * socket in one load.
  */
 #include "link/udp_ports.h"
 
@@ -146,13 +148,19 @@ uint16_t srn_udp_port_for_qp(struct srn_udp *u, uint32_t qpn)
 	p->fd[p->n] = fd;
 	p->port[p->n] = got;
 	p->slot_of[got - SRN_SRC_PORT_BASE] = (uint8_t)(++p->n);
+	/* Someone else holds `want`: QPs that hash to it get `got` from now
+	 * on, rather than a new socket each time they ask. */
+	if (got != want)
+		p->slot_of[want - SRN_SRC_PORT_BASE] = (uint8_t)p->n;
 	return got;
 }
 
 int srn_udp_port_fd(const struct srn_udp *u, uint16_t sport)
 {
 	const struct srn_udp_ports *p = u->ports;
-	if (!p || sport < SRN_SRC_PORT_BASE)
+	/* The device port first: a slot of a port someone else holds
+	 * (srn_udp_port_for_qp) may be the device's own. */
+	if (!p || sport < SRN_SRC_PORT_BASE || sport == u->port)
 		return u->fd;
 	uint8_t s = p->slot_of[sport - SRN_SRC_PORT_BASE];
 	return s ? p->fd[s - 1] : u->fd;
