@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "link/udp.h"
@@ -102,7 +103,13 @@ static int set_send_options(const struct srn_udp *u, int fd)
 static int open_port(struct srn_udp *u, uint16_t want, uint16_t *got)
 {
 	struct srn_udp_ports *p = u->ports;
-	int fd = socket(u->family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, IPPROTO_UDP);
+	/* Straight to the kernel: a port opens when a QP connects, which may
+	 * be inside a program running under librspreload, and its socket()
+	 * and bind() would make this an rsocket over our own device.  The
+	 * preload passes every other call on an fd it did not make through
+	 * to libc. */
+	int fd = (int)syscall(SYS_socket, u->family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
+			      IPPROTO_UDP);
 	if (fd < 0)
 		return -1;
 	if (set_send_options(u, fd)) {
@@ -117,7 +124,7 @@ static int open_port(struct srn_udp *u, uint16_t want, uint16_t *got)
 		if (p->slot_of[port - SRN_SRC_PORT_BASE] || port == u->port)
 			continue;
 		srn_udp_port_addr(u, port, &a);
-		if (bind(fd, (struct sockaddr *)&a, u->local_len) == 0) {
+		if (syscall(SYS_bind, fd, (struct sockaddr *)&a, u->local_len) == 0) {
 			*got = port;
 			return fd;
 		}
