@@ -26,7 +26,6 @@
 #include "link/gso.h"
 #include "link/pcap.h"
 #include "link/udp_group.h"
-#include "link/udp_ports.h"
 #include "wire/opcode.h"
 
 struct srn_egress *srn_egress_create(struct srn_udp *udp, struct srn_shm *shm,

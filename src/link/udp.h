@@ -1,9 +1,11 @@
 /* The UDP socket that carries a device's RoCEv2 packets, plus address helpers
  * (sockaddr <-> RoCEv2 GID, printable form).
  *
- * One socket per device, bound to the device's own address and port, so the
- * UDP source port of every packet is the device port (the ICRC covers it and
- * the receiver recomputes it from the header it sees). The socket is
+ * One socket per device, bound to the device's own address and port: every
+ * packet arrives there.  Packets leave from it too, except an RC/UC QP's,
+ * which leave from the QP's own source port (udp_ports.h) for ECMP; the
+ * ICRC covers the source port and the receiver recomputes it from the
+ * header it sees, so any port works. The socket is
  * non-blocking and unconnected; IPv4 packets leave with DF set and, because
  * of that, IP ID 0 (Linux's rule for unconnected DF sockets; the ICRC covers
  * the ID and receivers assume 0 — tests/test_link_wire.c checks this).
