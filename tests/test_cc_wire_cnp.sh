@@ -151,15 +151,18 @@ env $(asan_env) SOFTRNIC_SHM=0 SOFTRNIC_ECN_MARK=4 timeout -k 5 60 "$SOFTRNIC" p
     -s 65536 -D 6 -p $((20000 + (RANDOM % 12000))) >"$work/perf.log" 2>&1 &
 ppid=$!
 seen=""
+# A QP's state may show the line rate (100000) before its first cut, so
+# sample on (bounded) until a cut rate shows, not just any rate.
 for ((i = 0; i < 150; i++)); do
-    [ -n "$seen" ] && break
+    [ -n "$seen" ] && [ "$seen" -lt 100000 ] && break
+    kill -0 $ppid 2>/dev/null || break
     sleep 0.05
     # timeout -> softrnic perf (client) -> its server: every descendant.
     kids=$(pgrep -P $ppid)
     for pid in $kids $(for k in $kids; do pgrep -P "$k"; done); do
         r=$("$SOFTRNIC" res --pid "$pid" --type qp 2>/dev/null |
             sed -n 's/.*rate_mbps \([0-9]*\).*/\1/p' | awk '$1 > 0' | head -1)
-        [ -n "$r" ] && seen=$r
+        [ -n "$r" ] && { [ -z "$seen" ] || [ "$r" -lt "$seen" ]; } && seen=$r
     done
 done
 wait $ppid
