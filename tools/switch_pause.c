@@ -46,19 +46,18 @@ int srn_swp_open(struct srn_swp *p, const char *dir, const char *port)
 	p->rec = m;
 	p->rec->version = SRN_PAUSE_VERSION;
 	/* The magic last: a reader that checks it sees a whole header. */
-	atomic_thread_fence(memory_order_release);
-	p->rec->magic = SRN_PAUSE_MAGIC;
+	__atomic_store_n(&p->rec->magic, SRN_PAUSE_MAGIC, __ATOMIC_RELEASE);
 	return 0;
 }
 
-/* Seqlock write: odd while the fields change.  The release fence after
- * the odd store keeps the field stores after it; the final release store
- * pairs with the readers' acquire load of seq (srn_pause_read). */
+/* Seqlock write: odd while the fields change.  The field stores are
+ * release stores, so none moves before the odd store (no fence: GCC
+ * refuses fences under ThreadSanitizer); the final release store pairs
+ * with the readers' acquire load of seq (srn_pause_read). */
 static void write_begin(struct srn_pause_rec *r)
 {
 	atomic_store_explicit(&r->seq, atomic_load_explicit(&r->seq, memory_order_relaxed) + 1,
 			      memory_order_relaxed);
-	atomic_thread_fence(memory_order_release);
 }
 
 static void write_end(struct srn_pause_rec *r)
@@ -76,11 +75,11 @@ void srn_swp_pause(struct srn_swp *p, uint64_t now_ns, uint64_t lease_ns)
 	write_begin(r);
 	if (!p->paused) {
 		atomic_store_explicit(&r->gen, atomic_load_explicit(&r->gen, memory_order_relaxed) + 1,
-				      memory_order_relaxed);
-		atomic_store_explicit(&r->start_ns, now_ns, memory_order_relaxed);
+				      memory_order_release);
+		atomic_store_explicit(&r->start_ns, now_ns, memory_order_release);
 	}
-	atomic_store_explicit(&r->until_ns, now_ns + lease_ns, memory_order_relaxed);
-	atomic_store_explicit(&r->set_ns, now_ns, memory_order_relaxed);
+	atomic_store_explicit(&r->until_ns, now_ns + lease_ns, memory_order_release);
+	atomic_store_explicit(&r->set_ns, now_ns, memory_order_release);
 	write_end(r);
 	p->paused = true;
 }
@@ -99,9 +98,9 @@ void srn_swp_resume(struct srn_swp *p, uint64_t now_ns)
 		now_ns = until;
 	write_begin(r);
 	atomic_store_explicit(&r->done_ns, atomic_load_explicit(&r->done_ns, memory_order_relaxed) +
-				   (now_ns > start ? now_ns - start : 0), memory_order_relaxed);
-	atomic_store_explicit(&r->until_ns, 0, memory_order_relaxed);
-	atomic_store_explicit(&r->set_ns, now_ns, memory_order_relaxed);
+				   (now_ns > start ? now_ns - start : 0), memory_order_release);
+	atomic_store_explicit(&r->until_ns, 0, memory_order_release);
+	atomic_store_explicit(&r->set_ns, now_ns, memory_order_release);
 	write_end(r);
 	p->paused = false;
 }
