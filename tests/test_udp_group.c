@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <linux/filter.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -60,6 +61,7 @@ static void send_to_qpn(int fd, uint32_t qpn, uint16_t tag)
 	p[5] = (uint8_t)(qpn >> 16);
 	p[6] = (uint8_t)(qpn >> 8);
 	p[7] = (uint8_t)qpn;
+	p[11] = (uint8_t)tag;             /* the PSN's low byte: spread by the leave program */
 	p[12] = (uint8_t)(tag >> 8);
 	p[13] = (uint8_t)tag;
 	sendto(fd, p, sizeof(p), 0, (const struct sockaddr *)&dev[0].local, dev[0].local_len);
@@ -176,6 +178,70 @@ static void check_forwarding(bool use_gro)
 }
 
 /* A doorbell for member 3 wakes member 3: an empty packet on its side. */
+/* A member that leaves sends one of those that stay a note to steer
+ * again; until it is read the leaver's program is attached, under which
+ * the moved member's packets go by hash.  Receive on every member (as
+ * their progress would) until one has attached the group's program. */
+static void wait_resteer(void)
+{
+	uint64_t before = 0, now = 0;
+	for (unsigned m = 0; m < NDEV; m++)
+		if (live[m])
+			before += srn_udp_group_stats(&dev[m])->resteers;
+	uint64_t end = srn_now_ns() + 2000000000ull;
+	while (now <= before && srn_now_ns() < end) {
+		now = 0;
+		for (unsigned m = 0; m < NDEV; m++)
+			if (live[m]) {
+				srn_udp_recv_batch(&dev[m], &rx, NULL);
+				now += srn_udp_group_stats(&dev[m])->resteers;
+			}
+		usleep(1000);
+	}
+	CHECK(now > before, "no member steered again after a leave");
+}
+
+/* The program a leaver attaches before its close: nothing reaches its
+ * index, with steering for the rest or spread over them. */
+static void check_leave_prog(const uint8_t *order, unsigned n, unsigned self, bool steer, int tx)
+{
+	struct sock_filter prog[SRN_GRP_PROG_MAX];
+	int len = srn_udp_group_prog_leave(order, n, self, steer, prog);
+	struct sock_fprog fp = { .len = (unsigned short)len, .filter = prog };
+	CHECK(len > 0 && setsockopt(dev[0].fd, SOL_SOCKET, SO_ATTACH_REUSEPORT_CBPF, &fp,
+				    sizeof(fp)) == 0, "attach the leave program: %s", strerror(errno));
+	int want = 0, got = 0, self_got = 0, wrong = 0;
+	for (unsigned m = 0; m < NDEV; m++) {
+		for (int i = 0; i < PER_MEMBER; i++)
+			send_to_qpn(tx, m << SRN_QPN_MEMBER_SHIFT | 0x2002, (uint16_t)i);
+		want += PER_MEMBER;
+	}
+	uint64_t end = srn_now_ns() + 2000000000ull;
+	while (got < want && srn_now_ns() < end) {
+		for (unsigned m = 0; m < NDEV; m++) {
+			uint8_t buf[256];
+			ssize_t r;
+			while ((r = recv(dev[m].fd, buf, sizeof(buf), MSG_DONTWAIT)) > 0) {
+				got++;
+				unsigned to = srn_qpn_member(qpn_of(buf));
+				if (m == order[self])
+					self_got++;
+				else if (steer && to != order[self] && to != m)
+					wrong++;
+			}
+		}
+		usleep(1000);
+	}
+	CHECK(got == want && !self_got && !wrong,
+	      "leave program (steer %d): %d of %d, %d on the leaver's socket, %d misplaced", steer,
+	      got, want, self_got, wrong);
+	printf("leave program (steer %d): %d packets, none to index %u\n", steer, got, self);
+	/* Back to the group's own program. */
+	len = srn_udp_group_prog(order, n, prog);
+	fp.len = (unsigned short)len;
+	CHECK(setsockopt(dev[0].fd, SOL_SOCKET, SO_ATTACH_REUSEPORT_CBPF, &fp, sizeof(fp)) == 0);
+}
+
 static void check_doorbell(void)
 {
 	CHECK(srn_udp_doorbell(&dev[0], (const struct sockaddr *)&dev[3].local, dev[3].local_len, 3) == 0);
@@ -214,17 +280,26 @@ int main(void)
 	/* Member 1 leaves: the kernel moves member 3's socket to index 1. */
 	srn_udp_close(&dev[1]);
 	live[1] = false;
+	wait_resteer();
 	check_steering("member 1 gone", tx);
 	/* A newcomer takes the free member number 1, at the group's end. */
 	rc = open_member(err, sizeof(err));
 	CHECK(rc == 1, "newcomer: %d %s", rc, err);
 	check_steering("member 1 again", tx);
 
+	/* The kernel's order is now members 0, 3, 2, 1. */
+	const uint8_t order[NDEV] = { 0, 3, 2, 1 };
+	check_leave_prog(order, NDEV, 2, true, tx);
+	check_leave_prog(order, NDEV, 0, false, tx);
+	check_leave_prog(order, NDEV, 3, true, tx);
+
 	check_doorbell();
 
 	/* Detach the program: the kernel hashes flows over the sockets, and
 	 * each flow carries packets for all four members. */
 	int zero = 0;
+	for (unsigned m = 0; m < NDEV; m++)
+		srn_udp_group_set_steer(&dev[m], false);   /* or their resteer attaches it again */
 	CHECK(setsockopt(dev[0].fd, SOL_SOCKET, SO_DETACH_REUSEPORT_BPF, &zero, sizeof(zero)) == 0,
 	      "detach: %s", strerror(errno));
 	check_forwarding(false);

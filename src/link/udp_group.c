@@ -44,6 +44,7 @@
 #define GRP_DIR_FMT "/dev/shm/softrnic-grp-%u-%llx"
 #define ORDER_MAGIC 0x31505247u         /* "GRP1" */
 #define FWD_MAGIC 0x31445746u           /* "FWD1" */
+#define RESTEER_MAGIC 0x31545352u       /* "RST1": a leaver asks a member to steer again */
 #define FWD_SOCKBUF (4u << 20)          /* a burst of forwarded packets */
 #define SLOT_MAGIC 0x544f4c53u          /* "SLOT" */
 
@@ -71,7 +72,10 @@ struct fwd_hdr {
 	struct sockaddr_storage src;    /* the packet's source on the wire */
 };
 
-#define PEER_REREAD_NS 100000000ull     /* a member's slot file, at most every 100 ms */
+/* A member that finds another's packet on its socket while steering is
+ * on re-reads the group's order and attaches the program again (the
+ * order changed under it: a member left or died), at most this often. */
+#define RESTEER_GAP_NS 1000000ull
 
 struct srn_udp_group {
 	unsigned member;
@@ -80,11 +84,14 @@ struct srn_udp_group {
 	uint64_t secret;
 	char dir[96];
 	char key[INET6_ADDRSTRLEN + 8];
-	struct {
-		struct sockaddr_in fwd;  /* port 0: none */
-		int32_t pid;             /* its holder when read */
-		uint64_t read_ns;
-	} peer[SRN_GRP_MEMBERS];
+	/* Member k's slot file, open: read on every forward, because a
+	 * member number changes hands and the old holder's port is dead. */
+	int peer_fd[SRN_GRP_MEMBERS];   /* -1: not open yet */
+	struct sockaddr_in peer_to;     /* the last answer of peer_fwd */
+	bool steer;                     /* the program steers (not SOFTRNIC_GROUP_STEER=0) */
+	bool foreign_seen;              /* the socket gave us another member's packet */
+	bool resteer_asked;             /* a leaver's note came */
+	uint64_t resteer_ns;
 	struct srn_udp_group_stats st;
 	uint64_t fwd_polled_ns;         /* last look at the forwarding socket */
 	bool fwd_busy;                  /* and it had something */
@@ -230,12 +237,57 @@ int srn_udp_group_prog(const uint8_t *order, unsigned n, struct sock_filter *p)
 	return k;
 }
 
+/* While a member leaves, until its socket is closed: every packet to an
+ * index other than its own (`self`), so nothing that arrives after its
+ * last look at the socket dies with it.  Steering on: the others'
+ * packets to their current indices; its own, a packet of no member, and
+ * with steering off every packet, spread over the others by PSN.  After
+ * the close the kernel moves the last socket into `self`: its packets
+ * then find index n-1 past the end and go by hash, and whoever gets them
+ * forwards them and steers the group again (resteer). */
+int srn_udp_group_prog_leave(const uint8_t *order, unsigned n, unsigned self, bool steer,
+			     struct sock_filter *p)
+{
+	int k = 0;
+	if (n > SRN_GRP_MEMBERS)
+		n = SRN_GRP_MEMBERS;
+	if (n < 2 || self >= n)
+		return 0;
+	unsigned first = self == 0 ? 1 : 0;
+	if (steer) {
+		/* As srn_udp_group_prog, without our entry. */
+		p[k++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_LEN, 0);
+		p[k++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 8, 0, 4);
+		p[k++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, 4);
+		p[k++] = (struct sock_filter)BPF_STMT(BPF_ALU | BPF_RSH | BPF_K, SRN_QPN_MEMBER_SHIFT);
+		p[k++] = (struct sock_filter)BPF_STMT(BPF_ALU | BPF_AND | BPF_K, SRN_GRP_MEMBERS - 1);
+		p[k++] = (struct sock_filter)BPF_STMT(BPF_JMP | BPF_JA, 1);
+		p[k++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_IMM, 0);
+		for (unsigned i = 0; i < n; i++) {
+			if (i == self)
+				continue;
+			p[k++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, order[i], 0, 1);
+			p[k++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, i);
+		}
+	}
+	/* The spread: PSN (BTH bytes 8..11) mod n-1, skipping self.  A packet
+	 * too short for a PSN goes to the first other index. */
+	p[k++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_LEN, 0);
+	p[k++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 12, 1, 0);
+	p[k++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, first);
+	p[k++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, 8);
+	p[k++] = (struct sock_filter)BPF_STMT(BPF_ALU | BPF_MOD | BPF_K, n - 1);
+	p[k++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, self, 0, 1);
+	p[k++] = (struct sock_filter)BPF_STMT(BPF_ALU | BPF_ADD | BPF_K, 1);
+	p[k++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_A, 0);
+	return k;
+}
+
 static int attach_prog(struct srn_udp *u, const struct order_file *o)
 {
 	/* SOFTRNIC_GROUP_STEER=0 leaves the kernel's hash to pick (tests:
 	 * every packet then has a 1 - 1/N chance to need forwarding). */
-	const char *env = getenv("SOFTRNIC_GROUP_STEER");
-	if (env && !strcmp(env, "0"))
+	if (!u->grp->steer)
 		return 0;
 	struct sock_filter prog[SRN_GRP_PROG_MAX];
 	int n = srn_udp_group_prog(o->member, o->n, prog);
@@ -280,6 +332,9 @@ static int fwd_open(struct srn_udp_group *g)
 
 static void group_free(struct srn_udp_group *g)
 {
+	for (unsigned k = 0; k < SRN_GRP_MEMBERS; k++)
+		if (g->peer_fd[k] >= 0)
+			close(g->peer_fd[k]);
 	if (g->fwd_fd >= 0)
 		close(g->fwd_fd);
 	if (g->slot_fd >= 0)
@@ -313,6 +368,10 @@ int srn_udp_group_bind(struct srn_udp *u, const struct srn_dev_cfg *cfg,
 	if (!g)
 		return -ENOMEM;
 	g->slot_fd = g->fwd_fd = -1;
+	for (unsigned k = 0; k < SRN_GRP_MEMBERS; k++)
+		g->peer_fd[k] = -1;
+	const char *steer = getenv("SOFTRNIC_GROUP_STEER");
+	g->steer = !steer || strcmp(steer, "0");
 	dir_name(g->dir, sizeof(g->dir));
 	int ret = addr_key(ss, g->key, sizeof(g->key));
 	if (!ret)
@@ -383,6 +442,9 @@ out:
 static bool forward(struct srn_udp_group *g, unsigned member, const uint8_t *data, uint32_t len,
 		    const struct sockaddr *src, socklen_t srclen);
 static uint32_t bth_dest_qpn(const uint8_t *d);
+static const struct sockaddr_in *peer_fwd(struct srn_udp_group *g, unsigned k);
+static int fwd_send(int from, const struct sockaddr_in *to, uint32_t magic, uint64_t secret,
+		    const struct sockaddr *src, socklen_t srclen, const uint8_t *data, uint32_t len);
 
 /* Before our socket closes: what the kernel queued on it for other
  * members would die with it (the steering was stale, or the hash picked
@@ -420,15 +482,22 @@ void srn_udp_group_leave(struct srn_udp *u)
 		struct order_file o;
 		order_read(ofd, &o);
 		order_prune(g, &o, (int)g->member);
+		/* Nothing more to our socket (srn_udp_group_prog_leave), then
+		 * what it holds for others passed on, then go; the order as
+		 * the close leaves it is written for the others, all under
+		 * the lock, so no joiner comes between. */
 		for (unsigned i = 0; i < o.n; i++)
 			if (o.member[i] == g->member) {
+				struct sock_filter prog[SRN_GRP_PROG_MAX];
+				int n = srn_udp_group_prog_leave(o.member, o.n, i, g->steer, prog);
+				struct sock_fprog fp = { .len = (unsigned short)n, .filter = prog };
+				if (n && !setsockopt(u->fd, SOL_SOCKET, SO_ATTACH_REUSEPORT_CBPF, &fp,
+						     sizeof(fp)))
+					g->st.resteers++;
 				order_remove_at(&o, i);
 				break;
 			}
-		/* Steer for the group as it will be once we are gone, then
-		 * go, both under the lock, so no joiner comes between. */
 		u->grp = g;
-		attach_prog(u, &o);
 		drain_for_others(u);
 		u->grp = NULL;
 		close(u->fd);
@@ -438,8 +507,22 @@ void srn_udp_group_leave(struct srn_udp *u)
 		}
 		flock(ofd, LOCK_UN);
 		close(ofd);
+		/* Our leave program stays attached; ask a member that stays
+		 * to attach the group's next one now (see resteer). */
+		const struct sockaddr_in *to = o.n && g->steer && g->fwd_fd >= 0 ?
+						       peer_fwd(g, o.member[0]) : NULL;
+		if (to && fwd_send(g->fwd_fd, to, RESTEER_MAGIC, g->secret,
+				   (const struct sockaddr *)&u->local, u->local_len, NULL, 0)) {
+			/* Lost: its first foreign packet makes it steer again. */
+		}
 	}
 	group_free(g);
+}
+
+void srn_udp_group_set_steer(struct srn_udp *u, bool on)
+{
+	if (u->grp)
+		u->grp->steer = on;
 }
 
 unsigned srn_udp_member(const struct srn_udp *u)
@@ -500,10 +583,10 @@ static int slot_fwd(const struct srn_udp_group *g, unsigned k, struct sockaddr_i
 	return 0;
 }
 
-static int fwd_send(int from, const struct sockaddr_in *to, uint64_t secret,
+static int fwd_send(int from, const struct sockaddr_in *to, uint32_t magic, uint64_t secret,
 		    const struct sockaddr *src, socklen_t srclen, const uint8_t *data, uint32_t len)
 {
-	struct fwd_hdr h = { .magic = FWD_MAGIC, .srclen = srclen, .secret = secret };
+	struct fwd_hdr h = { .magic = magic, .srclen = srclen, .secret = secret };
 	if (srclen > sizeof(h.src))
 		return -EINVAL;
 	memcpy(&h.src, src, srclen);
@@ -513,20 +596,33 @@ static int fwd_send(int from, const struct sockaddr_in *to, uint64_t secret,
 	return sendmsg(from, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) < 0 ? -errno : 0;
 }
 
-/* Member k's forwarding address, from the cache or its slot file. */
+/* Member k's forwarding address, read from its slot file now: a cached
+ * one goes stale when the holder leaves and the next process takes the
+ * number with another port, and what is sent to the old port is lost
+ * (a UD datagram for good).  Two system calls on the forwarding path,
+ * which is the slow path anyway. */
 static const struct sockaddr_in *peer_fwd(struct srn_udp_group *g, unsigned k)
 {
-	uint64_t now = srn_now_ns();
-	/* A holder that exited is replaced by the next process taking its
-	 * member number, with another port: look again at once, not after
-	 * 100 ms of packets sent to a closed port. */
-	bool gone = g->peer[k].fwd.sin_port && kill(g->peer[k].pid, 0) && errno == ESRCH;
-	if (gone || now - g->peer[k].read_ns >= PEER_REREAD_NS || !g->peer[k].read_ns) {
-		g->peer[k].read_ns = now;
-		if (slot_fwd(g, k, &g->peer[k].fwd, &g->peer[k].pid))
-			g->peer[k].fwd.sin_port = 0;
+	if (g->peer_fd[k] < 0) {
+		char suffix[16];
+		snprintf(suffix, sizeof(suffix), ".m%u", k);
+		int fd = open_ours(g, suffix);
+		if (fd < 0)
+			return NULL;
+		g->peer_fd[k] = fd;
 	}
-	return g->peer[k].fwd.sin_port ? &g->peer[k].fwd : NULL;
+	int fd = g->peer_fd[k];
+	struct slot_rec r;
+	if (pread(fd, &r, sizeof(r), 0) != (ssize_t)sizeof(r) || r.magic != SLOT_MAGIC ||
+	    r.fwd.sin_family != AF_INET || r.fwd.sin_port == 0 ||
+	    r.fwd.sin_addr.s_addr != htonl(INADDR_LOOPBACK))
+		return NULL;
+	if (flock(fd, LOCK_SH | LOCK_NB) == 0) {
+		flock(fd, LOCK_UN);     /* nobody holds it: the member is gone */
+		return NULL;
+	}
+	g->peer_to = r.fwd;
+	return &g->peer_to;
 }
 
 int srn_udp_group_doorbell(struct srn_udp *u, const struct sockaddr *dst, socklen_t dstlen,
@@ -566,8 +662,8 @@ int srn_udp_group_doorbell(struct srn_udp *u, const struct sockaddr *dst, sockle
 	if (!to || from < 0)
 		return -ENOENT;
 	/* The doorbell's source is ours; the owner ignores it (empty). */
-	int r = fwd_send(from, to, g->secret, (const struct sockaddr *)&u->local, u->local_len,
-			 NULL, 0);
+	int r = fwd_send(from, to, FWD_MAGIC, g->secret, (const struct sockaddr *)&u->local,
+			 u->local_len, NULL, 0);
 	return r == -EAGAIN ? 0 : r;     /* a full socket wakes its reader anyway */
 }
 
@@ -586,7 +682,7 @@ static bool forward(struct srn_udp_group *g, unsigned member, const uint8_t *dat
 		g->st.fwd_failed++;
 		return false;
 	}
-	if (fwd_send(g->fwd_fd, to, g->secret, src, srclen, data, len) == 0)
+	if (fwd_send(g->fwd_fd, to, FWD_MAGIC, g->secret, src, srclen, data, len) == 0)
 		g->st.forwarded++;
 	else
 		g->st.fwd_failed++;     /* full: dropped, as a full socket drops */
@@ -628,6 +724,9 @@ static int fwd_recv(struct srn_udp_group *g, uint8_t *const *buf, size_t cap, in
 		ok[i] = mm[i].msg_len >= sizeof(*h) && !(mm[i].msg_hdr.msg_flags & MSG_TRUNC) &&
 			h->magic == FWD_MAGIC && h->secret == g->secret && h->srclen <= sizeof(h->src) &&
 			(h->src.ss_family == AF_INET || h->src.ss_family == AF_INET6);
+		if (mm[i].msg_len >= sizeof(*h) && h->magic == RESTEER_MAGIC &&
+		    h->secret == g->secret)
+			g->resteer_asked = true;
 		len[i] = ok[i] ? mm[i].msg_len - (uint32_t)sizeof(*h) : 0;
 		if (ok[i] && len[i])
 			g->st.fwd_rcvd++;
@@ -642,7 +741,42 @@ static bool foreign(struct srn_udp_group *g, const uint8_t *d, uint32_t len,
 	/* An empty doorbell has no QPN: it is member 0's (see the
 	 * program); a RoCE packet is its destination QP's member's. */
 	unsigned m = len >= 8 ? srn_qpn_member(bth_dest_qpn(d)) : 0;
-	return m != g->member && forward(g, m, d, len, src, srclen);
+	if (m == g->member)
+		return false;
+	g->foreign_seen = true;
+	return forward(g, m, d, len, src, srclen);
+}
+
+/* Steering let another member's packet reach us: the program is older
+ * than the group (a member left, or died without leaving).  Attach it
+ * again from the order the members keep, unless a joiner or leaver holds
+ * the order now (it attaches one itself). */
+static void resteer(struct srn_udp *u)
+{
+	struct srn_udp_group *g = u->grp;
+	uint64_t now = srn_now_ns();
+	bool asked = g->resteer_asked;
+	g->foreign_seen = g->resteer_asked = false;
+	if (!g->steer || (!asked && now - g->resteer_ns < RESTEER_GAP_NS))
+		return;
+	g->resteer_ns = now;
+	int ofd = open_ours(g, ".order");
+	if (ofd < 0)
+		return;
+	if (flock(ofd, LOCK_EX | LOCK_NB) == 0) {
+		struct order_file o;
+		order_read(ofd, &o);
+		order_prune(g, &o, (int)g->member);
+		bool in = false;
+		for (unsigned i = 0; i < o.n; i++)
+			in |= o.member[i] == g->member;
+		if (in && o.secret == g->secret && !attach_prog(u, &o) &&
+		    pwrite(ofd, &o, sizeof(o), 0) != (ssize_t)sizeof(o)) {
+			/* The next prune corrects it. */
+		}
+		flock(ofd, LOCK_UN);
+	}
+	close(ofd);
 }
 
 int srn_udp_group_gro(struct srn_udp *u, struct srn_gro_batch *b)
@@ -680,6 +814,8 @@ int srn_udp_group_gro(struct srn_udp *u, struct srn_gro_batch *b)
 		out++;
 	}
 	b->count = out;
+	if (g->foreign_seen || g->resteer_asked)
+		resteer(u);
 	return out;
 }
 
@@ -714,5 +850,7 @@ int srn_udp_group_rx(struct srn_udp *u, struct srn_rx_batch *b, int n)
 		out++;
 	}
 	b->count = out;
+	if (g->foreign_seen || g->resteer_asked)
+		resteer(u);
 	return out;
 }

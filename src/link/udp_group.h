@@ -92,6 +92,11 @@ int srn_udp_group_gro(struct srn_udp *u, struct srn_gro_batch *b);
 int srn_udp_group_doorbell(struct srn_udp *u, const struct sockaddr *dst, socklen_t dstlen,
 			   unsigned member);
 
+/* Steering on or off for this member (SOFTRNIC_GROUP_STEER=0 turns it
+ * off at bind): off, it attaches no program at a join, leave or resteer.
+ * For tests that detach the group's program to exercise forwarding. */
+void srn_udp_group_set_steer(struct srn_udp *u, bool on);
+
 struct srn_udp_group_stats {
 	uint64_t forwarded;            /* packets passed to their owner */
 	uint64_t fwd_rcvd;             /* packets other members passed to us */
@@ -103,8 +108,15 @@ const struct srn_udp_group_stats *srn_udp_group_stats(const struct srn_udp *u);
 /* The classic BPF program for a group whose kernel socket order is
  * order[0..n) (member numbers).  prog holds at least SRN_GRP_PROG_MAX
  * instructions; returns their number.  Exposed for the unit test. */
-#define SRN_GRP_PROG_MAX (8 + 2 * SRN_GRP_MEMBERS)
+#define SRN_GRP_PROG_MAX (16 + 2 * SRN_GRP_MEMBERS)
 struct sock_filter;
 int srn_udp_group_prog(const uint8_t *order, unsigned n, struct sock_filter *prog);
+
+/* The program a member leaving from kernel index `self` attaches before
+ * it closes its socket: no packet for another member goes to `self`
+ * (steer: steering as srn_udp_group_prog, else spread by PSN).  0 when
+ * no other socket is left.  Exposed for the unit test. */
+int srn_udp_group_prog_leave(const uint8_t *order, unsigned n, unsigned self, bool steer,
+			     struct sock_filter *prog);
 
 #endif
