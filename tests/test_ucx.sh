@@ -60,6 +60,10 @@ perf() {
     else
         echo "FAIL  $tls $* (client $rc, server $src, want '$expect')"
         grep -E 'ERROR|ep_cfg|Fatal' "$TMP/cli" "$TMP/srv" | head -8
+        # A crash: UCX's own handler printed the backtrace (UCX_HANDLE_ERRORS=bt).
+        for f in srv cli; do
+            grep -q 'Caught signal' "$TMP/$f" && { echo "--- $f:"; sed -n '/Caught signal/,$p' "$TMP/$f" | head -40; }
+        done
         fail=1
     fi
 }
