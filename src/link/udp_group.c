@@ -211,11 +211,12 @@ static void order_prune(const struct srn_udp_group *g, struct order_file *o, int
 			order_remove_at(o, i);
 }
 
-int srn_udp_group_prog(const uint8_t *order, unsigned n, struct sock_filter *p)
+/* The steering part of a program: load the destination QPN's member,
+ * return the index i (but not `skip`) whose order[i] it is; falls
+ * through when none matches.  Returns the instructions written. */
+static int emit_steer(const uint8_t *order, unsigned n, unsigned skip, struct sock_filter *p)
 {
 	int k = 0;
-	if (n > SRN_GRP_MEMBERS)
-		n = SRN_GRP_MEMBERS;
 	/* The BTH's word at byte 4 is reserved:8 | DestQP:24 (IBTA 9.2),
 	 * loaded big-endian: the member is bits 23..20.  A packet too short
 	 * to have one (an empty doorbell) is member 0's: a load past the end
@@ -228,9 +229,19 @@ int srn_udp_group_prog(const uint8_t *order, unsigned n, struct sock_filter *p)
 	p[k++] = (struct sock_filter)BPF_STMT(BPF_JMP | BPF_JA, 1);
 	p[k++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_IMM, 0);
 	for (unsigned i = 0; i < n; i++) {
+		if (i == skip)
+			continue;
 		p[k++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, order[i], 0, 1);
 		p[k++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, i);
 	}
+	return k;
+}
+
+int srn_udp_group_prog(const uint8_t *order, unsigned n, struct sock_filter *p)
+{
+	if (n > SRN_GRP_MEMBERS)
+		n = SRN_GRP_MEMBERS;
+	int k = emit_steer(order, n, n, p);
 	/* No such member: an index past the group makes the kernel pick by
 	 * hash, and that member forwards. */
 	p[k++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, 0xffffffffu);
@@ -254,22 +265,8 @@ int srn_udp_group_prog_leave(const uint8_t *order, unsigned n, unsigned self, bo
 	if (n < 2 || self >= n)
 		return 0;
 	unsigned first = self == 0 ? 1 : 0;
-	if (steer) {
-		/* As srn_udp_group_prog, without our entry. */
-		p[k++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_LEN, 0);
-		p[k++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 8, 0, 4);
-		p[k++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, 4);
-		p[k++] = (struct sock_filter)BPF_STMT(BPF_ALU | BPF_RSH | BPF_K, SRN_QPN_MEMBER_SHIFT);
-		p[k++] = (struct sock_filter)BPF_STMT(BPF_ALU | BPF_AND | BPF_K, SRN_GRP_MEMBERS - 1);
-		p[k++] = (struct sock_filter)BPF_STMT(BPF_JMP | BPF_JA, 1);
-		p[k++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_IMM, 0);
-		for (unsigned i = 0; i < n; i++) {
-			if (i == self)
-				continue;
-			p[k++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, order[i], 0, 1);
-			p[k++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, i);
-		}
-	}
+	if (steer)
+		k = emit_steer(order, n, self, p);     /* without our entry */
 	/* The spread: PSN (BTH bytes 8..11) mod n-1, skipping self.  A packet
 	 * too short for a PSN goes to the first other index. */
 	p[k++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_LEN, 0);
