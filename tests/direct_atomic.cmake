@@ -6,3 +6,9 @@ add_executable(test_direct_atomic test_direct_atomic.c rc_test_conn.c)
 target_link_libraries(test_direct_atomic PRIVATE softrnic)
 target_include_directories(test_direct_atomic PRIVATE ${IBVERBS_INCLUDE})
 srn_script_test(direct_atomic test_direct_atomic.sh)
+
+# The page move itself, with a thread of the program writing the pages
+# that move: no write lost (userfaultfd write-protects them meanwhile).
+# In the tsan label too: the writer and the move race by design.
+srn_unit_test(test_mr_share_writers test_mr_share_writers.c rc_test_conn.c)
+set_property(TEST test_mr_share_writers APPEND PROPERTY LABELS fast tsan)
