@@ -20,40 +20,12 @@ SOFTRNIC=${SOFTRNIC:-$SRN_BUILD/bin/softrnic}
 command -v python3 >/dev/null || { echo "SKIP: python3 not installed"; exit 77; }
 srn_netns_require_root
 
-NS_A="srn-pa-$$" NS_S="srn-ps-$$" NS_B="srn-pb-$$"
-ADDR_A=10.81.0.1 ADDR_B=10.81.0.2 MAC_A=02:00:00:00:81:01 MAC_B=02:00:00:00:81:02
 work=$(mktemp -d)
 trap 'srn_netns_cleanup; rm -rf "$work"' EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
-
-for ns in "$NS_A" "$NS_S" "$NS_B"; do
-    ip netns del "$ns" >/dev/null 2>&1 || true
-    ip netns add "$ns" || exit 1
-    SRN_NETNS_CREATED+=("$ns")
-    ip -n "$ns" link set lo up || exit 1
-done
-ip -n "$NS_A" link add sa type veth peer name pa netns "$NS_S" || exit 1
-ip -n "$NS_B" link add rb1 type veth peer name pb1 netns "$NS_S" || exit 1
-ip -n "$NS_B" link add rb2 type veth peer name pb2 netns "$NS_S" || exit 1
-ip -n "$NS_B" link set rb1 address "$MAC_B" || exit 1
-ip -n "$NS_B" link set rb2 address "$MAC_B" || exit 1
-ip -n "$NS_A" link set sa address "$MAC_A" || exit 1
-ip -n "$NS_A" addr add "$ADDR_A/24" dev sa || exit 1
-ip -n "$NS_B" addr add "$ADDR_B/24" dev rb1 || exit 1
-for k in all.rp_filter default.rp_filter rb1.rp_filter rb2.rp_filter; do
-    ip netns exec "$NS_B" sysctl -qw "net.ipv4.conf.$k=0" || exit 1
-done
-for l in "$NS_A sa" "$NS_B rb1" "$NS_B rb2" "$NS_S pa" "$NS_S pb1" "$NS_S pb2"; do
-    set -- $l
-    ip -n "$1" link set "$2" up || exit 1
-done
-for l in "$NS_A sa" "$NS_B rb1" "$NS_B rb2" "$NS_S pa" "$NS_S pb1" "$NS_S pb2"; do
-    set -- $l
-    srn_netns_wait_up "$1" "$2" || exit 1
-done
 # Static neighbours both ways: no ARP to resolve through the hash.
-ip -n "$NS_B" neigh replace "$ADDR_A" lladdr "$MAC_A" dev rb1 nud permanent || exit 1
+srn_netns_switch_setup p 81 ecmp || exit 1
 ip -n "$NS_A" neigh replace "$ADDR_B" lladdr "$MAC_B" dev sa nud permanent || exit 1
 
 asan_env() {

@@ -23,32 +23,12 @@ command -v ibv_rc_pingpong >/dev/null || { echo "SKIP: ibverbs-utils not install
 command -v python3 >/dev/null || { echo "SKIP: python3 not installed"; exit 77; }
 srn_netns_require_root
 
-NS_A="srn-swa-$$" NS_S="srn-sws-$$" NS_B="srn-swb-$$"
-ADDR_A=10.78.0.1 ADDR_B=10.78.0.2
 ECN_UDP="$SRN_SRC/tests/lib/ecn_udp.py"
 work=$(mktemp -d)
 trap 'srn_netns_cleanup; rm -rf "$work"' EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
-
-for ns in "$NS_A" "$NS_S" "$NS_B"; do
-    ip netns del "$ns" >/dev/null 2>&1 || true
-    ip netns add "$ns" || exit 1
-    SRN_NETNS_CREATED+=("$ns")
-    ip -n "$ns" link set lo up || exit 1
-done
-ip -n "$NS_A" link add sa type veth peer name pa netns "$NS_S" || exit 1
-ip -n "$NS_B" link add sb type veth peer name pb netns "$NS_S" || exit 1
-ip -n "$NS_A" addr add "$ADDR_A/24" dev sa || exit 1
-ip -n "$NS_B" addr add "$ADDR_B/24" dev sb || exit 1
-for l in "$NS_A sa" "$NS_B sb" "$NS_S pa" "$NS_S pb"; do
-    set -- $l
-    ip -n "$1" link set "$2" up || exit 1
-done
-for l in "$NS_A sa" "$NS_B sb" "$NS_S pa" "$NS_S pb"; do
-    set -- $l
-    srn_netns_wait_up "$1" "$2" || exit 1
-done
+srn_netns_switch_setup sw 78 || exit 1
 
 SW_PID=
 # start_switch NAME ARGS...: the switch in NS_S, summary to $work/NAME.sum.

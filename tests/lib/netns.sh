@@ -125,3 +125,59 @@ srn_netns_setup() {
     srn_netns_wait_up "$NS_B" "$IF_B" || return 1
     return 0
 }
+
+# Three namespaces with an emulated switch's ports in the middle (the
+# `softrnic switch` tests): host A --veth-- S --veth-- host B.
+#
+#   srn_netns_switch_setup TAG NET [ecmp]
+#
+# TAG makes the names (srn-TAGa-$$, srn-TAGs-$$, srn-TAGb-$$), NET the
+# third octet of 10.NET.0.0/24.  Plain: A's sa <-> S's pa, B's sb <-> S's
+# pb.  ecmp: B has two links, rb1 <-> pb1 and rb2 <-> pb2, with one MAC and
+# the address on rb1 (what comes in on rb2 is B's too: rp_filter off);
+# A's and B's MACs fixed and B's neighbour entry for A permanent.  Sets
+# NS_A NS_S NS_B ADDR_A ADDR_B (and MAC_A MAC_B for ecmp); the caller's
+# EXIT trap must call srn_netns_cleanup.  Returns 1 on any failure.
+srn_netns_switch_setup() {
+    local tag=$1 net=$2 ecmp=${3:-} ns l
+    NS_A="srn-${tag}a-$$" NS_S="srn-${tag}s-$$" NS_B="srn-${tag}b-$$"
+    ADDR_A=10.$net.0.1 ADDR_B=10.$net.0.2
+    MAC_A=$(printf '02:00:00:00:%02x:01' "$net") MAC_B=$(printf '02:00:00:00:%02x:02' "$net")
+    for ns in "$NS_A" "$NS_S" "$NS_B"; do
+        ip netns del "$ns" >/dev/null 2>&1 || true
+        ip netns add "$ns" || return 1
+        SRN_NETNS_CREATED+=("$ns")
+        ip -n "$ns" link set lo up || return 1
+    done
+    ip -n "$NS_A" link add sa type veth peer name pa netns "$NS_S" || return 1
+    ip -n "$NS_A" addr add "$ADDR_A/24" dev sa || return 1
+    local -a links=("$NS_A sa" "$NS_S pa")
+    if [ "$ecmp" = ecmp ]; then
+        ip -n "$NS_B" link add rb1 type veth peer name pb1 netns "$NS_S" || return 1
+        ip -n "$NS_B" link add rb2 type veth peer name pb2 netns "$NS_S" || return 1
+        ip -n "$NS_B" link set rb1 address "$MAC_B" || return 1
+        ip -n "$NS_B" link set rb2 address "$MAC_B" || return 1
+        ip -n "$NS_A" link set sa address "$MAC_A" || return 1
+        ip -n "$NS_B" addr add "$ADDR_B/24" dev rb1 || return 1
+        for l in all.rp_filter default.rp_filter rb1.rp_filter rb2.rp_filter; do
+            ip netns exec "$NS_B" sysctl -qw "net.ipv4.conf.$l=0" || return 1
+        done
+        links+=("$NS_B rb1" "$NS_B rb2" "$NS_S pb1" "$NS_S pb2")
+    else
+        ip -n "$NS_B" link add sb type veth peer name pb netns "$NS_S" || return 1
+        ip -n "$NS_B" addr add "$ADDR_B/24" dev sb || return 1
+        links+=("$NS_B sb" "$NS_S pb")
+    fi
+    for l in "${links[@]}"; do
+        set -- $l
+        ip -n "$1" link set "$2" up || return 1
+    done
+    for l in "${links[@]}"; do
+        set -- $l
+        srn_netns_wait_up "$1" "$2" || return 1
+    done
+    if [ "$ecmp" = ecmp ]; then
+        ip -n "$NS_B" neigh replace "$ADDR_A" lladdr "$MAC_A" dev rb1 nud permanent || return 1
+    fi
+    return 0
+}
