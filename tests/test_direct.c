@@ -7,11 +7,16 @@
  * too, and the script checks the direct_* counters say which path ran.
  *
  *   test_direct data     random Writes and Reads, multi-SGE, Write then
- *                        Read of the same range in one post list; the
- *                        target's memory is compared byte for byte
+ *                        Read of the same range in one post list, and
+ *                        lists of up to 40 small overlapping Writes (one
+ *                        batch, one copy); the target's memory is compared
+ *                        byte for byte
  *   test_direct errors   bad rkey, no right in the region, out of range,
  *                        QP without the remote right: REM_ACCESS_ERR as
- *                        over the rings, nothing placed
+ *                        over the rings, nothing placed; a list of Writes
+ *                        with a bad rkey in the middle: those before it
+ *                        land and complete, it fails, those after are
+ *                        flushed and never land
  *   test_direct qp_err   a target QP moved to ERR gets no placement
  *   test_direct dereg    the target deregisters while Writes stream: no
  *                        byte changes after ibv_dereg_mr returns
@@ -43,7 +48,7 @@
 
 #define BIG (1u << 20)
 #define SMALL (64u << 10)
-#define NQP 5
+#define NQP 6
 #define TMO 30000
 
 struct info {
@@ -229,6 +234,31 @@ static int mode_data(int fd, bool parent)
 			CHECK(post_wait(qp, &w1) == IBV_WC_SUCCESS);
 		}
 	}
+	/* Lists of small Writes, overlapping at times: the direct path
+	 * places a run of them with one copy, in order (later bytes win). */
+	for (int l = 0; l < 200; l++) {
+		struct ibv_sge ls[40][4];
+		struct ibv_send_wr lw[40];
+		int n = 1 + (int)(rnd() % 40);
+		uint32_t base = rnd() % (BIG - 8192);
+		for (int i = 0; i < n; i++) {
+			uint32_t len = 1 + rnd() % 256;
+			uint32_t off = base + rnd() % 4096, loff = rnd() % (BIG - len + 1);
+			make_wr(&lw[i], ls[i], true, loff, R.peer.addr_rw + off, R.peer.rkey_rw, len,
+				100000 + (uint64_t)l * 64 + (uint64_t)i);
+			lw[i].send_flags = (i == n - 1 || rnd() % 4 == 0) ? IBV_SEND_SIGNALED : 0;
+			lw[i].next = i + 1 < n ? &lw[i + 1] : NULL;
+			memcpy(model + off, r_src + loff, len);
+		}
+		struct ibv_send_wr *bad;
+		CHECK(ibv_post_send(qp, lw, &bad) == 0);
+		for (int i = 0; i < n; i++) {
+			if (!(lw[i].send_flags & IBV_SEND_SIGNALED))
+				continue;
+			struct ibv_wc wc = srn_tc_poll_one(R.cq, 20);
+			CHECK(wc.wr_id == lw[i].wr_id && wc.status == IBV_WC_SUCCESS);
+		}
+	}
 	/* A Read of the whole region, in one message. */
 	struct ibv_sge s[4];
 	struct ibv_send_wr w;
@@ -239,7 +269,7 @@ static int mode_data(int fd, bool parent)
 	srn_tc_recv(fd, r_dst, BIG, TMO);
 	CHECK(memcmp(r_dst, model, BIG) == 0);
 	srn_tc_barrier(fd, 0xd3, TMO);
-	printf("ok: 1500 Writes, 500 Reads after Write, byte-exact\n");
+	printf("ok: 1500 Writes, 500 Reads after Write, 200 lists of small Writes, byte-exact\n");
 	return 0;
 }
 
@@ -247,10 +277,11 @@ static int mode_data(int fd, bool parent)
 static int mode_errors(int fd, bool parent)
 {
 	/* QP 4 of the target takes no remote write. */
-	int access[NQP] = { 0, 0, 0, 0, IBV_ACCESS_REMOTE_READ };
-	for (int i = 0; i < 4; i++)
-		access[i] = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-			    IBV_ACCESS_REMOTE_ATOMIC;
+	int access[NQP] = { 0, 0, 0, 0, IBV_ACCESS_REMOTE_READ, 0 };
+	for (int i = 0; i < NQP; i++)
+		if (i != 4)
+			access[i] = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+				    IBV_ACCESS_REMOTE_ATOMIC;
 	if (!parent) {
 		memset(t_rw, 0x11, BIG);
 		memset(t_ro, 0x22, SMALL);
@@ -263,6 +294,9 @@ static int mode_errors(int fd, bool parent)
 				verdict = 0;
 		for (uint32_t i = 4096; i < BIG; i++)    /* the first page took the good Writes */
 			if (t_rw[i] != 0x11)
+				verdict = 0;
+		for (uint32_t i = 0; i < 32; i++)       /* the list's four before its bad one */
+			if (t_rw[512 + i] != 0x5a)
 				verdict = 0;
 		srn_tc_send(fd, &verdict, 1);
 		return verdict ? 0 : 1;
@@ -298,11 +332,34 @@ static int mode_errors(int fd, bool parent)
 			return 1;
 		}
 	}
+	/* A list of eight Writes on QP 5, the fifth with a bad rkey: four
+	 * land and succeed, the fifth fails, the last three are flushed and
+	 * their bytes (at 16 KiB on) never land. */
+	struct ibv_sge ls[8][4];
+	struct ibv_send_wr lw[8], *bad;
+	for (int i = 0; i < 8; i++) {
+		uint64_t at = i < 4 ? 512 + (uint64_t)i * 8 : 16384 + (uint64_t)i * 8;
+		make_wr(&lw[i], ls[i], true, 0, R.peer.addr_rw + at,
+			i == 4 ? R.peer.rkey_rw ^ 0x01000000u : R.peer.rkey_rw, 8, 200 + (uint64_t)i);
+		lw[i].next = i < 7 ? &lw[i + 1] : NULL;
+	}
+	CHECK(ibv_post_send(R.qp[5], lw, &bad) == 0);
+	for (int i = 0; i < 8; i++) {
+		struct ibv_wc wc = srn_tc_poll_one(R.cq, 20);
+		enum ibv_wc_status want = i < 4 ? IBV_WC_SUCCESS :
+					  i == 4 ? IBV_WC_REM_ACCESS_ERR : IBV_WC_WR_FLUSH_ERR;
+		if (wc.wr_id != lw[i].wr_id || wc.status != want) {
+			fprintf(stderr, "[parent] list Write %d: wr_id %llu %s, want %s\n", i,
+				(unsigned long long)wc.wr_id, ibv_wc_status_str(wc.status),
+				ibv_wc_status_str(want));
+			return 1;
+		}
+	}
 	srn_tc_barrier(fd, 0xd2, TMO);
 	uint8_t verdict = 0;
 	srn_tc_recv(fd, &verdict, 1, TMO);
 	CHECK(verdict == 1);
-	printf("ok: 5 refused requests gave REM_ACCESS_ERR, no byte placed\n");
+	printf("ok: 5 refused requests gave REM_ACCESS_ERR, no byte placed; a list stopped at its bad Write\n");
 	return 0;
 }
 

@@ -52,6 +52,14 @@
 
 #define SRN_DIRECT_CHUNK (1u << 20)    /* bytes per placement: 0.1 ms at 10 GB/s */
 
+/* Small Writes posted together go in one process_vm_writev: the system
+ * call costs more than copying a few bytes, and one per Write held 8-byte
+ * Writes to 1.2 M/s where the rings reach 2.5 M/s.  Bounded so a fence
+ * waits for one batch at most, as for one chunk. */
+#define SRN_DIRECT_BATCH 64            /* Writes per batch */
+#define SRN_DIRECT_BATCH_BYTES (64u << 10)
+#define SRN_DIRECT_BATCH_IOV 256       /* local pieces per batch */
+
 /* Our side of the transfer: the inline copy or the SGEs through their
  * lkeys (local write for a Read).  False: an lkey fails, and the packet
  * path reports the local protection error as it always does. */
@@ -150,6 +158,53 @@ static int place(struct srn_direct_peer *dp, const struct srn_qp *qp, const stru
 	return 0;
 }
 
+/* A run of plain RDMA Writes from the WQE at req.cur on (the first one
+ * w, already admitted by srn_direct_try), each checked as the responder
+ * would, placed with one copy.  The run ends before the first WQE that is
+ * not a plain Write, is too big, or fails a check (that one then takes
+ * its own turn).  Returns how many were placed (0: none, w's check or the
+ * copy failed: the packets carry it). */
+static unsigned place_writes(struct srn_direct_peer *dp, struct srn_qp *qp, struct srn_swqe *w,
+			     const struct iovec *iov0, int niov0)
+{
+	struct iovec lv[SRN_DIRECT_BATCH_IOV], rv[SRN_DIRECT_BATCH];
+	int nl = 0;
+	unsigned k = 0;
+	uint64_t total = 0;
+	srn_direct_enter(dp);
+	for (uint32_t idx = qp->req.cur; idx != qp->sq.head && k < SRN_DIRECT_BATCH; idx++) {
+		struct srn_swqe *x = &qp->sq.wqe[idx & (qp->sq.size - 1)];
+		int n;
+		if (x == w) {
+			memcpy(lv, iov0, sizeof(*iov0) * (size_t)niov0);
+			n = niov0;
+		} else {
+			if (x->opcode != IBV_WR_RDMA_WRITE || !x->length || x->placed ||
+			    total + x->length > SRN_DIRECT_BATCH_BYTES ||
+			    nl + (x->is_inline ? 1 : (int)x->num_sge) > SRN_DIRECT_BATCH_IOV ||
+			    !local_iov(qp, x, false, lv + nl, &n))
+				break;
+		}
+		struct srn_direct_mr_ent m;
+		uint64_t at = remote_addr(dp, qp, x->rkey, x->remote_addr, x->length,
+					  IBV_ACCESS_REMOTE_WRITE, &m);
+		if (!at)
+			break;
+		rv[k].iov_base = (void *)(uintptr_t)at;
+		rv[k].iov_len = x->length;
+		nl += n;
+		total += x->length;
+		k++;
+	}
+	int ret = -EACCES;
+	if (k) {
+		ssize_t got = process_vm_writev(dp->pid, lv, (unsigned long)nl, rv, k, 0);
+		ret = got == (ssize_t)total ? 0 : -EIO;
+	}
+	srn_direct_leave(dp);
+	return ret ? 0 : k;
+}
+
 /* A Compare-and-Swap or Fetch-and-Add on the target's page, mapped from
  * its memfd (link/direct.h "Atomics"), with the same instruction its
  * responder uses (responder.c exec_atomic: seq_cst, host order), so it is
@@ -194,17 +249,39 @@ static void scatter_orig(const struct iovec *iov, int niov, uint64_t orig)
 	}
 }
 
+static void shift_later(struct srn_qp *qp, uint32_t from, uint32_t n);
+
 /* The WQE at req.cur keeps only `keep` (0 or 1) of its PSNs: move the
  * later ones down. */
 static void give_back_psns(struct srn_qp *qp, struct srn_swqe *w, uint32_t keep)
 {
 	uint32_t n = srn_psn_diff(w->last_psn, w->first_psn) + 1 - keep;
-	if (!n)
-		return;
-	uint32_t back = SRN_PSN_MASK + 1 - n;    /* - n, modulo 2^24 */
 	if (keep)
 		w->last_psn = w->first_psn;
-	for (uint32_t i = qp->req.cur + 1; i != qp->sq.head; i++) {
+	shift_later(qp, qp->req.cur + 1, n);
+}
+
+/* The same for a run of `count` WQEs from req.cur, none keeping any:
+ * one pass over the queue behind them, not one per WQE (a deep queue of
+ * small Writes would pay its depth on every one). */
+static void give_back_run(struct srn_qp *qp, uint32_t count)
+{
+	uint32_t n = 0;
+	for (uint32_t i = 0; i < count; i++) {
+		const struct srn_swqe *x = &qp->sq.wqe[(qp->req.cur + i) & (qp->sq.size - 1)];
+		n += srn_psn_diff(x->last_psn, x->first_psn) + 1;
+	}
+	shift_later(qp, qp->req.cur + count, n);
+}
+
+/* Move the PSNs of the WQEs from index `from` to the queue's head, and
+ * next_psn, n down (modulo 2^24). */
+static void shift_later(struct srn_qp *qp, uint32_t from, uint32_t n)
+{
+	if (!n)
+		return;
+	uint32_t back = SRN_PSN_MASK + 1 - (n & SRN_PSN_MASK);    /* - n, modulo 2^24 */
+	for (uint32_t i = from; i != qp->sq.head; i++) {
 		struct srn_swqe *later = &qp->sq.wqe[i & (qp->sq.size - 1)];
 		later->first_psn = srn_psn_add(later->first_psn, back);
 		later->last_psn = srn_psn_add(later->last_psn, back);
@@ -248,7 +325,14 @@ bool srn_direct_try(struct srn_qp *qp, struct srn_swqe *w)
 		return false;
 
 	uint64_t orig = 0;
-	int ret = atomic ? place_atomic(dp, qp, w, &orig) : place(dp, qp, w, write, iov, niov);
+	unsigned batch = 0;
+	int ret;
+	if (write && !imm && w->length <= SRN_DIRECT_BATCH_BYTES) {
+		batch = place_writes(dp, qp, w, iov, niov);
+		ret = batch ? 0 : -EACCES;
+	} else {
+		ret = atomic ? place_atomic(dp, qp, w, &orig) : place(dp, qp, w, write, iov, niov);
+	}
 	if (ret) {
 		/* A refused check or a failed copy (the target died, its
 		 * pages went): the packets carry it and get the answer. */
@@ -267,7 +351,20 @@ bool srn_direct_try(struct srn_qp *qp, struct srn_swqe *w)
 		srn_count(nic->diag.cnt, SRN_CNT_DIRECT_WRITE_BYTES, w->length);
 		return false;
 	}
-	give_back_psns(qp, w, 0);
+	/* The rest of a batch of Writes: each completes in turn, in order,
+	 * as the first does below; their PSNs go back in one pass. */
+	if (batch > 1)
+		give_back_run(qp, batch);
+	for (unsigned i = 1; i < batch; i++) {
+		qp->req.cur++;
+		qp->req.sent_end++;
+		srn_count(nic->diag.cnt, SRN_CNT_DIRECT_WRITE, 1);
+		srn_count(nic->diag.cnt, SRN_CNT_DIRECT_WRITE_BYTES, w->length);
+		srn_complete_send(qp, IBV_WC_SUCCESS);
+		w = &qp->sq.wqe[qp->req.cur & (qp->sq.size - 1)];
+	}
+	if (batch <= 1)
+		give_back_psns(qp, w, 0);
 	qp->req.cur++;
 	qp->req.sent_end++;
 	if (atomic) {
