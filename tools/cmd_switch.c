@@ -95,6 +95,9 @@ struct sw {
 	uint64_t flooded;
 	FILE *stats;
 	uint64_t interval_ns;
+	uint64_t last_arrival_ns;	/* queue time never runs backwards: */
+	uint64_t last_drain_ns;		/* not before the last arrival nor the last drain */
+	uint64_t late_frames;		/* frames read more than 1 ms after they arrived */
 };
 
 static volatile sig_atomic_t stop;
@@ -133,8 +136,9 @@ void srn_usage_switch(FILE *out)
 		"  --seed N             marking PRNG seed\n"
 		"\n"
 		"Stats lines: t=SECS port=NAME qbytes= qmax= enq= tx= marks= not_ect= drops=\n"
-		"pauses= paused_ms= flooded= clock= (CLOCK_MONOTONIC seconds) for each egress\n"
-		"queue; per port rx= rx_overflow= (frames the kernel dropped before the switch\n"
+		"pauses= paused_ms= flooded= late= (frames read over 1 ms after they arrived:\n"
+		"the queue takes each at its arrival time) clock= (CLOCK_MONOTONIC seconds) for\n"
+		"each egress queue; per port rx= rx_overflow= (frames the kernel dropped before the switch\n"
 		"read them) tx= tx_err= pfc_sent=; then one line per flow (5-tuple): pkts=\n"
 		"bytes= mbps= marks= drops= (and link=NAME with --ecmp).\n");
 }
@@ -218,6 +222,7 @@ static int open_port(struct port *p)
 	    setsockopt(p->fd, SOL_PACKET, PACKET_IGNORE_OUTGOING, &one, sizeof(one)) ||
 	    setsockopt(p->fd, SOL_PACKET, PACKET_ADD_MEMBERSHIP, &mr, sizeof(mr)) ||
 	    setsockopt(p->fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf)) ||
+	    setsockopt(p->fd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof(one)) ||
 	    bind(p->fd, (struct sockaddr *)&sll, sizeof(sll)))
 		return -errno;
 	return 0;
@@ -352,8 +357,40 @@ static void to_egress(struct sw *s, uint8_t *buf, uint32_t len, uint64_t now)
 	pfc_update(s, now);
 }
 
+static void drain(struct sw *s, uint64_t now);
+
+/* When the frame in h arrived, on our clock: the kernel's receive
+ * timestamp (CLOCK_REALTIME, moved by real_off), never later than now
+ * nor earlier than the last arrival queued. */
+static uint64_t arrival_ns(struct sw *s, struct msghdr *h, int64_t real_off, uint64_t now)
+{
+	uint64_t t = now;
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(h); c; c = CMSG_NXTHDR(h, c))
+		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPNS) {
+			struct timespec ts;
+			memcpy(&ts, CMSG_DATA(c), sizeof(ts));
+			int64_t real = (int64_t)ts.tv_sec * 1000000000ll + ts.tv_nsec;
+			int64_t mono = real - real_off;
+			if (mono > 0 && (uint64_t)mono < now)
+				t = (uint64_t)mono;
+		}
+	if (now - t > 1000000ull)
+		s->late_frames++;
+	if (t < s->last_arrival_ns)
+		t = s->last_arrival_ns;
+	if (t < s->last_drain_ns)
+		t = s->last_drain_ns;
+	s->last_arrival_ns = t;
+	return t;
+}
+
 static void receive(struct sw *s, int in, uint8_t *buf, uint64_t now)
 {
+	/* The two clocks read together: real - mono, to move the kernel's
+	 * receive timestamps onto ours. */
+	struct timespec rt;
+	clock_gettime(CLOCK_REALTIME, &rt);
+	int64_t real_off = (int64_t)rt.tv_sec * 1000000000ll + rt.tv_nsec - (int64_t)now_ns();
 	/* Bounded batch per port per round, so one busy port cannot starve
 	 * the others or the egress. */
 	for (int n = 0; n < 64; n++) {
@@ -361,13 +398,28 @@ static void receive(struct sw *s, int in, uint8_t *buf, uint64_t now)
 		 * waits in the socket, upstream of the pause. */
 		if (s->paused && !is_egress(s, in))
 			return;
-		ssize_t r = recv(s->port[in].fd, buf, FRAME_MAX, MSG_DONTWAIT);
+		union {
+			struct cmsghdr c;
+			uint8_t b[CMSG_SPACE(sizeof(struct timespec)) * 2];
+		} ctl;
+		struct iovec iov = { buf, FRAME_MAX };
+		struct msghdr h = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = &ctl,
+				    .msg_controllen = sizeof(ctl) };
+		ssize_t r = recvmsg(s->port[in].fd, &h, MSG_DONTWAIT);
 		uint32_t len;
 		int out;
 
 		if (r < 0)
 			return;
 		len = (uint32_t)r;
+		/* The queue sees the frame when it reached the port, not when
+		 * this process got the CPU to read it: departures due before
+		 * then go first.  A switch stalled for 10 ms would otherwise
+		 * find 10 ms of arrivals at once and drop what no real switch,
+		 * draining all along, would have. */
+		uint64_t at = arrival_ns(s, &h, real_off, now);
+		if (!is_egress(s, in))
+			drain(s, at);
 		if (len < VNET_LEN + ETHER_HDR_LEN)
 			continue;
 		s->port[in].rx++;
@@ -382,11 +434,11 @@ static void receive(struct sw *s, int in, uint8_t *buf, uint64_t now)
 			 * other frame for that port. */
 			for (int i = 0; i < s->nports; i++)
 				if (i == s->egress && !is_egress(s, in))
-					to_egress(s, buf, len, now);
+					to_egress(s, buf, len, at);
 				else if (i != in && !is_egress(s, i))
 					port_send(&s->port[i], buf, len);
 		} else if (out == s->egress) {
-			to_egress(s, buf, len, now);
+			to_egress(s, buf, len, at);
 		} else {
 			port_send(&s->port[out], buf, len);
 		}
@@ -397,6 +449,8 @@ static void drain(struct sw *s, uint64_t now)
 {
 	struct srn_swq_frame f;
 
+	if (now > s->last_drain_ns)
+		s->last_drain_ns = now;
 	for (int k = 0; k < s->neg; k++) {
 		for (int n = 0; n < 4096 && srn_swq_dequeue(&s->q[k], now, &f); n++) {
 			port_send(&s->port[s->eg[k]], f.data, f.len);
@@ -429,13 +483,15 @@ static void print_stats(struct sw *s, FILE *out, uint64_t t0, uint64_t now, uint
 		struct srn_swq *q = &s->q[k];
 
 		fprintf(out, "t=%.3f port=%s qbytes=%llu qmax=%llu enq=%llu tx=%llu marks=%llu "
-			"not_ect=%llu drops=%llu pauses=%llu paused_ms=%.3f flooded=%llu clock=%.3f\n",
+			"not_ect=%llu drops=%llu pauses=%llu paused_ms=%.3f flooded=%llu late=%llu "
+			"clock=%.3f\n",
 			t, s->port[s->eg[k]].name, (unsigned long long)q->bytes,
 			(unsigned long long)q->max_bytes, (unsigned long long)q->enqueued,
 			(unsigned long long)q->departed, (unsigned long long)q->marked,
 			(unsigned long long)q->not_ect, (unsigned long long)q->dropped,
 			(unsigned long long)q->pauses, (double)srn_swq_paused_ns(q, now) / 1e6,
-			(unsigned long long)s->flooded, (double)now / 1e9);
+			(unsigned long long)s->flooded, (unsigned long long)s->late_frames,
+			(double)now / 1e9);
 	}
 	for (int i = 0; i < s->nports; i++) {
 		read_overflow(&s->port[i]);
