@@ -2,7 +2,8 @@
  * test_cc_switch_queue.c - the emulated switch's egress queue
  * (tools/switch_queue.c), with simulated time:
  *  - RED: probability 0 up to Kmin, Pmax * linear up to Kmax, 1 above;
- *    the measured marking rate at a held queue depth matches it;
+ *    the measured marking rate at a held queue depth matches it, for
+ *    marks decided as frames join the queue and as they leave it;
  *  - only ECN-capable frames are marked (CE set, IPv4 checksum valid);
  *  - tail drop exactly at the buffer;
  *  - departures at the link rate (serialisation), whatever arrives;
@@ -61,6 +62,37 @@ static void test_red_curve(void)
 	      "at and above Kmax");
 	c.ecn = false;
 	CHECK(srn_swq_mark_prob(&c, 1 << 20) == 0, "off");
+}
+
+/* The same with marks decided at dequeue: none as frames join; as each
+ * leaves the head of a queue of 31 000 B (itself included), p = 0.105. */
+static void test_marking_at_dequeue(void)
+{
+	struct srn_swq_cfg c = { .buffer = 1 << 20, .ecn = true, .mark_dequeue = true,
+				 .kmin = 10000, .kmax = 50000, .pmax = 0.2, .rate_bps = 0 };
+	struct srn_swq q;
+	struct srn_swq_frame f, out;
+	int marked = 0, n = 20000;
+
+	srn_swq_init(&q, &c, 42);
+	for (int i = 0; i < 30; i++) {
+		f = frame(1000, SRN_ECN_ECT0);
+		CHECK(srn_swq_enqueue(&q, &f, 0) == SRN_SWQ_QUEUED, "marked as it joined");
+	}
+	for (int i = 0; i < n; i++) {
+		f = frame(1000, SRN_ECN_ECT0);
+		CHECK(srn_swq_enqueue(&q, &f, 0) == SRN_SWQ_QUEUED, "marked as it joined");
+		CHECK(srn_swq_dequeue(&q, 0, &out), "dequeue");
+		bool ce = srn_ecn_of_ipv4(out.data + L3) == SRN_ECN_CE;
+		CHECK(ce == out.marked, "the flag says what the header says");
+		CHECK(ip_csum(out.data + L3) == 0, "checksum after marking");
+		marked += out.marked;
+		free(out.data);
+	}
+	/* sd ~ 43, allow 5 sd. */
+	CHECK(marked > 2100 - 217 && marked < 2100 + 217, "marked %d of %d at p = 0.105", marked, n);
+	CHECK(q.marked == (uint64_t)marked, "counter");
+	srn_swq_fini(&q);
 }
 
 /* Hold the queue at a depth and count marks over many frames. */
@@ -186,6 +218,7 @@ int main(void)
 {
 	test_red_curve();
 	test_marking_rate();
+	test_marking_at_dequeue();
 	test_tail_drop_and_rate();
 	test_pfc();
 	return srn_check_result();

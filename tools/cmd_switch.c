@@ -125,6 +125,8 @@ void srn_usage_switch(FILE *out)
 		"  --buffer BYTES       egress buffer, suffix K/M (default 1M)\n"
 		"  --ecn KMIN,KMAX,PMAX mark CE with probability rising from 0 at KMIN bytes\n"
 		"                       to PMAX (0..1) at KMAX, 1 above (default: off)\n"
+		"  --mark-dequeue       decide the mark as a frame leaves the queue, not as it\n"
+		"                       joins: the receiver sees it a queue delay sooner\n"
 		"  --pfc XOFF,XON       pause the ingress ports at XOFF bytes, resume at XON\n"
 		"  --pause-dir DIR      also publish each ingress port's pause in DIR/PORT.pause\n"
 		"                       for softrnic senders (SOFTRNIC_PAUSE_FILE=DIR/PORT.pause)\n"
@@ -455,6 +457,7 @@ static void drain(struct sw *s, uint64_t now)
 		for (int n = 0; n < 4096 && srn_swq_dequeue(&s->q[k], now, &f); n++) {
 			port_send(&s->port[s->eg[k]], f.data, f.len);
 			if (f.flow >= 0) {
+				s->flows.f[f.flow].marks += f.marked;
 				s->flows.f[f.flow].pkts++;
 				s->flows.f[f.flow].bytes += f.wire_len;
 			}
@@ -565,6 +568,7 @@ int srn_cmd_switch(int argc, char *argv[])
 		{ "rate", required_argument, NULL, 'r' },
 		{ "buffer", required_argument, NULL, 'b' },
 		{ "ecn", required_argument, NULL, 'E' },
+		{ "mark-dequeue", no_argument, NULL, 'Q' },
 		{ "pfc", required_argument, NULL, 'P' },
 		{ "interval", required_argument, NULL, 'i' },
 		{ "stats", required_argument, NULL, 's' },
@@ -602,6 +606,7 @@ int srn_cmd_switch(int argc, char *argv[])
 				goto usage;
 			qc.ecn = true;
 			break;
+		case 'Q': qc.mark_dequeue = true; break;
 		case 'P':
 			if (parse_triple(optarg, &qc.xoff, &qc.xon, NULL, false) || qc.xon > qc.xoff)
 				goto usage;

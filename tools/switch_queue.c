@@ -54,6 +54,20 @@ int srn_swq_mark_frame(uint8_t *data, uint32_t len, uint32_t l3_off)
 	return -1;
 }
 
+/* Mark f with the RED probability of a queue of qb bytes: true if CE
+ * was set (Not-ECT frames are only counted). */
+static bool red_mark(struct srn_swq *q, const struct srn_swq_frame *f, uint64_t qb)
+{
+	if (uniform(q) >= srn_swq_mark_prob(&q->cfg, qb))
+		return false;
+	int m = srn_swq_mark_frame(f->data, f->len, f->l3_off);
+	if (m == 1)
+		q->marked++;
+	else if (m == 0)
+		q->not_ect++;
+	return m == 1;
+}
+
 enum srn_swq_verdict srn_swq_enqueue(struct srn_swq *q, const struct srn_swq_frame *f,
 				     uint64_t now_ns)
 {
@@ -67,16 +81,8 @@ enum srn_swq_verdict srn_swq_enqueue(struct srn_swq *q, const struct srn_swq_fra
 	}
 	/* RED on the queue this frame joins.  A Not-ECT frame is left alone
 	 * (RFC 3168 would have RED drop it; we only mark). */
-	if (q->cfg.ecn && uniform(q) < srn_swq_mark_prob(&q->cfg, q->bytes)) {
-		int m = srn_swq_mark_frame(f->data, f->len, f->l3_off);
-
-		if (m == 1) {
-			q->marked++;
-			v = SRN_SWQ_MARKED;
-		} else if (m == 0) {
-			q->not_ect++;
-		}
-	}
+	if (q->cfg.ecn && !q->cfg.mark_dequeue && red_mark(q, f, q->bytes))
+		v = SRN_SWQ_MARKED;
 	q->ring[q->tail++ & (SRN_SWQ_SLOTS - 1)] = *f;
 	q->bytes += f->wire_len;
 	if (q->bytes > q->max_bytes)
@@ -99,6 +105,8 @@ bool srn_swq_dequeue(struct srn_swq *q, uint64_t now_ns, struct srn_swq_frame *f
 	if (q->head == q->tail || now_ns < q->next_free_ns)
 		return false;
 	*f = q->ring[q->head++ & (SRN_SWQ_SLOTS - 1)];
+	/* Dequeue marking: RED on the queue the frame was at the head of. */
+	f->marked = q->cfg.ecn && q->cfg.mark_dequeue && red_mark(q, f, q->bytes);
 	q->bytes -= f->wire_len;
 	q->departed++;
 	if (q->cfg.rate_bps) {

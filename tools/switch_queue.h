@@ -2,7 +2,8 @@
  * switch_queue.h - the egress queue of `softrnic switch`: a FIFO of whole
  * Ethernet frames drained at a configured link rate, with RED-style ECN
  * marking (Kmin, Kmax, Pmax on the instantaneous queue, as DCQCN's
- * switches do), tail drop at the buffer limit, and PFC-style XOFF/XON
+ * switches do; decided as a frame joins the queue, or with mark_dequeue
+ * as it leaves, when the mark reaches the receiver a queue delay sooner), tail drop at the buffer limit, and PFC-style XOFF/XON
  * hysteresis with pause counters.
  *
  * Pure: no sockets, no clock (time passed in), a seeded PRNG.  The I/O
@@ -25,6 +26,7 @@ struct srn_swq_cfg {
 	uint64_t rate_bps;	/* 0 = as fast as frames come */
 	uint32_t buffer;	/* bytes; a frame that would pass it is dropped */
 	bool ecn;		/* RED marking on */
+	bool mark_dequeue;	/* decide as a frame leaves (its queue then), not as it joins */
 	uint32_t kmin, kmax;	/* bytes */
 	double pmax;		/* marking probability at kmax, 0..1 */
 	bool pfc;		/* XOFF/XON on */
@@ -37,6 +39,7 @@ struct srn_swq_frame {
 	uint32_t wire_len;	/* bytes the rate is charged for */
 	uint32_t l3_off;	/* offset of the IP header in data */
 	int flow;		/* the caller's flow index, -1 = none */
+	bool marked;		/* dequeue: CE set as it left (mark_dequeue) */
 };
 
 struct srn_swq {
