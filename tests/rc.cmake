@@ -27,3 +27,7 @@ srn_script_test(gso_refused test_gso_refused.sh)
 # The fast tier (each under ~2 s; ctest -L fast).
 set_property(TEST test_rc_verbs explain_errors test_gso_iov_limit
   gso_refused APPEND PROPERTY LABELS fast)
+
+# The responder's owed ACK: a duplicate's ACK never replaces an owed NAK.
+srn_unit_test(test_ack_coalesce test_ack_coalesce.c)
+set_property(TEST test_ack_coalesce APPEND PROPERTY LABELS fast)

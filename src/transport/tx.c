@@ -49,7 +49,14 @@ int srn_xmit_to(struct srn_qp *qp, const struct sockaddr *dst, socklen_t dstlen,
 void srn_ack_schedule(struct srn_qp *qp, uint8_t syndrome, uint32_t psn)
 {
 	/* A later ACK or NAK-sequence supersedes an earlier one: each
-	 * acknowledges everything before its PSN (coalescing, rxe check_ack). */
+	 * acknowledges everything before its PSN (coalescing, rxe check_ack).
+	 * But a plain ACK that acknowledges nothing new (a duplicate's, for
+	 * PSN ePSN-1) must not replace an owed NAK: the NAK acknowledges as
+	 * much and also asks for the resend now (or says RNR); dropping it
+	 * left the requester to its ACK timeout, a retry spent each time. */
+	if (qp->resp.ack_pending && srn_aeth_type(qp->resp.ack_syndrome) != SRN_AETH_TYPE_ACK &&
+	    srn_aeth_type(syndrome) == SRN_AETH_TYPE_ACK && srn_psn_cmp(psn, qp->resp.ack_psn) < 0)
+		return;
 	qp->resp.ack_syndrome = syndrome;
 	qp->resp.ack_psn = psn;
 	if (!qp->resp.ack_pending) {
