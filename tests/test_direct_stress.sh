@@ -21,5 +21,10 @@ echo "direct_write $w, direct_read $r, direct_atomic $a;" \
     "$(echo "$(date +%s.%N) - $start" | bc) s"
 if [ "$w" -lt 100 ] || [ "$r" -lt 100 ] || [ "$a" -lt 100 ]; then
     echo "FAIL: the same-host requesters did not place directly"
+    # Which step failed: no ring to the target (shm_*), or direct
+    # placement tried and refused (direct_fallback), and any note the
+    # devices printed when they opened.
+    grep -v '^softrnic ' "$log" | grep -v '^ok' | head -20
+    grep -E ' (shm_sent_pkts|shm_rcvd_pkts|direct_fallback|direct_fence_timeouts|sent_pkts) ' "$log"
     exit 1
 fi
