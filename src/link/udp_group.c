@@ -280,6 +280,16 @@ int srn_udp_group_prog_leave(const uint8_t *order, unsigned n, unsigned self, bo
 	return k;
 }
 
+/* Put prog[0..n) on the group through our socket. */
+static int attach(struct srn_udp *u, struct sock_filter *prog, int n)
+{
+	struct sock_fprog fp = { .len = (unsigned short)n, .filter = prog };
+	if (setsockopt(u->fd, SOL_SOCKET, SO_ATTACH_REUSEPORT_CBPF, &fp, sizeof(fp)))
+		return -errno;
+	u->grp->st.resteers++;
+	return 0;
+}
+
 static int attach_prog(struct srn_udp *u, const struct order_file *o)
 {
 	/* SOFTRNIC_GROUP_STEER=0 leaves the kernel's hash to pick (tests:
@@ -287,12 +297,7 @@ static int attach_prog(struct srn_udp *u, const struct order_file *o)
 	if (!u->grp->steer)
 		return 0;
 	struct sock_filter prog[SRN_GRP_PROG_MAX];
-	int n = srn_udp_group_prog(o->member, o->n, prog);
-	struct sock_fprog fp = { .len = (unsigned short)n, .filter = prog };
-	if (setsockopt(u->fd, SOL_SOCKET, SO_ATTACH_REUSEPORT_CBPF, &fp, sizeof(fp)))
-		return -errno;
-	u->grp->st.resteers++;
-	return 0;
+	return attach(u, prog, srn_udp_group_prog(o->member, o->n, prog));
 }
 
 /* Our forwarding socket: UDP on 127.0.0.1, a port of the kernel's
@@ -483,18 +488,16 @@ void srn_udp_group_leave(struct srn_udp *u)
 		 * what it holds for others passed on, then go; the order as
 		 * the close leaves it is written for the others, all under
 		 * the lock, so no joiner comes between. */
+		u->grp = g;
 		for (unsigned i = 0; i < o.n; i++)
 			if (o.member[i] == g->member) {
 				struct sock_filter prog[SRN_GRP_PROG_MAX];
 				int n = srn_udp_group_prog_leave(o.member, o.n, i, g->steer, prog);
-				struct sock_fprog fp = { .len = (unsigned short)n, .filter = prog };
-				if (n && !setsockopt(u->fd, SOL_SOCKET, SO_ATTACH_REUSEPORT_CBPF, &fp,
-						     sizeof(fp)))
-					g->st.resteers++;
+				if (n)
+					attach(u, prog, n);
 				order_remove_at(&o, i);
 				break;
 			}
-		u->grp = g;
 		drain_for_others(u);
 		u->grp = NULL;
 		close(u->fd);
@@ -558,26 +561,38 @@ static int tx_sock(void)
 
 /* Where member k of the group in dir/key takes forwarded packets: 0, or
  * -ENOENT when the slot is free or has no forwarding socket. */
-static int slot_fwd(const struct srn_udp_group *g, unsigned k, struct sockaddr_in *out,
-		    int32_t *pid)
+/* The forwarding address in the open slot file fd, if its member lives
+ * (holds the lock) and the record is one: 0, else -ENOENT. */
+static int slot_read(int fd, struct sockaddr_in *out)
+{
+	if (flock(fd, LOCK_SH | LOCK_NB) == 0) {
+		flock(fd, LOCK_UN);     /* nobody holds it: the member is gone */
+		return -ENOENT;
+	}
+	struct slot_rec r;
+	if (pread(fd, &r, sizeof(r), 0) != (ssize_t)sizeof(r) || r.magic != SLOT_MAGIC ||
+	    r.fwd.sin_family != AF_INET || r.fwd.sin_port == 0 ||
+	    r.fwd.sin_addr.s_addr != htonl(INADDR_LOOPBACK))
+		return -ENOENT;
+	*out = r.fwd;
+	return 0;
+}
+
+static int open_slot(const struct srn_udp_group *g, unsigned k)
 {
 	char suffix[16];
 	snprintf(suffix, sizeof(suffix), ".m%u", k);
-	int fd = open_ours(g, suffix);
+	return open_ours(g, suffix);
+}
+
+static int slot_fwd(const struct srn_udp_group *g, unsigned k, struct sockaddr_in *out)
+{
+	int fd = open_slot(g, k);
 	if (fd < 0)
 		return -ENOENT;
-	struct slot_rec r;
-	bool ok = flock(fd, LOCK_SH | LOCK_NB) != 0 &&     /* held: its member lives */
-		  pread(fd, &r, sizeof(r), 0) == (ssize_t)sizeof(r) && r.magic == SLOT_MAGIC &&
-		  r.fwd.sin_family == AF_INET && r.fwd.sin_port != 0 &&
-		  r.fwd.sin_addr.s_addr == htonl(INADDR_LOOPBACK);
+	int ret = slot_read(fd, out);
 	close(fd);
-	if (!ok)
-		return -ENOENT;
-	*out = r.fwd;
-	if (pid)
-		*pid = r.pid;
-	return 0;
+	return ret;
 }
 
 static int fwd_send(int from, const struct sockaddr_in *to, uint32_t magic, uint64_t secret,
@@ -600,26 +615,9 @@ static int fwd_send(int from, const struct sockaddr_in *to, uint32_t magic, uint
  * which is the slow path anyway. */
 static const struct sockaddr_in *peer_fwd(struct srn_udp_group *g, unsigned k)
 {
-	if (g->peer_fd[k] < 0) {
-		char suffix[16];
-		snprintf(suffix, sizeof(suffix), ".m%u", k);
-		int fd = open_ours(g, suffix);
-		if (fd < 0)
-			return NULL;
-		g->peer_fd[k] = fd;
-	}
-	int fd = g->peer_fd[k];
-	struct slot_rec r;
-	if (pread(fd, &r, sizeof(r), 0) != (ssize_t)sizeof(r) || r.magic != SLOT_MAGIC ||
-	    r.fwd.sin_family != AF_INET || r.fwd.sin_port == 0 ||
-	    r.fwd.sin_addr.s_addr != htonl(INADDR_LOOPBACK))
+	if (g->peer_fd[k] < 0 && (g->peer_fd[k] = open_slot(g, k)) < 0)
 		return NULL;
-	if (flock(fd, LOCK_SH | LOCK_NB) == 0) {
-		flock(fd, LOCK_UN);     /* nobody holds it: the member is gone */
-		return NULL;
-	}
-	g->peer_to = r.fwd;
-	return &g->peer_to;
+	return slot_read(g->peer_fd[k], &g->peer_to) ? NULL : &g->peer_to;
 }
 
 int srn_udp_group_doorbell(struct srn_udp *u, const struct sockaddr *dst, socklen_t dstlen,
@@ -649,7 +647,7 @@ int srn_udp_group_doorbell(struct srn_udp *u, const struct sockaddr *dst, sockle
 			return -ENOENT;
 		bool known = pread(ofd, &o, sizeof(o), 0) == (ssize_t)sizeof(o) && o.magic == ORDER_MAGIC;
 		close(ofd);
-		if (!known || slot_fwd(&tmp, member, &a, NULL))
+		if (!known || slot_fwd(&tmp, member, &a))
 			return -ENOENT;
 		tmp.secret = o.secret;
 		g = &tmp;
