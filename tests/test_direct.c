@@ -671,15 +671,78 @@ static int mode_killed(int fd, bool parent, pid_t child)
 	return 0;
 }
 
+/* last_byte: the target spins on the last byte of each Write, as
+ * ib_write_lat does, and then finds the whole message there.  Message k
+ * fills [off, off+len) with one value, new each time; sizes span one
+ * byte, the 64-128 bytes memcpy stores out of order, unaligned tails and
+ * whole chunks.  Both sides draw the same (off, len) sequence. */
+#define LB_ROUNDS 300
+static void lb_msg(unsigned k, uint32_t *off, uint32_t *len)
+{
+	static const uint32_t sizes[] = { 1, 2, 7, 8, 9, 63, 64, 65, 96, 127, 128, 129,
+					  4095, 4096, 4103, SMALL, BIG / 2 };
+	uint32_t x = k * 2654435761u;
+	*len = sizes[k % (sizeof(sizes) / sizeof(sizes[0]))];
+	*off = (x >> 8) % (BIG - *len + 1);
+}
+
+static int mode_last_byte(int fd, bool parent)
+{
+	if (!parent) {
+		target_open(fd, NULL);
+		unsigned torn = 0;
+		for (unsigned k = 0; k < LB_ROUNDS; k++) {
+			uint32_t off, len;
+			lb_msg(k, &off, &len);
+			uint8_t v = (uint8_t)(1 + k % 255);
+			const volatile uint8_t *lastp = &t_rw[off + len - 1];
+			double t0 = srn_tc_now();
+			while (*lastp != v)
+				CHECK(srn_tc_now() - t0 < 20);   /* bounded: the Write never came */
+			__atomic_thread_fence(__ATOMIC_ACQUIRE);
+			/* From the end down: the bytes a copy out of order
+			 * would store last are the ones right before the tail. */
+			for (uint32_t i = len; i-- > 0;)
+				if (((const volatile uint8_t *)t_rw)[off + i] != v) {
+					torn++;
+					break;
+				}
+			/* Zero again before the next message: its value is then
+			 * new to every byte it covers. */
+			memset(t_rw + off, 0, len);
+			srn_tc_barrier(fd, 0xd5, TMO);
+		}
+		CHECK(torn == 0);
+		target_wait_done(fd);
+		return 0;
+	}
+	requester_open(fd);
+	for (unsigned k = 0; k < LB_ROUNDS; k++) {
+		uint32_t off, len;
+		lb_msg(k, &off, &len);
+		memset(r_src, 1 + k % 255, len);
+		struct ibv_sge s[4];
+		struct ibv_send_wr w;
+		make_wr(&w, s, true, 0, R.peer.addr_rw + off, R.peer.rkey_rw, len, k);
+		CHECK(post_wait(R.qp[0], &w) == IBV_WC_SUCCESS);
+		srn_tc_barrier(fd, 0xd5, TMO);
+	}
+	target_wait_done(fd);
+	printf("ok: %u Writes of 1 B to 512 KiB; the target, spinning on each last byte, "
+	       "found every message whole\n", LB_ROUNDS);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *m = argc == 2 ? argv[1] : "";
 	int (*fn)(int, bool) = !strcmp(m, "data") ? mode_data : !strcmp(m, "errors") ? mode_errors
 			     : !strcmp(m, "qp_err") ? mode_qp_err : !strcmp(m, "dereg") ? mode_dereg
 			     : !strcmp(m, "order") ? mode_order : !strcmp(m, "imm") ? mode_imm
-			     : !strcmp(m, "unmap") ? mode_unmap : NULL;
+			     : !strcmp(m, "unmap") ? mode_unmap
+			     : !strcmp(m, "last_byte") ? mode_last_byte : NULL;
 	if (!fn && strcmp(m, "killed")) {
-		fprintf(stderr, "usage: %s data|errors|qp_err|dereg|killed|order|imm|unmap\n",
+		fprintf(stderr, "usage: %s data|errors|qp_err|dereg|killed|order|imm|unmap|last_byte\n",
 			argv[0]);
 		return 2;
 	}

@@ -1,9 +1,13 @@
 #!/bin/bash
 # Same-host direct placement (transport/direct.c), each mode of
-# test_direct with SOFTRNIC_DIRECT on (the default) and off: the same
-# semantic checks must pass on both paths, and the counters
-# (SOFTRNIC_STATS=1) must say which path carried the Writes and Reads:
-#   data    direct_write and direct_read > 0 on; 0 off
+# test_direct three ways: direct through a mapping of the target's pages
+# (the default: its regions of 64 KiB and more are shared, core/mr_share.h),
+# direct by cross-memory attach (SOFTRNIC_DIRECT_MAP=0) and off
+# (SOFTRNIC_DIRECT=0).  The same semantic checks must pass on every path,
+# and the counters (SOFTRNIC_STATS=1) must say which path carried the
+# Writes and Reads:
+#   data    direct_write and direct_read > 0 direct; 0 off
+#   (all)   direct_mapped > 0 mapped (data, imm, dereg, unmap); 0 copy
 #   errors  every refused request took the rings (direct_fallback > 0 on)
 #   imm     the Write-with-immediate data went direct (direct_write > 0 on)
 #   qp_err, dereg, killed, order, unmap: the semantic check alone
@@ -12,19 +16,33 @@ bin="${SRN_BUILD:?}/bin/test_direct"
 source "$SRN_SRC/tests/lib/direct.sh"
 fail=0
 
-for mode in data errors qp_err dereg killed order imm unmap; do
-    for d in 1 0; do
-        log="$tmp/$mode.$d"
-        if ! SOFTRNIC_STATS=1 SOFTRNIC_DIRECT=$d timeout -k 5 150 "$bin" "$mode" >"$log" 2>&1; then
-            echo "FAIL: $mode (SOFTRNIC_DIRECT=$d)"
+for mode in data errors qp_err dereg killed order imm unmap last_byte; do
+    for way in mapped copy off; do
+        d=1 map=1
+        [ "$way" = off ] && d=0
+        [ "$way" = copy ] && map=0
+        log="$tmp/$mode.$way"
+        if ! SOFTRNIC_STATS=1 SOFTRNIC_DIRECT=$d SOFTRNIC_DIRECT_MAP=$map \
+            timeout -k 5 150 "$bin" "$mode" >"$log" 2>&1; then
+            echo "FAIL: $mode ($way)"
             cat "$log"
             fail=1
             continue
         fi
         w=$(counter "$log" direct_write) r=$(counter "$log" direct_read)
-        fb=$(counter "$log" direct_fallback)
-        echo "ok: $mode (SOFTRNIC_DIRECT=$d): $(grep '^ok' "$log" | head -1)" \
-            "[direct_write $w, direct_read $r, direct_fallback $fb]"
+        fb=$(counter "$log" direct_fallback) mp=$(counter "$log" direct_mapped)
+        echo "ok: $mode ($way): $(grep '^ok' "$log" | head -1)" \
+            "[direct_write $w, direct_read $r, direct_mapped $mp, direct_fallback $fb]"
+        if [ "$way" = copy ] && [ "$mp" -ne 0 ]; then
+            echo "FAIL: $mode: a copy went through a mapping with SOFTRNIC_DIRECT_MAP=0"
+            fail=1
+        fi
+        case "$mode" in data|imm|dereg|unmap|last_byte)
+            if [ "$way" = mapped ] && [ "$mp" -lt 1 ]; then
+                echo "FAIL: $mode: nothing was copied through a mapping of the target's pages"
+                fail=1
+            fi ;;
+        esac
         if [ "$d" = 0 ] && [ $((w + r + fb)) -ne 0 ]; then
             echo "FAIL: $mode: direct placement ran with SOFTRNIC_DIRECT=0"
             fail=1

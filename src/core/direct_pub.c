@@ -74,8 +74,8 @@ void srn_direct_pub_mr(struct srn_nic *nic, const struct srn_mr *mr)
 		e.iova = mr->iova;
 		e.length = mr->length;
 		e.base = (uint64_t)(uintptr_t)mr->base;
-		/* Its memfd for atomics (core/mr_share.h): peers map it. */
-		if (mr->share && (mr->access & IBV_ACCESS_REMOTE_ATOMIC)) {
+		/* Its memfd (core/mr_share.h): peers map it for atomics and copies. */
+		if (mr->share) {
 			e.share_fd = mr->share->fd + 1;
 			e.share_ino = mr->share->ino;
 			e.share_base = mr->share->base;

@@ -29,23 +29,43 @@
 #include "core/nic.h"
 #include "link/shm_file.h"
 
-#define SHARE_MAX_DEFAULT (4u << 20)
+#define ATOMIC_MAX_DEFAULT (4u << 20)
+#define MAP_MIN (64u << 10)
+#define MAP_MAX_DEFAULT (16u << 20)
 
 static struct srn_mr_share *spans;     /* under the list lock */
 
-static size_t share_max(void)
+/* A size from the environment: `off` (named =0) gives 0, unset gives def. */
+static size_t env_size(const char *off, const char *name, size_t def)
 {
-	const char *on = getenv("SOFTRNIC_DIRECT_ATOMIC");
+	const char *on = getenv(off);
 	if (on && !strcmp(on, "0"))
 		return 0;
-	const char *max = getenv("SOFTRNIC_DIRECT_ATOMIC_MAX");
+	const char *max = getenv(name);
 	if (max && *max) {
 		char *end;
 		unsigned long long v = strtoull(max, &end, 0);
 		if (!*end)
 			return v > SIZE_MAX / 2 ? SIZE_MAX / 2 : (size_t)v;
 	}
-	return SHARE_MAX_DEFAULT;
+	return def;
+}
+
+/* May a span of len bytes of a region with these rights move?  Atomics
+ * need it (up to SOFTRNIC_DIRECT_ATOMIC_MAX).  Writes and Reads only gain
+ * speed (a copy through the mapping runs at about twice the speed of
+ * process_vm_writev for 1 MiB), so only spans of 64 KiB and more move
+ * (up to SOFTRNIC_DIRECT_MAP_MAX): their bandwidth is what gains, and a
+ * small heap buffer's pages are often reused by malloc after the
+ * region goes, where the span's MADV_DONTFORK would hide them from a
+ * forked child. */
+static bool may_move(unsigned access, size_t len)
+{
+	if ((access & IBV_ACCESS_REMOTE_ATOMIC) &&
+	    len <= env_size("SOFTRNIC_DIRECT_ATOMIC", "SOFTRNIC_DIRECT_ATOMIC_MAX", ATOMIC_MAX_DEFAULT))
+		return true;
+	return (access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ)) && len >= MAP_MIN &&
+	       len <= env_size("SOFTRNIC_DIRECT_MAP", "SOFTRNIC_DIRECT_MAP_MAX", MAP_MAX_DEFAULT);
 }
 
 /* Is all of [s, e) private anonymous read-write memory (no file, no
@@ -192,14 +212,15 @@ static struct srn_mr_share *find_span(uintptr_t s, uintptr_t e, bool *overlap)
 void srn_mr_share_attach(struct srn_mr *mr)
 {
 	struct srn_nic *nic = mr->pd->nic;
-	size_t max = share_max();
-	if (!nic->link.direct_on || !(mr->access & IBV_ACCESS_REMOTE_ATOMIC) || !max)
+	if (!nic->link.direct_on)
 		return;
 	uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
 	uintptr_t s = (uintptr_t)mr->base & ~(pg - 1);
 	uintptr_t e = ((uintptr_t)mr->base + mr->length + pg - 1) & ~(pg - 1);
-	if (e <= s || e - s > max)
+	if (e <= s || !(mr->access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+				       IBV_ACCESS_REMOTE_ATOMIC)))
 		return;
+	/* A region inside a span already moved shares it, whatever its size. */
 	bool overlap;
 	srn_mr_map_lock();
 	struct srn_mr_share *sp = find_span(s, e, &overlap);
@@ -208,7 +229,7 @@ void srn_mr_share_attach(struct srn_mr *mr)
 		mr->share = sp;
 	}
 	srn_mr_map_unlock();
-	if (sp || overlap || !anon_private(s, e))
+	if (sp || overlap || !may_move(mr->access, e - s) || !anon_private(s, e))
 		return;
 	struct srn_mr_share *n = calloc(1, sizeof(*n));
 	if (!n)

@@ -1,11 +1,15 @@
 /*
- * mr_share.h - regions with remote atomics re-backed by a memfd, so that
- * same-host peers can execute atomics on the very page (link/direct.h).
+ * mr_share.h - regions with remote rights re-backed by a memfd, so that
+ * same-host peers can execute atomics on the very page and copy Writes
+ * and Reads through a mapping (link/direct.h).
  *
  * A Compare-and-Swap or Fetch-and-Add from a peer process must be a CPU
- * atomic on the target's memory; cross-memory attach only copies.  So at
- * ibv_reg_mr with IBV_ACCESS_REMOTE_ATOMIC the region's whole pages (the
- * "span") are moved onto a sealed memfd: contents copied, then the memfd
+ * atomic on the target's memory; cross-memory attach only copies, and
+ * copies at about half the speed of memcpy through a mapping (1 MiB:
+ * 9-11 GB/s against 18-20 here).  So at ibv_reg_mr with
+ * IBV_ACCESS_REMOTE_ATOMIC, or with remote write or read for a span of
+ * 64 KiB to SOFTRNIC_DIRECT_MAP_MAX (default 16 MiB), the region's whole
+ * pages (the "span") are moved onto a sealed memfd: contents copied, then the memfd
  * mapped MAP_SHARED over the same addresses with one mremap, so the
  * program keeps its pointers and sees the same bytes.  The memfd's
  * descriptor is published in the direct table for same-user peers only.
@@ -34,8 +38,12 @@
  *    registration there never reuses it.
  *  - rereg that moves the region or changes its rights: it stops sharing
  *    (its atomics take the rings); a rereg never moves pages.
- * Large spans (SOFTRNIC_DIRECT_ATOMIC_MAX, default 4 MiB: the move costs
- * about 0.7 ms per MiB) and SOFTRNIC_DIRECT_ATOMIC=0 keep their pages.
+ * The move costs about 1 ms per MiB at registration.  Atomic regions over
+ * SOFTRNIC_DIRECT_ATOMIC_MAX (default 4 MiB) or with
+ * SOFTRNIC_DIRECT_ATOMIC=0, and Write/Read regions under 64 KiB, over
+ * SOFTRNIC_DIRECT_MAP_MAX or with SOFTRNIC_DIRECT_MAP=0, keep their pages
+ * (small ones: their pages are often heap that malloc reuses after the
+ * region goes, and the span stays MADV_DONTFORK).
  */
 #ifndef SRN_CORE_MR_SHARE_H
 #define SRN_CORE_MR_SHARE_H

@@ -59,6 +59,7 @@ const char *const srn_counter_names[SRN_CNT__MAX] = {
 	[SRN_CNT_DIRECT_READ] = "direct_read",
 	[SRN_CNT_DIRECT_READ_BYTES] = "direct_read_bytes",
 	[SRN_CNT_DIRECT_ATOMIC] = "direct_atomic",
+	[SRN_CNT_DIRECT_MAPPED] = "direct_mapped",
 	[SRN_CNT_DIRECT_FALLBACK] = "direct_fallback",
 	[SRN_CNT_DIRECT_FENCE_WAITS] = "direct_fence_waits",
 	[SRN_CNT_DIRECT_FENCE_TIMEOUTS] = "direct_fence_timeouts",

@@ -70,6 +70,7 @@ enum srn_counter {
 	SRN_CNT_DIRECT_READ,        /* RDMA Reads this requester served directly from a same-host target */
 	SRN_CNT_DIRECT_READ_BYTES,
 	SRN_CNT_DIRECT_ATOMIC,      /* CAS/FAA this requester executed on a same-host target's shared page */
+	SRN_CNT_DIRECT_MAPPED,      /* of the direct Writes and Reads: copied through a mapping of the target's pages */
 	SRN_CNT_DIRECT_FALLBACK,    /* eligible Writes/Reads that took the rings after all (a check failed) */
 	SRN_CNT_DIRECT_FENCE_WAITS, /* dereg/revoke/QP changes that waited for a peer's placement */
 	SRN_CNT_DIRECT_FENCE_TIMEOUTS, /* ... and gave up on a stopped peer (SRN_DIRECT_FENCE_MAX_NS) */

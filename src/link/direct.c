@@ -435,7 +435,8 @@ static uint8_t *map_share(const struct srn_direct_peer *p, const struct srn_dire
 	struct stat st;
 	void *at = MAP_FAILED;
 	if (!fstat(fd, &st) && (uint64_t)st.st_ino == m->share_ino)
-		at = mmap(NULL, (size_t)m->share_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		at = mmap(NULL, (size_t)m->share_len, PROT_READ | PROT_WRITE,
+			  MAP_SHARED | MAP_POPULATE, fd, 0);
 	close(fd);
 	if (at == MAP_FAILED)
 		return NULL;
@@ -444,12 +445,12 @@ static uint8_t *map_share(const struct srn_direct_peer *p, const struct srn_dire
 	return at;
 }
 
-uint64_t *srn_direct_atomic_ptr(struct srn_direct_peer *p, uint32_t slot,
-				const struct srn_direct_mr_ent *m, uint64_t remote)
+void *srn_direct_shared_ptr(struct srn_direct_peer *p, uint32_t slot,
+			    const struct srn_direct_mr_ent *m, uint64_t remote, uint64_t len)
 {
-	/* The 8 bytes must lie inside the span the memfd backs. */
-	if (m->share_fd <= 0 || remote < m->share_base || (remote & 7) ||
-	    remote - m->share_base > m->share_len || m->share_len - (remote - m->share_base) < 8)
+	/* The bytes must lie inside the span the memfd backs. */
+	if (m->share_fd <= 0 || !len || remote < m->share_base ||
+	    remote - m->share_base > m->share_len || m->share_len - (remote - m->share_base) < len)
 		return NULL;
 	struct srn_direct_map *hit = NULL, *victim = &p->map[0];
 	for (unsigned i = 0; i < SRN_DIRECT_MAPS; i++) {
@@ -479,5 +480,5 @@ uint64_t *srn_direct_atomic_ptr(struct srn_direct_peer *p, uint32_t slot,
 		};
 	}
 	hit->used = ++p->map_tick;
-	return (uint64_t *)(hit->at + (remote - m->share_base));
+	return hit->at + (remote - m->share_base);
 }

@@ -33,14 +33,16 @@
  * and the wait is bounded (SRN_DIRECT_FENCE_MAX_NS) so a stopped peer
  * cannot hang the target: that is counted and logged.
  *
- * Atomics.  A Compare-and-Swap or Fetch-and-Add cannot be done by
+ * Shared regions.  A Compare-and-Swap or Fetch-and-Add cannot be done by
  * copying: it needs the CPU's atomic instruction on the target's page.
- * So a region registered with remote atomics is re-backed by a memfd at
- * registration (core/mr_share.h) and its entry names that memfd; the
- * requester opens it through /proc/PID/fd (same user only, checked as
- * the table is, plus the published inode), maps it once and keeps the
- * mapping (srn_direct_atomic_ptr), and executes the atomic there between
- * enter and leave, so the fence covers it as it covers a copy.  The
+ * So a region registered with remote atomics (and a large one with remote
+ * write or read, where copying through a mapping is twice as fast as
+ * cross-memory attach) is re-backed by a memfd at registration
+ * (core/mr_share.h) and its entry names that memfd; the requester opens
+ * it through /proc/PID/fd (same user only, checked as the table is, plus
+ * the published inode), maps it once and keeps the mapping
+ * (srn_direct_shared_ptr), and executes the atomic or the copy there
+ * between enter and leave, so the fence covers it as any placement.  The
  * target's responder executes ring and UDP atomics with the same
  * instructions on the same physical page, so all are atomic together.
  *
@@ -180,14 +182,15 @@ bool srn_direct_read_mr(const struct srn_direct_peer *p, uint32_t slot, uint32_t
  * idempotent). */
 int srn_direct_copy(const struct srn_direct_peer *p, bool write, const struct iovec *local,
 		    int nlocal, uint64_t remote, uint64_t len);
-/* Where the 8 bytes at the target's address `remote` lie in our mapping
+/* Where the len bytes at the target's address `remote` lie in our mapping
  * of the region's shared memfd (m, as srn_direct_read_mr gave it), mapped
  * on first use and kept (SRN_DIRECT_MAPS per target, the least recently
  * used dropped; a mapping of an older region in the same slot is dropped
  * when seen).  Call between enter and leave, after the checks: the
- * pointer may be used until leave.  NULL: not shared, or the memfd
- * cannot be opened or is not the one published (the rings serve it). */
-uint64_t *srn_direct_atomic_ptr(struct srn_direct_peer *p, uint32_t slot,
-				const struct srn_direct_mr_ent *m, uint64_t remote);
+ * pointer may be used until leave.  NULL: not shared, outside the span,
+ * or the memfd cannot be opened or is not the one published (then copy
+ * with srn_direct_copy, or for an atomic take the rings). */
+void *srn_direct_shared_ptr(struct srn_direct_peer *p, uint32_t slot,
+			    const struct srn_direct_mr_ent *m, uint64_t remote, uint64_t len);
 
 #endif

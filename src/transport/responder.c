@@ -34,6 +34,7 @@
 #include "core/srq.h"
 #include "diag/shm.h"
 #include "transport/complete.h"
+#include "transport/ordered_copy.h"
 #include "transport/qp_count.h"
 #include "transport/responder.h"
 #include "transport/tx.h"
@@ -219,7 +220,11 @@ static enum exec_result exec_write(struct srn_qp *qp, const struct srn_pkt *p)
 			return refuse(qp, EXEC_NAK_ACCESS, "RDMA WRITE rkey 0x%x va 0x%llx: %s "
 				      "(changed during the message)", qp->resp.write_rkey,
 				      (unsigned long long)(qp->resp.write_va + qp->resp.off), why);
-		memcpy(dst, p->payload, p->paylen);
+		/* The message's last bytes land last, as from a NIC. */
+		if (last)
+			srn_copy_ordered(dst, p->payload, p->paylen);
+		else
+			memcpy(dst, p->payload, p->paylen);
 	}
 	/* The requester placed the data itself (transport/direct.c) and
 	 * sends the immediate alone: the message counts all of it. */

@@ -1,0 +1,45 @@
+/*
+ * ordered_copy.h - placing a Write's bytes so that its last bytes land
+ * last.
+ *
+ * A NIC places a message in order, and programs rely on it: perftest's
+ * ib_write_lat and many eager protocols spin on the last byte (or word)
+ * of a buffer and then read the rest.  memcpy gives no such order (for
+ * 64-128 bytes glibc stores the last vector before the one ahead of it).
+ * So the last (up to 8) bytes go after everything else, behind a full
+ * fence (which also orders non-temporal stores), as one store when they
+ * are an aligned word, so a poller of that word never sees it torn.
+ */
+#ifndef SRN_TRANSPORT_ORDERED_COPY_H
+#define SRN_TRANSPORT_ORDERED_COPY_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#define SRN_ORDERED_TAIL 8u
+
+/* The tail's bytes (from `last`, `tail` <= 8 of them) to d, after every
+ * store before this call. */
+static inline void srn_store_tail(uint8_t *d, const uint8_t *last, size_t tail)
+{
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (tail == 8 && !((uintptr_t)d & 7)) {
+		uint64_t v;
+		memcpy(&v, last, sizeof(v));
+		__atomic_store_n((uint64_t *)(void *)d, v, __ATOMIC_RELAXED);
+		return;
+	}
+	for (size_t k = 0; k < tail; k++)
+		__atomic_store_n(d + k, last[k], __ATOMIC_RELAXED);
+}
+
+/* memcpy, with the last bytes stored last. */
+static inline void srn_copy_ordered(void *dst, const void *src, size_t len)
+{
+	size_t tail = len < SRN_ORDERED_TAIL ? len : SRN_ORDERED_TAIL;
+	memcpy(dst, src, len - tail);
+	srn_store_tail((uint8_t *)dst + (len - tail), (const uint8_t *)src + (len - tail), tail);
+}
+
+#endif
