@@ -695,11 +695,10 @@ static int mode_last_byte(int fd, bool parent)
 			uint32_t off, len;
 			lb_msg(k, &off, &len);
 			uint8_t v = (uint8_t)(1 + k % 255);
-			const volatile uint8_t *lastp = &t_rw[off + len - 1];
+			const uint8_t *lastp = &t_rw[off + len - 1];
 			double t0 = srn_tc_now();
-			while (*lastp != v)
+			while (__atomic_load_n(lastp, __ATOMIC_ACQUIRE) != v)
 				CHECK(srn_tc_now() - t0 < 20);   /* bounded: the Write never came */
-			__atomic_thread_fence(__ATOMIC_ACQUIRE);
 			/* From the end down: the bytes a copy out of order
 			 * would store last are the ones right before the tail. */
 			for (uint32_t i = len; i-- > 0;)
