@@ -32,11 +32,17 @@
  *   test_direct unmap    the target unmaps its region while Writes stream
  *                        and maps fresh memory at the same address: the
  *                        new pages never receive a byte
+ *   test_direct last_byte
+ *                        the target spins on each Write's last byte (as
+ *                        ib_write_lat does) and then finds the whole
+ *                        message there
  *
  * The parent is the requester, the child the target (killed: the other
  * way round).  The target never polls: only its progress thread runs.
  */
+#define _GNU_SOURCE     /* sched_setaffinity */
 #include <arpa/inet.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <string.h>
@@ -686,10 +692,31 @@ static void lb_msg(unsigned k, uint32_t *off, uint32_t *len)
 	*off = (x >> 8) % (BIG - *len + 1);
 }
 
+/* This thread alone on the allowed CPU of the given rank from the end
+ * (0: the last), when there are two or more: the target's spinner and
+ * the requester's copy then run at once, so a message whose last byte
+ * landed early is seen torn.  With one CPU nothing changes. */
+static void pin_self(int from_end)
+{
+	cpu_set_t all, one;
+	if (sched_getaffinity(0, sizeof(all), &all) || CPU_COUNT(&all) < 2)
+		return;
+	int seen = 0;
+	for (int c = CPU_SETSIZE - 1; c >= 0; c--) {
+		if (!CPU_ISSET(c, &all) || seen++ != from_end)
+			continue;
+		CPU_ZERO(&one);
+		CPU_SET(c, &one);
+		sched_setaffinity(0, sizeof(one), &one);    /* this thread only */
+		return;
+	}
+}
+
 static int mode_last_byte(int fd, bool parent)
 {
 	if (!parent) {
 		target_open(fd, NULL);
+		pin_self(0);
 		unsigned torn = 0;
 		for (unsigned k = 0; k < LB_ROUNDS; k++) {
 			uint32_t off, len;
@@ -716,6 +743,7 @@ static int mode_last_byte(int fd, bool parent)
 		return 0;
 	}
 	requester_open(fd);
+	pin_self(1);
 	for (unsigned k = 0; k < LB_ROUNDS; k++) {
 		uint32_t off, len;
 		lb_msg(k, &off, &len);
