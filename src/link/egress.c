@@ -22,9 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "diag/clock.h"
 #include "link/gso.h"
-#include "link/pcap.h"
 #include "link/udp_group.h"
 #include "wire/opcode.h"
 
@@ -44,25 +42,6 @@ struct srn_egress *srn_egress_create(struct srn_udp *udp, struct srn_shm *shm,
 void srn_egress_destroy(struct srn_egress *e)
 {
 	free(e);
-}
-
-/* SOFTRNIC_PCAP on a same-host ring: record the packet as the UDP link
- * would carry it, its ICRC computed for the record alone.  v[n-1] is the
- * pad + ICRC piece.  From the device port, not the QP's own
- * (link/udp_ports.h): the receiving side traces what its ring delivered
- * with the only source it knows, the device's address and port
- * (srn_udp_trace_ring_rx), and both records of a packet must agree. */
-static void shm_trace(struct srn_egress *e, const struct srn_shm_peer *sp,
-		      const struct srn_ip_meta *meta, struct iovec *v, int n, uint32_t pad)
-{
-	uint8_t tail[3 + SRN_ICRC_LEN] = { 0 };
-	struct srn_ip_meta m = *meta;
-	m.sport = e->udp->port;
-	v[n - 1] = (struct iovec){ tail, pad };
-	srn_icrc_put(tail + pad, srn_icrc_calc(&m, v, n));
-	v[n - 1].iov_len = pad + SRN_ICRC_LEN;
-	srn_pcap_record(e->udp->pcap, (const struct sockaddr *)&e->udp->local,
-			(const struct sockaddr *)&sp->addr, v, n, false, srn_now_ns(), e->udp->tos);
 }
 
 /* Into a same-host ring: no ICRC (its 4 bytes are there, zero). */
@@ -89,8 +68,11 @@ static int shm_add(struct srn_egress *e, struct srn_shm_peer *sp, const struct s
 	srn_count(e->cnt, SRN_CNT_SENT_PKTS, 1);
 	srn_count(e->cnt, SRN_CNT_SENT_BYTES, len);
 	srn_count(e->cnt, SRN_CNT_SHM_SENT_PKTS, 1);
+	/* SOFTRNIC_PCAP: as the UDP link would carry it (v[n-1], the
+	 * zeros, becomes the record's pad and ICRC). */
 	if (e->udp->pcap)
-		shm_trace(e, sp, meta, v, n, srn_pad_of(paylen));
+		srn_udp_trace_synth(e->udp, (const struct sockaddr *)&sp->addr, meta, false, v, n,
+				    srn_pad_of(paylen), e->udp->tos);
 	return 0;
 }
 

@@ -586,18 +586,39 @@ void srn_udp_rx_meta(const struct srn_udp *u, const struct sockaddr *src,
 	}
 }
 
+void srn_udp_trace_synth(struct srn_udp *u, const struct sockaddr *peer,
+			 const struct srn_ip_meta *tx_meta, bool from_peer, struct iovec *v, int n,
+			 uint32_t pad, uint8_t tos)
+{
+	/* Pad bytes are zero; the ICRC follows them. */
+	uint8_t tail[3 + SRN_ICRC_LEN] = { 0 };
+	struct srn_ip_meta m;
+	if (from_peer) {
+		srn_udp_rx_meta(u, peer, &u->local, &m);
+	} else {
+		/* From the device port, not the QP's own (udp_ports.h): the
+		 * receiving side of a ring traces what it got with the only
+		 * source it knows, the device's address and port, and both
+		 * records of a packet must agree. */
+		m = *tx_meta;
+		m.sport = u->port;
+	}
+	v[n - 1] = (struct iovec){ tail, pad };
+	srn_icrc_put(tail + pad, srn_icrc_calc(&m, v, n));
+	v[n - 1].iov_len = pad + SRN_ICRC_LEN;
+	const struct sockaddr *local = (const struct sockaddr *)&u->local;
+	srn_pcap_record(u->pcap, from_peer ? peer : local, from_peer ? local : peer, v, n,
+			from_peer, srn_now_ns(), tos);
+}
+
 void srn_udp_trace_ring_rx(struct srn_udp *u, const struct sockaddr *src, const uint8_t *data,
 			   uint32_t len, uint8_t tos)
 {
 	if (!u->pcap || len < SRN_ICRC_LEN)
 		return;
-	struct srn_ip_meta m;
-	srn_udp_rx_meta(u, src, &u->local, &m);
-	uint8_t icrc[SRN_ICRC_LEN];
-	struct iovec v[2] = { { (void *)data, len - SRN_ICRC_LEN }, { icrc, SRN_ICRC_LEN } };
-	srn_icrc_put(icrc, srn_icrc_calc(&m, v, 1));
-	srn_pcap_record(u->pcap, src, (const struct sockaddr *)&u->local, v, 2, true, srn_now_ns(),
-			tos);
+	/* The pad is in data already. */
+	struct iovec v[2] = { { (void *)data, len - SRN_ICRC_LEN }, { NULL, 0 } };
+	srn_udp_trace_synth(u, src, NULL, true, v, 2, 0, tos);
 }
 
 static int recv_hooked(struct srn_udp *u, struct srn_rx_batch *b, int *truncated)

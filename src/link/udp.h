@@ -145,6 +145,17 @@ int srn_udp_fault_flush(struct srn_udp *u, uint64_t now_ns);
  * address of this socket): the IP addresses, the UDP ports, the family. */
 void srn_udp_rx_meta(const struct srn_udp *u, const struct sockaddr *src,
 		     const struct sockaddr_storage *local, struct srn_ip_meta *m);
+/* SOFTRNIC_PCAP: record a RoCEv2 packet that did not cross the socket
+ * (a same-host ring's, or one a same-host direct operation stands for,
+ * transport/direct_trace.c) as the UDP link would have carried it,
+ * between our address and peer: sent to it with tx_meta's ICRC facts
+ * (from our device port), or from_peer received from it.  v[0..n-2]:
+ * headers and payload; v[n-1] is overwritten with the pad (pad zero
+ * bytes) and the ICRC, computed here for the record alone.  Needs a
+ * trace (u->pcap). */
+void srn_udp_trace_synth(struct srn_udp *u, const struct sockaddr *peer,
+			 const struct srn_ip_meta *tx_meta, bool from_peer, struct iovec *v, int n,
+			 uint32_t pad, uint8_t tos);
 /* SOFTRNIC_PCAP: record a packet a same-host ring delivered (data, len,
  * its 4 ICRC bytes zero) as the UDP link would have carried it, its ICRC
  * computed for the record alone (link/egress.c does the same for ring
