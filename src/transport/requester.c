@@ -48,12 +48,10 @@ static uint8_t transport_of(const struct srn_qp *qp)
 	return srn_qp_transport(qp);
 }
 
-/* Payload bytes [off, off+len) of the WQE in slot idx as iovecs pointing
- * into registered memory (or the inline copy).  -EACCES if an lkey does
- * not resolve: a local protection error. */
-static int gather(struct srn_qp *qp, const struct srn_swqe *w, uint32_t idx, uint32_t off,
-		  uint32_t len, struct iovec *iov, int *niov)
+int srn_req_gather(struct srn_qp *qp, const struct srn_swqe *w, uint32_t off, uint32_t len,
+		   struct iovec *iov, int *niov)
 {
+	uint32_t idx = (uint32_t)(w - qp->sq.wqe);
 	*niov = 0;
 	if (len == 0)
 		return 0;
@@ -131,13 +129,71 @@ void srn_req_number(struct srn_qp *qp, struct srn_swqe *w)
 	qp->req.next_psn = srn_psn_add(qp->req.next_psn, n);
 }
 
+int srn_req_pkt(struct srn_qp *qp, const struct srn_swqe *w, uint32_t pktidx, uint32_t since,
+		struct srn_pkt *p, struct iovec *iov, int *niov)
+{
+	uint32_t npkts = npkts_of(qp, w);
+	uint32_t off = pktidx * qp->path.mtu;
+	uint32_t left = w->length - off;
+	bool rd = w->opcode == IBV_WR_RDMA_READ;
+	bool atomic = srn_wr_is_rd_atomic(w->opcode) && !rd;
+	/* A READ request carries no data; atomics carry it in AtomicETH; a
+	 * placed Write-with-immediate none (it is in the target already). */
+	uint32_t len = (rd || atomic || w->placed) ? 0
+						    : (left < qp->path.mtu ? left : qp->path.mtu);
+	enum srn_seg seg = (rd || atomic) ? SRN_SEG_ONLY : srn_seg_of(pktidx, npkts);
+	bool last = seg == SRN_SEG_LAST || seg == SRN_SEG_ONLY;
+
+	int op = opcode_for(qp, w, seg);
+	if (op < 0)
+		return op;
+	*p = (struct srn_pkt){
+		.opcode = (uint8_t)op,
+		.dqpn = qp->attr.dest_qp_num,
+		.psn = srn_psn_add(w->first_psn, pktidx),
+		.placed = w->placed,
+		.paylen = len,
+		.se = last && (w->send_flags & IBV_SEND_SOLICITED),
+		.imm_be = w->imm_be,
+		.ieth_rkey = w->imm_be,
+		/* A resent READ asks only for what is still missing (rxe
+		 * req_retry; IBTA 9.7.5.1.6). */
+		.reth_va = w->remote_addr + (rd ? off : 0),
+		.reth_rkey = w->rkey,
+		.reth_len = rd ? left : w->length,
+		.xrc_srqn = w->xrc_srqn,
+		.atm_va = w->remote_addr,
+		.atm_rkey = w->rkey,
+	};
+	if (w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP) {
+		p->atm_swap_add = w->swap;
+		p->atm_compare = w->compare_add;
+	} else if (atomic) {
+		p->atm_swap_add = w->compare_add;
+	}
+	/* A paced QP asks on every packet: the pacer may hold the rest of
+	 * the message longer than the local ACK timeout, and what was sent
+	 * must be acknowledged meanwhile (the responder coalesces ACKs per
+	 * receive batch, so this costs little). */
+	p->ackreq = srn_qp_reliable(qp) &&
+		    (last || since >= SRN_ACKREQ_EVERY || (qp->cc && qp->cc->paced));
+	if (qp->type == IBV_QPT_UD) {
+		/* IBTA 10.2.4: a Q_Key with the high bit set in the work
+		 * request means "use the QP's own Q_Key". */
+		p->dqpn = w->remote_qpn;
+		p->deth_qkey = (w->remote_qkey & 0x80000000u) ? qp->attr.qkey : w->remote_qkey;
+		p->deth_sqpn = qp->qpn;
+	}
+	if (srn_req_gather(qp, w, off, len, iov, niov))
+		return -EACCES;
+	return last;
+}
+
 /* Send the next packet of sq.wqe[req.cur].  Returns 1 if the WQE is now fully
  * sent, 0 if more packets remain, or -errno (-EAGAIN: retry later). */
 static int send_one(struct srn_qp *qp)
 {
-	uint32_t idx = qp->req.cur & (qp->sq.size - 1);
-	struct srn_swqe *w = &qp->sq.wqe[idx];
-	uint32_t npkts = npkts_of(qp, w);
+	struct srn_swqe *w = &qp->sq.wqe[qp->req.cur & (qp->sq.size - 1)];
 
 	if (!qp->req.cur_started) {
 		/* PSNs were given at post time (srn_req_number): a WQE
@@ -154,83 +210,34 @@ static int send_one(struct srn_qp *qp)
 		}
 	}
 	uint32_t pktidx = srn_psn_diff(qp->req.psn, w->first_psn);
-	uint32_t off = pktidx * qp->path.mtu;
-	uint32_t left = w->length - off;
-	bool rd = w->opcode == IBV_WR_RDMA_READ;
-	bool atomic = srn_wr_is_rd_atomic(w->opcode) && !rd;
-	/* A READ request carries no data; atomics carry it in AtomicETH; a
-	 * placed Write-with-immediate none (it is in the target already). */
-	uint32_t len = (rd || atomic || w->placed) ? 0
-						    : (left < qp->path.mtu ? left : qp->path.mtu);
-	enum srn_seg seg = (rd || atomic) ? SRN_SEG_ONLY : srn_seg_of(pktidx, npkts);
-	bool last = seg == SRN_SEG_LAST || seg == SRN_SEG_ONLY;
-
-	int op = opcode_for(qp, w, seg);
-	if (op < 0)
-		return op;
-	struct srn_pkt p = {
-		.opcode = (uint8_t)op,
-		.dqpn = qp->attr.dest_qp_num,
-		.psn = qp->req.psn,
-		.placed = w->placed,
-		.paylen = len,
-		.se = last && (w->send_flags & IBV_SEND_SOLICITED),
-		.imm_be = w->imm_be,
-		.ieth_rkey = w->imm_be,
-		/* A resent READ asks only for what is still missing (rxe
-		 * req_retry; IBTA 9.7.5.1.6). */
-		.reth_va = w->remote_addr + (rd ? off : 0),
-		.reth_rkey = w->rkey,
-		.reth_len = rd ? left : w->length,
-		.xrc_srqn = w->xrc_srqn,
-		.atm_va = w->remote_addr,
-		.atm_rkey = w->rkey,
-	};
-	if (w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP) {
-		p.atm_swap_add = w->swap;
-		p.atm_compare = w->compare_add;
-	} else if (atomic) {
-		p.atm_swap_add = w->compare_add;
-	}
-	qp->req.pkts_since_ackreq++;
-	/* A paced QP asks on every packet: the pacer may hold the rest of
-	 * the message longer than the local ACK timeout, and what was sent
-	 * must be acknowledged meanwhile (the responder coalesces ACKs per
-	 * receive batch, so this costs little). */
-	p.ackreq = srn_qp_reliable(qp) &&
-		   (last || qp->req.pkts_since_ackreq >= SRN_ACKREQ_EVERY ||
-		    (qp->cc && qp->cc->paced));
-
+	struct srn_pkt p;
 	struct iovec iov[SRN_MAX_SGE];
 	int niov;
-	if (gather(qp, w, idx, off, len, iov, &niov))
-		return -EACCES;
+	int last = srn_req_pkt(qp, w, pktidx, qp->req.pkts_since_ackreq + 1, &p, iov, &niov);
+	if (last < 0)
+		return last;
+	qp->req.pkts_since_ackreq++;
 	int ret;
-	if (qp->type == IBV_QPT_UD) {
-		/* IBTA 10.2.4: a Q_Key with the high bit set in the work
-		 * request means "use the QP's own Q_Key". */
-		p.dqpn = w->remote_qpn;
-		p.deth_qkey = (w->remote_qkey & 0x80000000u) ? qp->attr.qkey : w->remote_qkey;
-		p.deth_sqpn = qp->qpn;
+	if (qp->type == IBV_QPT_UD)
 		ret = srn_xmit_to(qp, (const struct sockaddr *)&w->ah->dst, w->ah->dstlen,
 				  &w->ah->meta, &p, iov, niov);
-	} else {
+	else
 		ret = srn_xmit(qp, &p, iov, niov);
-	}
 	if (ret)
 		return ret;
 	if (qp->cc)
-		srn_cc_sent(qp, len);
+		srn_cc_sent(qp, p.paylen);
 	if (p.ackreq)
 		qp->req.pkts_since_ackreq = 0;
 	if (pktidx == 0 && (w->opcode == IBV_WR_SEND || w->opcode == IBV_WR_SEND_WITH_IMM ||
 			    w->opcode == IBV_WR_SEND_WITH_INV))
 		srn_count(qp->nic->diag.cnt, SRN_CNT_RDMA_SENDS, 1);
 	/* A READ request stands for all its response PSNs. */
-	qp->req.psn = rd ? srn_psn_add(w->last_psn, 1) : srn_psn_add(qp->req.psn, 1);
+	qp->req.psn = w->opcode == IBV_WR_RDMA_READ ? srn_psn_add(w->last_psn, 1)
+						    : srn_psn_add(qp->req.psn, 1);
 	if (srn_psn_cmp(qp->req.psn, qp->req.psn_max) > 0)
 		qp->req.psn_max = qp->req.psn;
-	qp->req.cur_off = off + len;
+	qp->req.cur_off = pktidx * qp->path.mtu + p.paylen;
 	if (srn_qp_reliable(qp))
 		srn_timer_sent(qp);
 	return last;

@@ -8,7 +8,9 @@
 
 #include <infiniband/verbs.h>
 #include <stdint.h>
+#include <sys/uio.h>
 
+struct srn_pkt;
 struct srn_qp;
 struct srn_swqe;
 
@@ -17,6 +19,21 @@ void srn_req_push(struct srn_qp *qp);
 /* Give a newly posted WQE its PSNs (one per packet; a READ one per
  * response packet; binds/invalidates none). */
 void srn_req_number(struct srn_qp *qp, struct srn_swqe *w);
+/* Bytes [off, off+len) of the buffers of WQE w (in the send queue) as up
+ * to SRN_MAX_SGE iovecs into registered memory (or the inline copy).
+ * -EACCES if an lkey does not resolve: a local protection error. */
+int srn_req_gather(struct srn_qp *qp, const struct srn_swqe *w, uint32_t off, uint32_t len,
+		   struct iovec *iov, int *niov);
+/* Packet pktidx of WQE w as the requester sends it: every header field
+ * in *p (its PSN first_psn + pktidx; AckReq by the rule above, `since`
+ * counting the packets since the last AckReq, this one included) and its
+ * payload as up to SRN_MAX_SGE iovecs into registered memory (or the
+ * inline copy).  1 if it is the message's last packet, 0 if not, or
+ * -errno (-EACCES: an lkey does not resolve).  Changes nothing: the
+ * transmit path sends what it builds, transport/direct_trace.c only
+ * records it. */
+int srn_req_pkt(struct srn_qp *qp, const struct srn_swqe *w, uint32_t pktidx, uint32_t since,
+		struct srn_pkt *p, struct iovec *iov, int *niov);
 /* Resend everything from psn (raised to comp.una and to the tail WQE's
  * first PSN if behind them): the tail WQE restarts at that packet; a
  * partly answered READ is asked again for the remainder only. */
