@@ -351,14 +351,9 @@ static enum exec_result execute(struct srn_qp *qp, const struct srn_pkt *p)
 
 static int send_atomic_ack(struct srn_qp *qp, const struct srn_resp_res *r)
 {
-	struct srn_pkt a = {
-		.opcode = (uint8_t)(srn_qp_transport(qp) | SRN_OP_RC_ATOMIC_ACKNOWLEDGE),
-		.dqpn = qp->attr.dest_qp_num,
-		.psn = r->first_psn,
-		.aeth_syndrome = SRN_AETH_ACK_UNLIMITED,
-		.aeth_msn = qp->resp.msn,
-		.atm_orig = r->orig,
-	};
+	struct srn_resp_src src = srn_resp_src_of(qp);
+	struct srn_pkt a;
+	srn_atomic_ack_pkt(&src, r->first_psn, r->orig, &a);
 	return srn_xmit(qp, &a, NULL, 0);
 }
 
@@ -393,15 +388,9 @@ static int send_read(struct srn_qp *qp, struct srn_resp_res *r, uint32_t *budget
 			return 0;
 		}
 		uint32_t len = r->len - off < qp->path.mtu ? (uint32_t)(r->len - off) : qp->path.mtu;
-		struct srn_pkt p = {
-			.opcode = (uint8_t)(srn_qp_transport(qp) |
-					    srn_opcode_read_resp(srn_seg_of(idx, n))),
-			.dqpn = qp->attr.dest_qp_num,
-			.psn = r->next_psn,
-			.paylen = len,
-			.aeth_syndrome = SRN_AETH_ACK_UNLIMITED,
-			.aeth_msn = qp->resp.msn,
-		};
+		struct srn_resp_src src = srn_resp_src_of(qp);
+		struct srn_pkt p;
+		srn_read_resp_pkt(&src, r->first_psn, idx, n, len, &p);
 		struct iovec iov = { NULL, len };
 		if (len) {
 			const char *why;

@@ -6,6 +6,12 @@
  * in user space on the way out.  Packets leave through txq.c to the
  * link's egress (link/egress.h): into a same-host ring at once, or
  * queued for the socket until the burst ends.
+ *
+ * The responses (ACK/NAK, ATOMIC ACKNOWLEDGE, READ RESPONSE) are built
+ * here as field values from what the answering QP contributes (struct
+ * srn_resp_src), so the responder sends them and the recorder of direct
+ * operations (direct_trace.c) records a same-host target's with the
+ * same code; srn_xmit_record puts a built packet on the trace alone.
  */
 #include "transport/tx.h"
 
@@ -16,6 +22,7 @@
 #include "core/nic.h"
 #include "core/qp.h"
 #include "diag/shm.h"
+#include "link/udp.h"
 #include "transport/requester.h"
 #include "transport/responder.h"
 #include "transport/txq.h"
@@ -28,13 +35,19 @@ int srn_xmit(struct srn_qp *qp, struct srn_pkt *p, const struct iovec *pay, int 
 			   &qp->path.tx_meta, p, pay, npay);
 }
 
+/* The header bytes of p as every packet of ours carries them. */
+static int build_hdr(uint8_t hdr[SRN_MAX_HDR_LEN], struct srn_pkt *p)
+{
+	p->pkey = SRN_DEFAULT_PKEY;
+	return srn_pkt_build_hdr(hdr, p);
+}
+
 int srn_xmit_to(struct srn_qp *qp, const struct sockaddr *dst, socklen_t dstlen,
 		const struct srn_ip_meta *meta, struct srn_pkt *p, const struct iovec *pay,
 		int npay)
 {
 	uint8_t hdr[SRN_MAX_HDR_LEN];
-	p->pkey = SRN_DEFAULT_PKEY;
-	int hl = srn_pkt_build_hdr(hdr, p);
+	int hl = build_hdr(hdr, p);
 	if (hl < 0)
 		return hl;
 	int ret = srn_txq_add(qp->nic, dst, dstlen, meta, hdr, hl, pay, npay, p->paylen);
@@ -44,6 +57,70 @@ int srn_xmit_to(struct srn_qp *qp, const struct sockaddr *dst, socklen_t dstlen,
 				  (uint64_t)hl + p->paylen + srn_pad_of(p->paylen) + SRN_ICRC_LEN);
 	}
 	return ret;
+}
+
+void srn_xmit_record(struct srn_qp *qp, struct srn_pkt *p, const struct iovec *pay, int npay,
+		     bool from_peer)
+{
+	uint8_t hdr[SRN_MAX_HDR_LEN];
+	struct iovec v[SRN_MAX_SGE + 2];
+	int hl = build_hdr(hdr, p);
+	if (hl < 0 || npay > SRN_MAX_SGE)
+		return;
+	int n = 0;
+	v[n++] = (struct iovec){ hdr, (size_t)hl };
+	for (int i = 0; i < npay; i++)
+		v[n++] = pay[i];
+	v[n++] = (struct iovec){ NULL, 0 };     /* pad and ICRC, filled by the link */
+	srn_udp_trace_synth(&qp->nic->link.udp, (const struct sockaddr *)&qp->path.peer,
+			    &qp->path.tx_meta, from_peer, v, n, srn_pad_of(p->paylen),
+			    qp->nic->link.udp.tos);
+}
+
+struct srn_resp_src srn_resp_src_of(const struct srn_qp *qp)
+{
+	return (struct srn_resp_src){
+		.transport = srn_qp_transport(qp),
+		.dqpn = qp->attr.dest_qp_num,
+		.msn = qp->resp.msn,
+	};
+}
+
+void srn_ack_pkt(const struct srn_resp_src *s, uint8_t syndrome, uint32_t psn, struct srn_pkt *p)
+{
+	*p = (struct srn_pkt){
+		.opcode = (uint8_t)(s->transport | SRN_OP_RC_ACKNOWLEDGE),
+		.dqpn = s->dqpn,
+		.psn = psn,
+		.aeth_syndrome = syndrome,
+		.aeth_msn = s->msn,
+	};
+}
+
+void srn_atomic_ack_pkt(const struct srn_resp_src *s, uint32_t psn, uint64_t orig,
+			struct srn_pkt *p)
+{
+	*p = (struct srn_pkt){
+		.opcode = (uint8_t)(s->transport | SRN_OP_RC_ATOMIC_ACKNOWLEDGE),
+		.dqpn = s->dqpn,
+		.psn = psn,
+		.aeth_syndrome = SRN_AETH_ACK_UNLIMITED,
+		.aeth_msn = s->msn,
+		.atm_orig = orig,
+	};
+}
+
+void srn_read_resp_pkt(const struct srn_resp_src *s, uint32_t first_psn, uint32_t idx,
+		       uint32_t npkts, uint32_t len, struct srn_pkt *p)
+{
+	*p = (struct srn_pkt){
+		.opcode = (uint8_t)(s->transport | srn_opcode_read_resp(srn_seg_of(idx, npkts))),
+		.dqpn = s->dqpn,
+		.psn = srn_psn_add(first_psn, idx),
+		.paylen = len,
+		.aeth_syndrome = SRN_AETH_ACK_UNLIMITED,
+		.aeth_msn = s->msn,
+	};
 }
 
 void srn_ack_schedule(struct srn_qp *qp, uint8_t syndrome, uint32_t psn)
@@ -72,13 +149,9 @@ void srn_ack_flush(struct srn_nic *nic)
 	while (nic->lists.ack) {
 		struct srn_qp *qp = nic->lists.ack;
 		nic->lists.ack = qp->resp.ack_next;
-		struct srn_pkt p = {
-			.opcode = (uint8_t)(srn_qp_transport(qp) | SRN_OP_RC_ACKNOWLEDGE),
-			.dqpn = qp->attr.dest_qp_num,
-			.psn = qp->resp.ack_psn,
-			.aeth_syndrome = qp->resp.ack_syndrome,
-			.aeth_msn = qp->resp.msn,
-		};
+		struct srn_resp_src src = srn_resp_src_of(qp);
+		struct srn_pkt p;
+		srn_ack_pkt(&src, qp->resp.ack_syndrome, qp->resp.ack_psn, &p);
 		if (srn_xmit(qp, &p, NULL, 0) == -EAGAIN) {
 			/* Keep it owed; the next flush retries. */
 			qp->resp.ack_next = keep;

@@ -7,6 +7,7 @@
 #ifndef SRN_TRANSPORT_TX_H
 #define SRN_TRANSPORT_TX_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -26,6 +27,31 @@ int srn_xmit(struct srn_qp *qp, struct srn_pkt *p, const struct iovec *pay, int 
 int srn_xmit_to(struct srn_qp *qp, const struct sockaddr *dst, socklen_t dstlen,
 		const struct srn_ip_meta *meta, struct srn_pkt *p, const struct iovec *pay,
 		int npay);
+
+/* Record p (headers built as srn_xmit builds them) and its payload on
+ * the device's packet trace as the UDP link would have carried it
+ * between us and the QP's peer (from_peer: as received from it), without
+ * sending anything: for operations executed without packets
+ * (direct_trace.c).  Needs a trace (nic->link.udp.pcap). */
+void srn_xmit_record(struct srn_qp *qp, struct srn_pkt *p, const struct iovec *pay, int npay,
+		     bool from_peer);
+
+/* What every response takes from the QP that answers. */
+struct srn_resp_src {
+	uint8_t transport;      /* its srn_qp_transport (RC, XRC) */
+	uint32_t dqpn;          /* the requester's QPN */
+	uint32_t msn;           /* its responder's MSN */
+};
+struct srn_resp_src srn_resp_src_of(const struct srn_qp *qp);
+/* The responses, as field values for srn_xmit (or srn_xmit_record): an
+ * ACK or NAK for psn; an ATOMIC ACKNOWLEDGE with the original value; READ
+ * RESPONSE packet idx of npkts (FIRST/MIDDLE/LAST/ONLY) of len bytes,
+ * whose PSN is first_psn + idx. */
+void srn_ack_pkt(const struct srn_resp_src *s, uint8_t syndrome, uint32_t psn, struct srn_pkt *p);
+void srn_atomic_ack_pkt(const struct srn_resp_src *s, uint32_t psn, uint64_t orig,
+			struct srn_pkt *p);
+void srn_read_resp_pkt(const struct srn_resp_src *s, uint32_t first_psn, uint32_t idx,
+		       uint32_t npkts, uint32_t len, struct srn_pkt *p);
 
 /* Owe the peer an ACK/NAK with this syndrome and PSN; sent by
  * srn_ack_flush at the end of the receive batch, so ACKs coalesce. */
