@@ -89,6 +89,7 @@ static void reset(struct srn_qp *qp)
 	qp->sq.drained_pending = false;
 	qp->req.rd_atomic_inflight = 0;
 	qp->comp.rewound = false;
+	qp->comp.msn_from_peer = 0;     /* the peer's responder starts over too */
 	qp->resp.tx_pending = false;
 	if (qp->resp.res)
 		memset(qp->resp.res, 0, qp->resp.res_size * sizeof(*qp->resp.res));

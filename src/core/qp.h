@@ -168,6 +168,8 @@ struct srn_req {
 struct srn_comp {
 	uint32_t una;                  /* oldest unacknowledged PSN */
 	uint8_t ack_from_peer;         /* AETH syndrome of the last ACK/NAK received */
+	uint32_t msn_from_peer;        /* and its MSN (a same-host target's for the
+					* trace of direct operations, direct_trace.c) */
 	uint32_t retry_left, rnr_left; /* reset whenever an ACK makes progress */
 	bool rnr_wait;                 /* stalled until rnr_deadline */
 	uint32_t rnr_psn;              /* where to resume after the RNR wait */

@@ -69,11 +69,12 @@ int srn_nic_create(struct srn_device *dev, struct srn_nic **out, char *err, size
 	const char *shm_env = getenv("SOFTRNIC_SHM");
 	bool shm_on = !nic->link.udp.fault && !(shm_env && !strcmp(shm_env, "0"));
 	/* Direct placement (link/direct.h) rides on the rings' discovery and
-	 * trust checks; with a trace or fault hook every operation must stay
-	 * a packet, so it is off then, and with SOFTRNIC_DIRECT=0. */
+	 * trust checks, so it is off with them (a fault injector: every
+	 * packet must meet it), and with SOFTRNIC_DIRECT=0.  A packet trace
+	 * keeps it: the requester records the packets each direct operation
+	 * stands for (transport/direct_trace.h). */
 	const char *direct_env = getenv("SOFTRNIC_DIRECT");
-	nic->link.direct_on = shm_on && !nic->link.udp.hooked &&
-			      !(direct_env && !strcmp(direct_env, "0"));
+	nic->link.direct_on = shm_on && !(direct_env && !strcmp(direct_env, "0"));
 	nic->link.direct.fd = -1;
 	if (nic->link.direct_on && srn_direct_own_open(&nic->link.direct))
 		nic->link.direct_on = false;

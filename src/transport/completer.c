@@ -304,6 +304,7 @@ void srn_comp_packet(struct srn_qp *qp, const struct srn_pkt *p)
 	srn_count(nic->diag.cnt, SRN_CNT_ACKS_RCVD, 1);
 	if (p->info->hdr_mask & SRN_HDR_AETH) {
 		qp->comp.ack_from_peer = p->aeth_syndrome;
+		qp->comp.msn_from_peer = p->aeth_msn;
 		srn_diag_qp_peer_said(qp->diag, p->aeth_syndrome, p->psn, srn_now_ns());
 	}
 	if ((p->opcode & SRN_OPCODE_OP_MASK) == SRN_OP_RC_ACKNOWLEDGE)

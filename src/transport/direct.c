@@ -17,7 +17,9 @@
  *    behind a Write still in flight, a fence: all wait like this or go
  *    as packets behind what precedes them;
  *  - the peer is a same-host device of our user with a ring (link/shm.h)
- *    and a direct table (link/direct.h), and we are not tracing/faulting.
+ *    and a direct table (link/direct.h), and no fault injector is on
+ *    (every packet must meet it).  A packet trace (SOFTRNIC_PCAP) gets
+ *    the packets the operation stands for (direct_trace.h).
  *
  * How the bytes move: through our mapping of the target's memfd when the
  * target shared the region's pages (core/mr_share.h: regions with remote
@@ -40,7 +42,9 @@
  * (srn_req_number); since nothing is outstanding, that range starts at
  * req.psn == comp.una and nothing was sent in it, so the WQEs after it
  * (posted, never sent) are moved down by its size and next_psn with them.
- * The target's expected PSN never sees the gap.
+ * The target's expected PSN never sees the gap.  A trace records the
+ * WQE's packets with the PSNs it held, before they go back: the next
+ * real packet reuses them.
  */
 #include "transport/direct.h"
 
@@ -55,6 +59,7 @@
 #include "link/direct.h"
 #include "link/shm.h"
 #include "transport/complete.h"
+#include "transport/direct_trace.h"
 #include "transport/ordered_copy.h"
 #include "wire/roce_hdr.h"
 
@@ -420,6 +425,11 @@ bool srn_direct_try(struct srn_qp *qp, struct srn_swqe *w)
 		srn_count(nic->diag.cnt, SRN_CNT_DIRECT_WRITE_BYTES, w->length);
 		return false;
 	}
+	/* SOFTRNIC_PCAP: the packets it stood for, while the WQEs still hold
+	 * their PSNs and their slots (completion frees a slot to an ibv_wr_*
+	 * batch).  Without a trace, this one branch is all it costs. */
+	if (__builtin_expect(nic->link.udp.pcap != NULL, 0))
+		srn_direct_trace(qp, batch ? batch : 1, orig);
 	/* The rest of a batch of Writes: each completes in turn, in order,
 	 * as the first does below; their PSNs go back in one pass. */
 	if (batch > 1)

@@ -78,7 +78,9 @@ struct srn_bth {
 /* softrnic's own use of the top Resv7 bit, on same-host rings only: a
  * zero-payload RDMA WRITE ..._WITH_IMMEDIATE whose RETH length of data
  * the requester already placed directly (transport/direct.c).  Never
- * sent on the UDP link; ignored when it arrives there. */
+ * sent on the UDP link; ignored when it arrives there.  A packet trace
+ * also shows it on every packet recorded for a direct operation
+ * (transport/direct_trace.c), which never crossed a link at all. */
 #define SRN_BTH_PLACED		0x40000000u
 /* BTH byte 4 (FECN, BECN, Resv6) is replaced by 0xff in the ICRC
  * (docs/wire.md §5.1). */
