@@ -10,5 +10,9 @@ srn_script_test(direct_modes test_direct.sh)
 srn_unit_test(test_direct_fence ${CMAKE_CURRENT_LIST_DIR}/test_direct_fence.c)
 set_property(TEST test_direct_fence APPEND PROPERTY LABELS tsan)
 srn_script_test(direct_perftest test_direct_perftest.sh)
+# A packet trace keeps direct placement on: test_direct trace's operations
+# recorded as their packets (transport/direct_trace.c), checked by tshark
+# and pcap_icrc_check (tests/fault.cmake).
+srn_script_test(direct_pcap test_direct_pcap.sh)
 
 set_property(TEST test_direct_fence APPEND PROPERTY LABELS fast)

@@ -36,6 +36,12 @@
  *                        the target spins on each Write's last byte (as
  *                        ib_write_lat does) and then finds the whole
  *                        message there
+ *   test_direct trace    a fixed set at a 1024-byte path MTU, one at a
+ *                        time: Writes of 5000 B, 40000 B and 1 MiB, Reads
+ *                        of 3000 B and 100 B, a list of 4 Writes of 16 B,
+ *                        a CAS and an FAA, then one Send (over the ring);
+ *                        test_direct_pcap.sh finds their packets in the
+ *                        requester's trace (SOFTRNIC_PCAP)
  *
  * The parent is the requester, the child the target (killed: the other
  * way round).  The target never polls: only its progress thread runs.
@@ -85,6 +91,7 @@ static uint32_t rnd(void)
 }
 
 static bool short_timers;      /* qp_err */
+static bool trace_mode;        /* trace: MTU 1024, atomics on the rw region, a receive */
 
 /* CQ and NQP RC QPs, exchanged with the peer and connected (QP i of the
  * one to QP i of the other; access[i] their remote rights, NULL: all). */
@@ -112,6 +119,8 @@ static void connect_side(struct side *s, int fd, const int *access)
 		 * the target's progress thread unscheduled for a second at
 		 * load 20: 0.54 s, 7 retries. */
 		o.timeout = short_timers ? 12 : 17;
+		if (trace_mode)
+			o.mtu = IBV_MTU_1024;   /* messages of several packets */
 		o.retry_cnt = short_timers ? 3 : 7;
 		srn_tc_connect(s->qp[i], &s->peer.gid, s->peer.qpn[i], 0x200, 0x200, &o);
 	}
@@ -124,7 +133,8 @@ static uint8_t *alt_rw;          /* unmap: an mmap'd SMALL region instead of t_r
 static void target_regions(struct side *s)
 {
 	mr_rw = ibv_reg_mr(s->pd, alt_rw ? alt_rw : t_rw, alt_rw ? SMALL : BIG,
-			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
+			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+			   (trace_mode ? IBV_ACCESS_REMOTE_ATOMIC : 0));
 	mr_ro = ibv_reg_mr(s->pd, t_ro, SMALL, IBV_ACCESS_REMOTE_READ);
 	mr_wo = ibv_reg_mr(s->pd, t_wo, SMALL, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
 	CHECK(mr_rw && mr_ro && mr_wo);
@@ -760,16 +770,94 @@ static int mode_last_byte(int fd, bool parent)
 	return 0;
 }
 
+/* One atomic on the target's rw region at off (8-byte aligned); returns
+ * the original value. */
+static uint64_t trace_atomic(bool cas, uint64_t off, uint64_t cmp_add, uint64_t swap)
+{
+	uint64_t *res = (uint64_t *)(r_dst + BIG - 8);
+	struct ibv_sge s = { (uintptr_t)res, 8, req_mr_dst->lkey };
+	struct ibv_send_wr w = {
+		.wr_id = 7000 + cas, .sg_list = &s, .num_sge = 1, .send_flags = IBV_SEND_SIGNALED,
+		.opcode = cas ? IBV_WR_ATOMIC_CMP_AND_SWP : IBV_WR_ATOMIC_FETCH_AND_ADD,
+		.wr.atomic = { .remote_addr = R.peer.addr_rw + off, .rkey = R.peer.rkey_rw,
+			       .compare_add = cmp_add, .swap = swap },
+	};
+	CHECK(post_wait(R.qp[0], &w) == IBV_WC_SUCCESS);
+	return *res;
+}
+
+/* trace: each operation alone (nothing outstanding: all go direct), in
+ * the order test_direct_pcap.sh counts them.  r_src[i] = 7i + 3, so a
+ * payload's bytes say where they came from. */
+static int mode_trace(int fd, bool parent)
+{
+	trace_mode = true;
+	if (!parent) {
+		target_open(fd, NULL);
+		struct ibv_sge sge = { (uintptr_t)t_wo, SMALL, mr_wo->lkey };
+		struct ibv_recv_wr rw = { .wr_id = 1, .sg_list = &sge, .num_sge = 1 }, *bad;
+		CHECK(ibv_post_recv(T.qp[0], &rw, &bad) == 0);
+		srn_tc_barrier(fd, 0xd4, TMO);          /* the receive for the Send is there */
+		target_wait_done(fd);
+		return 0;
+	}
+	requester_open(fd);
+	for (uint32_t i = 0; i < BIG; i++)
+		r_src[i] = (uint8_t)(7 * i + 3);
+	uint64_t raddr = R.peer.addr_rw;
+	uint64_t a8 = (8 - raddr % 8) % 8;       /* the first 8-byte aligned offset */
+	struct ibv_qp *qp = R.qp[0];
+	struct ibv_sge s[4];
+	struct ibv_send_wr w;
+	static const uint32_t writes[3] = { 5000, 40000, BIG };
+	make_wr(&w, s, true, 0, raddr, R.peer.rkey_rw, writes[0], 1);
+	CHECK(post_wait(qp, &w) == IBV_WC_SUCCESS);
+	make_wr(&w, s, false, 0, raddr, R.peer.rkey_rw, 3000, 2);
+	CHECK(post_wait(qp, &w) == IBV_WC_SUCCESS);
+	CHECK(memcmp(r_dst, r_src, 3000) == 0);
+	make_wr(&w, s, false, 0, raddr + 4096, R.peer.rkey_rw, 100, 3);
+	CHECK(post_wait(qp, &w) == IBV_WC_SUCCESS);
+	CHECK(memcmp(r_dst, r_src + 4096, 100) == 0);
+	struct ibv_sge ls[4][4];
+	struct ibv_send_wr lw[4];
+	for (int i = 0; i < 4; i++) {
+		make_wr(&lw[i], ls[i], true, 16 * (uint32_t)i, raddr + 65536 + 16 * (uint32_t)i,
+			R.peer.rkey_rw, 16, 10 + (uint64_t)i);
+		lw[i].next = i < 3 ? &lw[i + 1] : NULL;
+	}
+	CHECK(post_wait(qp, lw) == IBV_WC_SUCCESS);
+	for (int i = 1; i < 3; i++) {
+		make_wr(&w, s, true, 0, raddr, R.peer.rkey_rw, writes[i], 20 + (uint64_t)i);
+		CHECK(post_wait(qp, &w) == IBV_WC_SUCCESS);
+	}
+	/* The region now holds r_src: the CAS hits, the FAA sees the swap. */
+	uint64_t was;
+	memcpy(&was, r_src + a8, 8);
+	CHECK(trace_atomic(true, a8, was, 0x1122334455667788ull) == was);
+	CHECK(trace_atomic(false, a8, 5, 0) == 0x1122334455667788ull);
+	/* One real packet: the Send takes the ring, with the PSN the direct
+	 * operations took and gave back. */
+	srn_tc_barrier(fd, 0xd4, TMO);
+	struct ibv_sge ss = { (uintptr_t)r_src, 16, req_mr_src->lkey };
+	struct ibv_send_wr sw = { .wr_id = 30, .sg_list = &ss, .num_sge = 1,
+				  .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED };
+	CHECK(post_wait(qp, &sw) == IBV_WC_SUCCESS);
+	srn_tc_barrier(fd, 0xd2, TMO);
+	printf("ok: 7 Writes, 2 Reads, 2 atomics, 1 Send (requester pid %d)\n", (int)getpid());
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *m = argc == 2 ? argv[1] : "";
 	int (*fn)(int, bool) = !strcmp(m, "data") ? mode_data : !strcmp(m, "errors") ? mode_errors
 			     : !strcmp(m, "qp_err") ? mode_qp_err : !strcmp(m, "dereg") ? mode_dereg
 			     : !strcmp(m, "order") ? mode_order : !strcmp(m, "imm") ? mode_imm
-			     : !strcmp(m, "unmap") ? mode_unmap
+			     : !strcmp(m, "unmap") ? mode_unmap : !strcmp(m, "trace") ? mode_trace
 			     : !strcmp(m, "last_byte") ? mode_last_byte : NULL;
 	if (!fn && strcmp(m, "killed")) {
-		fprintf(stderr, "usage: %s data|errors|qp_err|dereg|killed|order|imm|unmap|last_byte\n",
+		fprintf(stderr, "usage: %s data|errors|qp_err|dereg|killed|order|imm|unmap|last_byte|"
+			"trace\n",
 			argv[0]);
 		return 2;
 	}
