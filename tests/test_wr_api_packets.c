@@ -681,6 +681,10 @@ int main(void)
 	close(fd);
 	setenv("SOFTRNIC_PCAP", path, 1);
 	setenv("SOFTRNIC_DIAG", "0", 1);
+	/* The packets each API makes are the subject: with direct placement
+	 * the device's Writes, Reads and atomics to itself would be executed
+	 * in place and only recorded, once, by the requester. */
+	setenv("SOFTRNIC_DIRECT", "0", 1);
 
 	int n;
 	struct ibv_device **list = ibv_get_device_list(&n);
