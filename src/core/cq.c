@@ -56,6 +56,7 @@ int srn_cq_push(struct srn_cq *cq, const struct ibv_wc *wc, bool solicited)
 		cq->fired_arm = cq->arm;
 		cq->event_maybe_pending = true;
 		cq->arm = SRN_CQ_DISARMED;
+		cq->nic->engine.events_fired++;
 		srn_channel_notify(cq->channel, cq);
 	}
 	return 0;

@@ -89,6 +89,7 @@ struct srn_nic_engine {
 	uint64_t shm_rx_ns;            /* when a ring last delivered */
 	uint64_t udp_polled_ns;        /* when the socket was last asked */
 	uint64_t udp_rx_pkts;          /* packets the socket delivered (busy poll) */
+	uint64_t events_fired;         /* completion events queued on channels (busy poll) */
 	/* Transmission waits for room in a ring (lists.tx not empty after a
 	 * poll): nothing will wake the progress thread for it, so it looks
 	 * again after SRN_TX_RETRY_NS. */
