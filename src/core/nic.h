@@ -65,10 +65,13 @@ struct srn_nic_link {
 	/* Same-host direct placement (link/direct.h): this device's table,
 	 * which core/direct_pub.c keeps current, and the targets' tables this
 	 * device places into as a requester (transport/direct.c).  direct_on:
-	 * SOFTRNIC_DIRECT is not 0 and the rings are on without link hooks. */
+	 * SOFTRNIC_DIRECT is not 0 and the rings are on without a fault
+	 * injector.  direct_map_on: Writes and Reads may also copy through a
+	 * mapping of a target's shared pages (SOFTRNIC_DIRECT_MAP is not 0). */
 	struct srn_direct_own direct;
 	struct srn_direct_req direct_req;
 	bool direct_on;
+	bool direct_map_on;
 };
 /* The engine (engine/): progress is driven by application threads in
  * post/poll, and a thread takes over when none has for a while

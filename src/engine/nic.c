@@ -75,6 +75,8 @@ int srn_nic_create(struct srn_device *dev, struct srn_nic **out, char *err, size
 	 * stands for (transport/direct_trace.h). */
 	const char *direct_env = getenv("SOFTRNIC_DIRECT");
 	nic->link.direct_on = shm_on && !(direct_env && !strcmp(direct_env, "0"));
+	const char *map_env = getenv("SOFTRNIC_DIRECT_MAP");
+	nic->link.direct_map_on = !(map_env && !strcmp(map_env, "0"));
 	nic->link.direct.fd = -1;
 	if (nic->link.direct_on && srn_direct_own_open(&nic->link.direct))
 		nic->link.direct_on = false;

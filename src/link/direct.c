@@ -435,8 +435,7 @@ static uint8_t *map_share(const struct srn_direct_peer *p, const struct srn_dire
 	struct stat st;
 	void *at = MAP_FAILED;
 	if (!fstat(fd, &st) && (uint64_t)st.st_ino == m->share_ino)
-		at = mmap(NULL, (size_t)m->share_len, PROT_READ | PROT_WRITE,
-			  MAP_SHARED | MAP_POPULATE, fd, 0);
+		at = mmap(NULL, (size_t)m->share_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	close(fd);
 	if (at == MAP_FAILED)
 		return NULL;

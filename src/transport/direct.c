@@ -193,8 +193,9 @@ static int place(struct srn_direct_peer *dp, const struct srn_qp *qp, const stru
 		struct srn_direct_mr_ent m;
 		srn_direct_enter(dp);
 		uint64_t at = remote_addr(dp, qp, w->rkey, w->remote_addr, w->length, need, &m);
-		uint8_t *sh = at ? srn_direct_shared_ptr(dp, srn_mr_key_slot(w->rkey), &m, at + done,
-							  len) : NULL;
+		uint8_t *sh = at && qp->nic->link.direct_map_on
+				      ? srn_direct_shared_ptr(dp, srn_mr_key_slot(w->rkey), &m, at + done, len)
+				      : NULL;
 		int ret = -EACCES;
 		if (sh) {
 			if (write)
@@ -249,7 +250,9 @@ static unsigned place_writes(struct srn_direct_peer *dp, struct srn_qp *qp, stru
 					  IBV_ACCESS_REMOTE_WRITE, &m);
 		if (!at)
 			break;
-		uint8_t *sh = srn_direct_shared_ptr(dp, srn_mr_key_slot(x->rkey), &m, at, x->length);
+		uint8_t *sh = qp->nic->link.direct_map_on
+				      ? srn_direct_shared_ptr(dp, srn_mr_key_slot(x->rkey), &m, at, x->length)
+				      : NULL;
 		if (!k)
 			by_map = sh != NULL;
 		else if (by_map != (sh != NULL))
@@ -292,7 +295,12 @@ static int place_atomic(struct srn_direct_peer *dp, const struct srn_qp *qp,
 	struct srn_direct_mr_ent m;
 	srn_direct_enter(dp);
 	uint64_t at = remote_addr(dp, qp, w->rkey, w->remote_addr, 8, IBV_ACCESS_REMOTE_ATOMIC, &m);
-	uint64_t *t = at ? srn_direct_shared_ptr(dp, srn_mr_key_slot(w->rkey), &m, at, 8) : NULL;
+	/* The word must be aligned where it lies too (a region's iova need
+	 * not share the alignment of its address, and the table is the
+	 * peer's word): an atomic instruction on a misaligned word is no
+	 * atomic.  The packets then carry it. */
+	uint64_t *t = at && !(at & 7) ? srn_direct_shared_ptr(dp, srn_mr_key_slot(w->rkey), &m,
+								 at, 8) : NULL;
 	if (t) {
 		if (w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP) {
 			*orig = w->compare_add;

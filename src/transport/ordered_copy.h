@@ -7,8 +7,9 @@
  * of a buffer and then read the rest.  memcpy gives no such order (for
  * 64-128 bytes glibc stores the last vector before the one ahead of it).
  * So the last (up to 8) bytes go after everything else, behind a full
- * fence (which also orders non-temporal stores), as one store when they
- * are an aligned word, so a poller of that word never sees it torn.
+ * fence (which also orders non-temporal stores), in ascending order and
+ * in naturally aligned pieces (one store for an aligned 8-byte word), so
+ * a poller of an aligned flag there never sees it torn.
  */
 #ifndef SRN_TRANSPORT_ORDERED_COPY_H
 #define SRN_TRANSPORT_ORDERED_COPY_H
@@ -44,8 +45,25 @@ static inline void srn_store_tail(uint8_t *d, const uint8_t *last, size_t tail)
 		__atomic_store_n((uint64_t *)(void *)d, v, __ATOMIC_RELAXED);
 		return;
 	}
-	for (size_t k = 0; k < tail; k++)
-		__atomic_store_n(d + k, last[k], __ATOMIC_RELAXED);
+	/* Ascending, each piece as wide as its alignment allows: a polled
+	 * 2- or 4-byte flag at the end is then one store, never torn. */
+	for (size_t k = 0; k < tail;) {
+		uintptr_t a = (uintptr_t)(d + k);
+		if (!(a & 3) && tail - k >= 4) {
+			uint32_t v;
+			memcpy(&v, last + k, sizeof(v));
+			__atomic_store_n((uint32_t *)(void *)(d + k), v, __ATOMIC_RELAXED);
+			k += 4;
+		} else if (!(a & 1) && tail - k >= 2) {
+			uint16_t v;
+			memcpy(&v, last + k, sizeof(v));
+			__atomic_store_n((uint16_t *)(void *)(d + k), v, __ATOMIC_RELAXED);
+			k += 2;
+		} else {
+			__atomic_store_n(d + k, last[k], __ATOMIC_RELAXED);
+			k++;
+		}
+	}
 }
 
 /* memcpy, with the last bytes stored last. */
