@@ -12,3 +12,8 @@ srn_script_test(direct_atomic test_direct_atomic.sh)
 # In the tsan label too: the writer and the move race by design.
 srn_unit_test(test_mr_share_writers test_mr_share_writers.c rc_test_conn.c)
 set_property(TEST test_mr_share_writers APPEND PROPERTY LABELS fast tsan)
+# The pages come back to private memory at dereg: fork and mremap after.
+# Not under ThreadSanitizer: its mremap interceptor does not move the
+# shadow of a grown mapping (SEGV in the runtime), and no threads race here.
+srn_unit_test(test_mr_share_release test_mr_share_release.c rc_test_conn.c)
+set_property(TEST test_mr_share_release APPEND PROPERTY LABELS fast)

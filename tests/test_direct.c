@@ -32,6 +32,10 @@
  *   test_direct unmap    the target unmaps its region while Writes stream
  *                        and maps fresh memory at the same address: the
  *                        new pages never receive a byte
+ *   test_direct stale_span
+ *                        a moved region's memory replaced behind the
+ *                        library's back: a region over the new memory
+ *                        gets the Writes
  *   test_direct last_byte
  *                        the target spins on each Write's last byte (as
  *                        ib_write_lat does) and then finds the whole
@@ -54,6 +58,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 
 #include "rc_test_conn.h"
@@ -668,6 +673,54 @@ static int mode_unmap(int fd, bool parent)
 	return 0;
 }
 
+/* stale_span: the target's region was moved onto a memfd (64 KiB and
+ * remote write), then its memory went without our hooks seeing it (as
+ * libc's free of a large block unmaps) and new memory took its place; a
+ * region registered over the new memory must receive the Writes, not the
+ * old memfd.  The old region stays registered throughout, so its span
+ * is still on the list. */
+static int mode_stale_span(int fd, bool parent)
+{
+	if (!parent) {
+		alt_rw = mmap(NULL, SMALL, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		CHECK(alt_rw != MAP_FAILED);
+		T.ctx = srn_tc_open(&T.me.gid);
+		T.pd = ibv_alloc_pd(T.ctx);
+		CHECK(T.pd);
+		struct ibv_mr *old = ibv_reg_mr(T.pd, alt_rw, SMALL, IBV_ACCESS_LOCAL_WRITE |
+						IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
+		CHECK(old);
+		/* Raw system calls: the library's hooks do not see them. */
+		CHECK(syscall(SYS_munmap, alt_rw, SMALL) == 0);
+		void *again = (void *)syscall(SYS_mmap, alt_rw, SMALL, PROT_READ | PROT_WRITE,
+					      MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+		CHECK(again == alt_rw);
+		target_regions(&T);      /* mr_rw over the new memory */
+		connect_side(&T, fd, NULL);
+		target_wait_done(fd);
+		uint32_t bad = 0;
+		for (uint32_t i = 0; i < SMALL; i++)
+			if (alt_rw[i] != (uint8_t)(i * 7 + 3))
+				bad++;
+		CHECK(ibv_dereg_mr(old) == 0);
+		srn_tc_send(fd, &bad, sizeof(bad));
+		return bad ? 1 : 0;
+	}
+	requester_open(fd);
+	for (uint32_t i = 0; i < SMALL; i++)
+		r_src[i] = (uint8_t)(i * 7 + 3);
+	struct ibv_sge sg[4];
+	struct ibv_send_wr w;
+	make_wr(&w, sg, true, 0, R.peer.addr_rw, R.peer.rkey_rw, SMALL, 1);
+	CHECK(post_wait(R.qp[0], &w) == IBV_WC_SUCCESS);
+	target_wait_done(fd);
+	uint32_t bad = 1;
+	srn_tc_recv(fd, &bad, sizeof(bad), TMO);
+	CHECK(bad == 0);
+	printf("ok: a Write to a region over memory that replaced a moved span landed in it\n");
+	return 0;
+}
+
 /* killed: the child streams, the parent (target) kills it mid-stream
  * and deregisters at once. */
 static int mode_killed(int fd, bool parent, pid_t child)
@@ -854,10 +907,11 @@ int main(int argc, char **argv)
 			     : !strcmp(m, "qp_err") ? mode_qp_err : !strcmp(m, "dereg") ? mode_dereg
 			     : !strcmp(m, "order") ? mode_order : !strcmp(m, "imm") ? mode_imm
 			     : !strcmp(m, "unmap") ? mode_unmap : !strcmp(m, "trace") ? mode_trace
-			     : !strcmp(m, "last_byte") ? mode_last_byte : NULL;
+			     : !strcmp(m, "last_byte") ? mode_last_byte
+			     : !strcmp(m, "stale_span") ? mode_stale_span : NULL;
 	if (!fn && strcmp(m, "killed")) {
 		fprintf(stderr, "usage: %s data|errors|qp_err|dereg|killed|order|imm|unmap|last_byte|"
-			"trace\n",
+			"trace|stale_span\n",
 			argv[0]);
 		return 2;
 	}

@@ -16,11 +16,15 @@ bin="${SRN_BUILD:?}/bin/test_direct"
 source "$SRN_SRC/tests/lib/direct.sh"
 fail=0
 
-for mode in data errors qp_err dereg killed order imm unmap last_byte; do
+for mode in data errors qp_err dereg killed order imm unmap last_byte stale_span; do
     for way in mapped copy off; do
         d=1 map=1
         [ "$way" = off ] && d=0
         [ "$way" = copy ] && map=0
+        # process_vm_writev's copy is the kernel's (one rep movsb on x86),
+        # whose stores are not architecturally in order: last_byte checks
+        # only the paths that order the last bytes themselves.
+        [ "$mode" = last_byte ] && [ "$way" = copy ] && continue
         log="$tmp/$mode.$way"
         if ! SOFTRNIC_STATS=1 SOFTRNIC_DIRECT=$d SOFTRNIC_DIRECT_MAP=$map \
             timeout -k 5 150 "$bin" "$mode" >"$log" 2>&1; then

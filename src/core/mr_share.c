@@ -61,17 +61,29 @@ static size_t env_size(const char *off, const char *name, size_t def)
  * forked child. */
 static bool may_move(unsigned access, size_t len)
 {
-	if ((access & IBV_ACCESS_REMOTE_ATOMIC) &&
-	    len <= env_size("SOFTRNIC_DIRECT_ATOMIC", "SOFTRNIC_DIRECT_ATOMIC_MAX", ATOMIC_MAX_DEFAULT))
-		return true;
+	/* A region with remote atomics follows the atomic switches alone. */
+	if (access & IBV_ACCESS_REMOTE_ATOMIC)
+		return len <= env_size("SOFTRNIC_DIRECT_ATOMIC", "SOFTRNIC_DIRECT_ATOMIC_MAX",
+				       ATOMIC_MAX_DEFAULT);
 	return (access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ)) && len >= MAP_MIN &&
 	       len <= env_size("SOFTRNIC_DIRECT_MAP", "SOFTRNIC_DIRECT_MAP_MAX", MAP_MAX_DEFAULT);
 }
 
-/* Is all of [s, e) private anonymous read-write memory (no file, no
- * hugetlbfs, not shared, not executable, not the stack)?  Read from the
- * text of /proc/self/maps, before any lock is taken (stdio allocates). */
-static bool anon_private(uintptr_t s, uintptr_t e)
+/* Is the mapping of one /proc/self/maps line what maps_all wants: with
+ * want_ino 0, private anonymous read-write memory (no file, no hugetlbfs,
+ * not shared, not executable, not the stack); else a shared mapping of
+ * our memfd with that inode (a span still where its move put it)? */
+static bool mapping_ok(const char *perms, unsigned long ino, const char *name, uint64_t want_ino)
+{
+	if (want_ino)
+		return ino == want_ino && perms[3] == 's' && !strncmp(name, "/memfd:", 7);
+	return !strcmp(perms, "rw-p") && ino == 0 && strncmp(name, "[stack", 6) &&
+	       strncmp(name, "[v", 2);
+}
+
+/* Is all of [s, e) mapped as mapping_ok wants?  Read from the text of
+ * /proc/self/maps, before any lock is taken (stdio allocates). */
+static bool maps_all(uintptr_t s, uintptr_t e, uint64_t want_ino)
 {
 	FILE *f = fopen("/proc/self/maps", "re");
 	if (!f)
@@ -88,9 +100,7 @@ static bool anon_private(uintptr_t s, uintptr_t e)
 			continue;
 		if (vs > cur)
 			break;          /* a hole */
-		const char *name = n ? line + n : "";
-		if (strcmp(perms, "rw-p") || ino != 0 || !strncmp(name, "[stack", 6) ||
-		    !strncmp(name, "[v", 2))
+		if (!mapping_ok(perms, ino, n ? line + n : "", want_ino))
 			break;
 		cur = ve;
 	}
@@ -107,14 +117,22 @@ static bool anon_private(uintptr_t s, uintptr_t e)
  * vm.unprivileged_userfaultfd=0) only user-mode writes wait; a system
  * call writing there in that instant fails with EFAULT instead.  Returns
  * the descriptor or -errno: then the pages do not move. */
-static int protect_begin(uintptr_t base, size_t len)
+static int protect_begin(uintptr_t base, size_t len, bool shmem)
 {
+	uint64_t features = UFFD_FEATURE_PAGEFAULT_FLAG_WP;
+	if (shmem) {
+#ifdef UFFD_FEATURE_WP_HUGETLBFS_SHMEM
+		features |= UFFD_FEATURE_WP_HUGETLBFS_SHMEM;    /* Linux 5.19 */
+#else
+		return -EOPNOTSUPP;
+#endif
+	}
 	int uf = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
 	if (uf < 0 && errno == EPERM)
 		uf = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK | UFFD_USER_MODE_ONLY);
 	if (uf < 0)
 		return -errno;
-	struct uffdio_api api = { .api = UFFD_API, .features = UFFD_FEATURE_PAGEFAULT_FLAG_WP };
+	struct uffdio_api api = { .api = UFFD_API, .features = features };
 	struct uffdio_register reg = { .range = { base, len }, .mode = UFFDIO_REGISTER_MODE_WP };
 	struct uffdio_writeprotect wp = { .range = { base, len }, .mode = UFFDIO_WRITEPROTECT_MODE_WP };
 	if (ioctl(uf, UFFDIO_API, &api) || ioctl(uf, UFFDIO_REGISTER, &reg) ||
@@ -156,7 +174,7 @@ static int move_pages(uintptr_t base, size_t len, int *fdp, uint64_t *ino)
 		close(fd);
 		return ret;
 	}
-	int uf = protect_begin(base, len);
+	int uf = protect_begin(base, len, false);
 	if (uf < 0) {
 		syscall(SYS_munmap, tmp, len);
 		close(fd);
@@ -194,6 +212,41 @@ static int move_pages(uintptr_t base, size_t len, int *fdp, uint64_t *ino)
 	return 0;
 }
 
+/* The span's last region went (ibv_dereg_mr): put its pages back on
+ * private anonymous memory, contents copied, with one mremap, writes
+ * held off through userfaultfd as for the move, and forks allowed again.
+ * After dereg the memory is then what the program allocated: a fork
+ * copies it, realloc may grow it in place (a memfd mapping grown past
+ * the file's end faults with SIGBUS), MADV_DONTNEED empties it.  0 or
+ * -errno: then it stays on the memfd.  Must hold the list lock. */
+static int unshare_pages(uintptr_t base, size_t len)
+{
+	void *tmp = (void *)syscall(SYS_mmap, NULL, len, PROT_READ | PROT_WRITE,
+				    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (tmp == MAP_FAILED)
+		return -errno;
+	int uf = protect_begin(base, len, true);
+	if (uf < 0) {
+		syscall(SYS_munmap, tmp, len);
+		return uf;
+	}
+	struct iovec to = { tmp, len }, from = { (void *)base, len };
+	ssize_t got = process_vm_readv(getpid(), &to, 1, &from, 1, 0);
+	void *at = MAP_FAILED;
+	if (got == (ssize_t)len)
+		at = (void *)syscall(SYS_mremap, tmp, len, len, MREMAP_MAYMOVE | MREMAP_FIXED,
+				     (void *)base);
+	if (at == MAP_FAILED) {
+		int ret = got != (ssize_t)len && got < 0 ? -errno : -EFAULT;
+		protect_undo(uf, base, len);
+		syscall(SYS_munmap, tmp, len);
+		return ret;
+	}
+	close(uf);
+	madvise((void *)base, len, MADV_DOFORK);
+	return 0;
+}
+
 /* The live span holding all of [s, e), or NULL; *overlap: some span
  * overlaps it.  Must hold the list lock. */
 static struct srn_mr_share *find_span(uintptr_t s, uintptr_t e, bool *overlap)
@@ -220,16 +273,31 @@ void srn_mr_share_attach(struct srn_mr *mr)
 	if (e <= s || !(mr->access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
 				       IBV_ACCESS_REMOTE_ATOMIC)))
 		return;
-	/* A region inside a span already moved shares it, whatever its size. */
+	/* A region inside a span already moved shares it, whatever its size,
+	 * if the span is still mapped there.  libc unmaps memory without our
+	 * hooks (free of a large block), so a span may be gone with a region
+	 * still on it, and new memory mapped at its addresses: sharing the
+	 * old memfd would send peers' Writes to the old pages. */
 	bool overlap;
 	srn_mr_map_lock();
 	struct srn_mr_share *sp = find_span(s, e, &overlap);
-	if (sp && !mr->map_collected) {
-		sp->refs++;
-		mr->share = sp;
+	uint64_t ino = sp ? sp->ino : 0;
+	srn_mr_map_unlock();
+	bool mapped = sp && maps_all(s, e, ino);
+	srn_mr_map_lock();
+	struct srn_mr_share *now = find_span(s, e, &overlap);
+	if (now && (now != sp || now->ino != ino || !mapped)) {
+		if (now == sp && now->ino == ino)
+			now->dead = true;     /* its pages went: never share it again */
+		now = NULL;
+		overlap = true;
+	}
+	if (now && !mr->map_collected) {
+		now->refs++;
+		mr->share = now;
 	}
 	srn_mr_map_unlock();
-	if (sp || overlap || !may_move(mr->access, e - s) || !anon_private(s, e))
+	if (now || overlap || !may_move(mr->access, e - s) || !maps_all(s, e, 0))
 		return;
 	struct srn_mr_share *n = calloc(1, sizeof(*n));
 	if (!n)
@@ -257,27 +325,46 @@ void srn_mr_share_attach(struct srn_mr *mr)
 		free(n);
 }
 
-void srn_mr_share_detach(struct srn_mr *mr)
+/* Drop mr's hold on its span; with `restore`, the last region to go
+ * puts the pages back (unshare_pages) if they are still where the move
+ * put them. */
+static void drop(struct srn_mr *mr, bool restore)
 {
 	struct srn_mr_share *sp = mr->share;
 	if (!sp)
 		return;
+	/* Before the lock (stdio allocates); the span cannot go meanwhile,
+	 * this region holds it. */
+	bool mapped = restore && maps_all(sp->base, sp->base + sp->len, sp->ino);
 	srn_mr_map_lock();
 	mr->share = NULL;
 	bool last = --sp->refs == 0;
-	if (last)
+	if (last) {
 		for (struct srn_mr_share **pp = &spans; *pp; pp = &(*pp)->next)
 			if (*pp == sp) {
 				*pp = sp->next;
 				break;
 			}
+		if (mapped && !sp->dead)
+			unshare_pages(sp->base, sp->len);
+	}
 	srn_mr_map_unlock();
 	if (last) {
-		/* The pages stay where they are, on the memfd: the mapping
-		 * keeps it alive after the descriptor goes. */
+		/* Not restored, the pages stay where they are, on the memfd:
+		 * the mapping keeps it alive after the descriptor goes. */
 		close(sp->fd);
 		free(sp);
 	}
+}
+
+void srn_mr_share_detach(struct srn_mr *mr)
+{
+	drop(mr, false);
+}
+
+void srn_mr_share_release(struct srn_mr *mr)
+{
+	drop(mr, true);
 }
 
 void srn_mr_share_unmapping_locked(uintptr_t start, uintptr_t end)

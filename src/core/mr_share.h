@@ -32,7 +32,11 @@
  *  - edge pages shared with other data: moved whole, contents copied.
  *  - fork: the span is MADV_DONTFORK, as ibv_fork_init makes registered
  *    memory (a shared mapping in a child would share the parent's bytes).
- *    It stays so after dereg: the pages stay on the memfd.
+ *    When its last region is deregistered the pages go back to private
+ *    anonymous memory (copied, one mremap), forks allowed again, so
+ *    afterwards fork, realloc and MADV_DONTNEED behave as on any memory;
+ *    where that cannot be done (no userfaultfd write-protection of
+ *    shared memory before Linux 5.19) they stay on the memfd.
  *  - unmap, mremap, mmap over the span (verbs_unmap.c hooks): the regions
  *    are revoked as any region is, and the span is marked dead: a later
  *    registration there never reuses it.
@@ -70,9 +74,14 @@ struct srn_mr_share {
  * already moved, when it may (see above); mr->share is then set.  Takes
  * the region's nic lock and the list lock; must hold neither. */
 void srn_mr_share_attach(struct srn_mr *mr);
-/* The region stops using its span (dereg, after its key is removed and
- * fenced; rereg).  Takes the list lock; may hold nic->lock. */
+/* The region stops using its span (rereg; a failed registration).
+ * Takes the list lock; may hold nic->lock. */
 void srn_mr_share_detach(struct srn_mr *mr);
+/* The same at ibv_dereg_mr, after its key is removed and fenced: the
+ * span's last region also puts the pages back on private anonymous
+ * memory.  Takes the list lock; must not hold nic->lock (reads
+ * /proc/self/maps). */
+void srn_mr_share_release(struct srn_mr *mr);
 /* [start, start+len) is being unmapped or replaced: spans in it are
  * dead.  Must hold the list lock (core/mr_map.c). */
 void srn_mr_share_unmapping_locked(uintptr_t start, uintptr_t end);

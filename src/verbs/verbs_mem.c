@@ -251,7 +251,7 @@ SRN_EXPORT int ibv_dereg_mr(struct ibv_mr *ibmr)
 	srn_diag_obj_del(mr->diag);
 	srn_nic_unlock(nic);
 	srn_mr_untrack(mr);
-	srn_mr_share_detach(mr);
+	srn_mr_share_release(mr);
 	mr->pd->refs--;
 	free(mr);
 	return 0;
