@@ -129,26 +129,6 @@ static uint64_t remote_addr(const struct srn_direct_peer *dp, const struct srn_q
 	return m->base + (va - m->iova);
 }
 
-/* A Write through our mapping of the target's shared memfd, gathered
- * from our iovecs, its last bytes stored last (ordered_copy.h). */
-static void mapped_write(uint8_t *dst, const struct iovec *iov, int niov, uint64_t len)
-{
-	uint64_t tail = len < SRN_ORDERED_TAIL ? len : SRN_ORDERED_TAIL, head = len - tail, off = 0;
-	uint8_t last[SRN_ORDERED_TAIL];
-	for (int i = 0; i < niov && off < len; i++) {
-		const uint8_t *src = iov[i].iov_base;
-		uint64_t l = iov[i].iov_len < len - off ? iov[i].iov_len : len - off;
-		uint64_t to_head = off < head ? head - off : 0;
-		if (to_head > l)
-			to_head = l;
-		memcpy(dst + off, src, to_head);
-		if (l > to_head)
-			memcpy(last + (off + to_head - head), src + to_head, l - to_head);
-		off += l;
-	}
-	srn_store_tail(dst + head, last, tail);
-}
-
 /* A Read through our mapping: into our iovecs. */
 static void mapped_read(const uint8_t *src, const struct iovec *iov, int niov, uint64_t len)
 {
@@ -199,7 +179,7 @@ static int place(struct srn_direct_peer *dp, const struct srn_qp *qp, const stru
 		int ret = -EACCES;
 		if (sh) {
 			if (write)
-				mapped_write(sh, part, np, len);
+				srn_copy_ordered_iov(sh, part, np, len);
 			else
 				mapped_read(sh, part, np, len);
 			*mapped = 1;
@@ -258,7 +238,7 @@ static unsigned place_writes(struct srn_direct_peer *dp, struct srn_qp *qp, stru
 		else if (by_map != (sh != NULL))
 			break;
 		if (sh) {
-			mapped_write(sh, lv + nl, n, x->length);
+			srn_copy_ordered_iov(sh, lv + nl, n, x->length);
 		} else {
 			rv[k].iov_base = (void *)(uintptr_t)at;
 			rv[k].iov_len = x->length;

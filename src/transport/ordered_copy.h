@@ -18,6 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/uio.h>
 
 #define SRN_ORDERED_TAIL 8u
 
@@ -66,12 +67,33 @@ static inline void srn_store_tail(uint8_t *d, const uint8_t *last, size_t tail)
 	}
 }
 
+/* Gather len bytes from iov[0..niov) to dst, the last bytes stored
+ * last (they may straddle iovecs: gathered first, stored after the
+ * fence). */
+static inline void srn_copy_ordered_iov(uint8_t *dst, const struct iovec *iov, int niov,
+					size_t len)
+{
+	size_t tail = len < SRN_ORDERED_TAIL ? len : SRN_ORDERED_TAIL, head = len - tail, off = 0;
+	uint8_t last[SRN_ORDERED_TAIL];
+	for (int i = 0; i < niov && off < len; i++) {
+		const uint8_t *src = iov[i].iov_base;
+		size_t l = iov[i].iov_len < len - off ? iov[i].iov_len : len - off;
+		size_t to_head = off < head ? head - off : 0;
+		if (to_head > l)
+			to_head = l;
+		memcpy(dst + off, src, to_head);
+		if (l > to_head)
+			memcpy(last + (off + to_head - head), src + to_head, l - to_head);
+		off += l;
+	}
+	srn_store_tail(dst + head, last, tail);
+}
+
 /* memcpy, with the last bytes stored last. */
 static inline void srn_copy_ordered(void *dst, const void *src, size_t len)
 {
-	size_t tail = len < SRN_ORDERED_TAIL ? len : SRN_ORDERED_TAIL;
-	memcpy(dst, src, len - tail);
-	srn_store_tail((uint8_t *)dst + (len - tail), (const uint8_t *)src + (len - tail), tail);
+	struct iovec one = { (void *)src, len };
+	srn_copy_ordered_iov(dst, &one, 1, len);
 }
 
 #endif
