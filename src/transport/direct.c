@@ -129,6 +129,17 @@ static uint64_t remote_addr(const struct srn_direct_peer *dp, const struct srn_q
 	return m->base + (va - m->iova);
 }
 
+/* Where a Write or Read of [at, at+len) in region m may be copied through
+ * our mapping of the target's pages, or NULL: by system call then
+ * (SOFTRNIC_DIRECT_MAP=0, or the region is not shared). */
+static uint8_t *copy_ptr(struct srn_direct_peer *dp, const struct srn_qp *qp, uint32_t rkey,
+			 const struct srn_direct_mr_ent *m, uint64_t at, uint64_t len)
+{
+	if (!qp->nic->link.direct_map_on)
+		return NULL;
+	return srn_direct_shared_ptr(dp, srn_mr_key_slot(rkey), m, at, len);
+}
+
 /* A Read through our mapping: into our iovecs. */
 static void mapped_read(const uint8_t *src, const struct iovec *iov, int niov, uint64_t len)
 {
@@ -173,9 +184,7 @@ static int place(struct srn_direct_peer *dp, const struct srn_qp *qp, const stru
 		struct srn_direct_mr_ent m;
 		srn_direct_enter(dp);
 		uint64_t at = remote_addr(dp, qp, w->rkey, w->remote_addr, w->length, need, &m);
-		uint8_t *sh = at && qp->nic->link.direct_map_on
-				      ? srn_direct_shared_ptr(dp, srn_mr_key_slot(w->rkey), &m, at + done, len)
-				      : NULL;
+		uint8_t *sh = at ? copy_ptr(dp, qp, w->rkey, &m, at + done, len) : NULL;
 		int ret = -EACCES;
 		if (sh) {
 			if (write)
@@ -230,9 +239,7 @@ static unsigned place_writes(struct srn_direct_peer *dp, struct srn_qp *qp, stru
 					  IBV_ACCESS_REMOTE_WRITE, &m);
 		if (!at)
 			break;
-		uint8_t *sh = qp->nic->link.direct_map_on
-				      ? srn_direct_shared_ptr(dp, srn_mr_key_slot(x->rkey), &m, at, x->length)
-				      : NULL;
+		uint8_t *sh = copy_ptr(dp, qp, x->rkey, &m, at, x->length);
 		if (!k)
 			by_map = sh != NULL;
 		else if (by_map != (sh != NULL))
