@@ -15,6 +15,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "core/async.h"
+
 struct srn_nic;
 struct srn_context;
 
@@ -38,6 +40,7 @@ struct srn_cq {
 	};
 	struct srn_nic *nic;
 	struct srn_context *ctx;
+	struct srn_async_ref async_ref; /* its events read, not yet acknowledged */
 	struct srn_channel *channel;
 	struct ibv_wc *ring;
 	uint32_t size;                 /* ring slots, a power of two */

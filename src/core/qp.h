@@ -56,6 +56,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+#include "core/async.h"
 #include "core/limits.h"
 #include "core/rq.h"
 #include "wire/icrc.h"
@@ -222,6 +223,7 @@ struct srn_qp {
 	struct ibv_qp_ex ibqp_ex;      /* ibqp_ex.qp_base is the ibv_qp handed out */
 	struct srn_nic *nic;
 	struct srn_context *ctx;
+	struct srn_async_ref async_ref; /* its events read, not yet acknowledged */
 	struct srn_pd *pd;
 	struct srn_cq *scq, *rcq;
 	struct srn_srq *srq;               /* XRC receive QPs: the SRQ of the message in progress */

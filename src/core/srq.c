@@ -21,6 +21,6 @@ void srn_srq_check_limit(struct srn_srq *srq)
 		srq->limit = 0;         /* one shot: re-armed by ibv_modify_srq */
 		struct ibv_async_event ev = { .element.srq = &srq->ibsrq,
 					      .event_type = IBV_EVENT_SRQ_LIMIT_REACHED };
-		srn_async_post(&srq->ctx->async, &ev);
+		srn_async_post(&srq->ctx->async, &ev, &srq->async_ref);
 	}
 }

@@ -10,6 +10,7 @@
 
 #include <sys/types.h>
 
+#include "core/async.h"
 #include "core/rq.h"
 
 struct srn_nic;
@@ -30,6 +31,7 @@ struct srn_srq {
 	struct ibv_srq ibsrq;
 	struct srn_nic *nic;
 	struct srn_context *ctx;
+	struct srn_async_ref async_ref; /* its events read, not yet acknowledged */
 	struct srn_pd *pd;
 	struct srn_rq rq;
 	uint32_t limit;                /* 0 = not armed */

@@ -47,7 +47,7 @@ static void push(struct srn_qp *qp, struct srn_cq *cq, const struct ibv_wc *wc, 
 	if (srn_cq_push(cq, wc, solicited) == -ENOSPC) {
 		srn_count(qp->nic->diag.cnt, SRN_CNT_CQ_OVERFLOW, 1);
 		struct ibv_async_event ev = { .element.cq = &cq->ibcq, .event_type = IBV_EVENT_CQ_ERR };
-		srn_async_post(&cq->ctx->async, &ev);
+		srn_async_post(&cq->ctx->async, &ev, &cq->async_ref);
 	}
 }
 
@@ -181,7 +181,7 @@ void srn_qp_flush(struct srn_qp *qp)
 void srn_qp_event(struct srn_qp *qp, enum ibv_event_type type)
 {
 	struct ibv_async_event ev = { .element.qp = &qp->ibqp_ex.qp_base, .event_type = type };
-	srn_async_post(&qp->ctx->async, &ev);
+	srn_async_post(&qp->ctx->async, &ev, &qp->async_ref);
 }
 
 void srn_qp_fail(struct srn_qp *qp, int event)

@@ -70,6 +70,11 @@ int srn_verbs_dealloc_mw(struct ibv_mw *mw);
 int srn_verbs_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *bind);
 struct srn_mr *srn_mw_from_handle(struct ibv_mw *mw);
 
+/* verbs_device.c: before an object events can name is freed, withdraw
+ * its unread events and wait until those read are acknowledged. */
+struct srn_async_ref;
+void srn_verbs_forget_events(struct srn_context *ctx, struct srn_async_ref *ref);
+
 /* -errno → NULL with errno set */
 static inline void *srn_null_errno(int neg)
 {

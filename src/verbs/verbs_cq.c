@@ -129,6 +129,7 @@ SRN_EXPORT int ibv_destroy_cq(struct ibv_cq *ibcq)
 	}
 	srn_diag_obj_del(cq->diag);
 	srn_nic_unlock(cq->nic);
+	srn_verbs_forget_events(cq->ctx, &cq->async_ref);
 	srn_cq_fini(cq);
 	pthread_mutex_destroy(&ibcq->mutex);
 	pthread_cond_destroy(&ibcq->cond);

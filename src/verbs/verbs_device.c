@@ -9,9 +9,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/cq.h"
 #include "core/device.h"
 #include "core/limits.h"
 #include "core/nic.h"
+#include "core/qp.h"
+#include "core/srq.h"
 #include "engine/nic.h"
 #include "verbs/verbs.h"
 #include "wire/roce_hdr.h"
@@ -247,9 +250,50 @@ SRN_EXPORT int ibv_get_async_event(struct ibv_context *context, struct ibv_async
 	return 0;
 }
 
+/* The object an event names, as the event's type says which member of
+ * element is set; NULL for port and device events. */
+static struct srn_async_ref *event_ref(const struct ibv_async_event *e, struct ibv_context **c)
+{
+	switch (e->event_type) {
+	case IBV_EVENT_CQ_ERR:
+		*c = e->element.cq->context;
+		return &srn_cq(e->element.cq)->async_ref;
+	case IBV_EVENT_QP_FATAL:
+	case IBV_EVENT_QP_REQ_ERR:
+	case IBV_EVENT_QP_ACCESS_ERR:
+	case IBV_EVENT_COMM_EST:
+	case IBV_EVENT_SQ_DRAINED:
+	case IBV_EVENT_PATH_MIG:
+	case IBV_EVENT_PATH_MIG_ERR:
+	case IBV_EVENT_QP_LAST_WQE_REACHED:
+		*c = e->element.qp->context;
+		return &srn_qp(e->element.qp)->async_ref;
+	case IBV_EVENT_SRQ_ERR:
+	case IBV_EVENT_SRQ_LIMIT_REACHED:
+		*c = e->element.srq->context;
+		return &srn_srq(e->element.srq)->async_ref;
+	default:
+		return NULL;
+	}
+}
+
 SRN_EXPORT void ibv_ack_async_event(struct ibv_async_event *event)
 {
-	/* Events hold no references here: destroying a QP or CQ does not
-	 * wait for its events to be acknowledged. */
-	(void)event;
+	struct ibv_context *c = NULL;
+	struct srn_async_ref *ref = event ? event_ref(event, &c) : NULL;
+	if (ref)
+		srn_async_ack(&srn_ctx(c)->async, ref);
+}
+
+void srn_verbs_forget_events(struct srn_context *ctx, struct srn_async_ref *ref)
+{
+	if (srn_async_forget(&ctx->async, ref, 1000))
+		return;
+	/* rdma-core waits as long as it takes too; say why we hang. */
+	srn_nic_lock(ctx->nic);
+	srn_diag_dev_log(ctx->nic->diag.seg, SRN_LOG_WARN,
+			 "destroy waits for async events read but not yet acknowledged "
+			 "(ibv_ack_async_event)");
+	srn_nic_unlock(ctx->nic);
+	srn_async_forget(&ctx->async, ref, -1);
 }

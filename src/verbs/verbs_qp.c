@@ -250,6 +250,7 @@ SRN_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 	if (qp->xrcd)
 		qp->xrcd->users--;
 	srn_nic_unlock(nic);
+	srn_verbs_forget_events(qp->ctx, &qp->async_ref);
 	pthread_mutex_destroy(&ibqp->mutex);
 	pthread_cond_destroy(&ibqp->cond);
 	if (qp->sq.wr_stage) {

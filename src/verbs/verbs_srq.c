@@ -94,6 +94,7 @@ SRN_EXPORT int ibv_destroy_srq(struct ibv_srq *ibsrq)
 	}
 	srq->pd->refs--;
 	srn_nic_unlock(srq->nic);
+	srn_verbs_forget_events(srq->ctx, &srq->async_ref);
 	srn_rq_fini(&srq->rq);
 	pthread_mutex_destroy(&ibsrq->mutex);
 	pthread_cond_destroy(&ibsrq->cond);

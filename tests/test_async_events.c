@@ -1,0 +1,152 @@
+/*
+ * test_async_events - an async event never outlives the object it names.
+ *
+ * uverbs withdraws a destroyed QP's unread events and makes destroy wait
+ * until every event already read has been acknowledged; rdma-core's
+ * ibv_destroy_qp blocks on that.  UCX relies on it: its async thread
+ * reads event->element.qp->qp_num to find the waiter, so an event read
+ * after its QP was freed reads freed memory (a ucx_perftest crash here,
+ * in the async thread handling IBV_EVENT_QP_LAST_WQE_REACHED).
+ *
+ * The events: LAST_WQE_REACHED, which a QP on an SRQ raises when it
+ * enters Error (INIT -> ERR is enough; no peer needed).
+ *   withdrawn  two QPs in Error, one destroyed unread: only the other's
+ *              event is read, then the queue is empty.
+ *   held       an event read but not acknowledged holds the QP's destroy
+ *              (another thread) until the acknowledgement; a second
+ *              acknowledgement of the same event changes nothing.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <infiniband/verbs.h>
+
+#define SRN_CHECK_FATAL
+#include "check.h"
+
+struct objs {
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	struct ibv_srq *srq;
+};
+
+static struct objs open_objs(void)
+{
+	int n;
+	struct ibv_device **list = ibv_get_device_list(&n);
+	CHECK(list && n > 0);
+	struct objs o = { .ctx = ibv_open_device(list[0]) };
+	ibv_free_device_list(list);
+	CHECK(o.ctx);
+	o.pd = ibv_alloc_pd(o.ctx);
+	o.cq = ibv_create_cq(o.ctx, 16, NULL, NULL, 0);
+	struct ibv_srq_init_attr sa = { .attr = { .max_wr = 8, .max_sge = 1 } };
+	o.srq = o.pd ? ibv_create_srq(o.pd, &sa) : NULL;
+	CHECK(o.pd && o.cq && o.srq);
+	int fl = fcntl(o.ctx->async_fd, F_GETFL);
+	CHECK(fcntl(o.ctx->async_fd, F_SETFL, fl | O_NONBLOCK) == 0);
+	return o;
+}
+
+static void close_objs(struct objs *o)
+{
+	CHECK(ibv_destroy_srq(o->srq) == 0);
+	CHECK(ibv_destroy_cq(o->cq) == 0);
+	CHECK(ibv_dealloc_pd(o->pd) == 0);
+	CHECK(ibv_close_device(o->ctx) == 0);
+}
+
+/* A QP on the SRQ, moved INIT -> ERR: one LAST_WQE_REACHED queued. */
+static struct ibv_qp *qp_in_error(struct objs *o)
+{
+	struct ibv_qp_init_attr ia = {
+		.send_cq = o->cq, .recv_cq = o->cq, .srq = o->srq, .qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = 4, .max_send_sge = 1 },
+	};
+	struct ibv_qp *qp = ibv_create_qp(o->pd, &ia);
+	CHECK(qp);
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1 };
+	CHECK(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+			    IBV_QP_ACCESS_FLAGS) == 0);
+	a = (struct ibv_qp_attr){ .qp_state = IBV_QPS_ERR };
+	CHECK(ibv_modify_qp(qp, &a, IBV_QP_STATE) == 0);
+	return qp;
+}
+
+static void test_withdrawn(void)
+{
+	struct objs o = open_objs();
+	struct ibv_qp *gone = qp_in_error(&o), *stays = qp_in_error(&o);
+	CHECK(ibv_destroy_qp(gone) == 0);
+	struct ibv_async_event ev;
+	CHECK(ibv_get_async_event(o.ctx, &ev) == 0);
+	CHECK(ev.event_type == IBV_EVENT_QP_LAST_WQE_REACHED && ev.element.qp == stays,
+	      "read event %d for %p, want LAST_WQE_REACHED for %p", ev.event_type,
+	      (void *)ev.element.qp, (void *)stays);
+	ibv_ack_async_event(&ev);
+	errno = 0;
+	CHECK(ibv_get_async_event(o.ctx, &ev) == -1 && errno == EAGAIN,
+	      "a second event was read: the destroyed QP's");
+	CHECK(ibv_destroy_qp(stays) == 0);
+	close_objs(&o);
+	printf("withdrawn: a destroyed QP's unread event is never read\n");
+}
+
+struct destroyer {
+	struct ibv_qp *qp;
+	int ret;
+	atomic_bool done;
+};
+
+static void *destroy_thread(void *arg)
+{
+	struct destroyer *d = arg;
+	d->ret = ibv_destroy_qp(d->qp);
+	atomic_store(&d->done, true);
+	return NULL;
+}
+
+static void test_held(void)
+{
+	struct objs o = open_objs();
+	struct destroyer d = { .qp = qp_in_error(&o) };
+	struct ibv_async_event ev;
+	CHECK(ibv_get_async_event(o.ctx, &ev) == 0 && ev.element.qp == d.qp);
+	pthread_t t;
+	CHECK(pthread_create(&t, NULL, destroy_thread, &d) == 0);
+	/* Waiting cannot end early, however loaded the machine: only the
+	 * acknowledgement below lets the destroy return. */
+	usleep(200 * 1000);
+	CHECK(!atomic_load(&d.done), "ibv_destroy_qp returned with its event unacknowledged");
+	ibv_ack_async_event(&ev);
+	CHECK(pthread_join(t, NULL) == 0);
+	CHECK(atomic_load(&d.done) && d.ret == 0);
+
+	/* Acknowledged twice: the destroy still has nothing to wait for. */
+	struct ibv_qp *qp = qp_in_error(&o);
+	CHECK(ibv_get_async_event(o.ctx, &ev) == 0 && ev.element.qp == qp);
+	ibv_ack_async_event(&ev);
+	ibv_ack_async_event(&ev);
+	CHECK(ibv_destroy_qp(qp) == 0);
+	close_objs(&o);
+	printf("held: destroy waited for the acknowledgement, and only for it\n");
+}
+
+int main(int argc, char **argv)
+{
+	alarm(60);
+	CHECK(argc == 2);
+	if (!strcmp(argv[1], "withdrawn"))
+		test_withdrawn();
+	else if (!strcmp(argv[1], "held"))
+		test_held();
+	else
+		CHECK(0, "unknown mode %s", argv[1]);
+	return srn_check_result();
+}
