@@ -356,6 +356,8 @@ int bs_cache_create(struct bs_store *st, uint32_t nslots, struct bs_cache **out)
 	pthread_cond_init(&c->wb_cond, NULL);
 	pthread_cond_init(&c->done_cond, NULL);
 	int ret = pthread_create(&c->wb_thread, NULL, wb_main, c);
+	if (!ret)
+		pthread_setname_np(c->wb_thread, "bs-writeback");
 	if (ret) {
 		cache_free(c);
 		return -ret;

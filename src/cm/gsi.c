@@ -387,7 +387,9 @@ int srn_cm_init(void)
 	ibv_free_device_list(list);
 	if (!ret)
 		srn_cm_steer_open();
-	if (!ret && pthread_create(&srn_cm.thread, NULL, cm_thread, NULL))
+	if (!ret && pthread_create(&srn_cm.thread, NULL, cm_thread, NULL) == 0)
+		pthread_setname_np(srn_cm.thread, "srn-cm");
+	else if (!ret)
 		ret = -EAGAIN;
 	srn_cm.thread_started = !ret;
 	srn_cm.pid = getpid();

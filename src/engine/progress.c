@@ -247,6 +247,8 @@ int srn_progress_start(struct srn_nic *nic)
 		goto fail;
 	}
 	nic->engine.thread_started = true;
+	/* So top -H, perf and gdb tell it from the application's threads. */
+	pthread_setname_np(nic->engine.thread, "srn-progress");
 	return 0;
 fail:;
 	int err = errno;
