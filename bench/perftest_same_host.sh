@@ -29,6 +29,11 @@ SR=$BUILD/bin/softrnic
 command -v ib_write_lat >/dev/null || { echo "perftest is not installed" >&2; exit 1; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+# A sanitized build's library needs the ASan runtime loaded first
+# (scripts/test.sh sets SRN_ASAN_PRELOAD); perftest's leaks are not ours.
+RUN=("$SR" run --)
+[ -n "${SRN_ASAN_PRELOAD:-}" ] &&
+	RUN=(env LD_PRELOAD="$SRN_ASAN_PRELOAD" ASAN_OPTIONS=detect_leaks=0 "$SR" run --)
 
 # with_cpu FILE CMD...: run CMD; write its CPU seconds (user + system,
 # getrusage of the finished child) to FILE.
@@ -46,14 +51,14 @@ one() {
 	shift 2
 	[ "$mode" = rings ] && direct=0
 	rm -f "$tmp/cpu"
-	SOFTRNIC_DIRECT=$direct with_cpu "$tmp/cpu" timeout -k 5 60 "$SR" run -- "$prog" -p "$port" "$@" &
+	SOFTRNIC_DIRECT=$direct with_cpu "$tmp/cpu" timeout -k 5 60 "${RUN[@]}" "$prog" -p "$port" "$@" &
 	local spid=$!
 	# The server may take a moment to listen: the client tries again
 	# (bounded) while the server is alive and the client did not connect.
 	local try
 	for ((try = 0; try < 10; try++)); do
 		sleep 0.3
-		SOFTRNIC_DIRECT=$direct timeout -k 5 60 "$SR" run -- "$prog" -p "$port" "$@" \
+		SOFTRNIC_DIRECT=$direct timeout -k 5 60 "${RUN[@]}" "$prog" -p "$port" "$@" \
 			127.0.0.1 >"$tmp/client.out" 2>&1 && break
 		grep -q "Couldn't connect\|Unable to open file descriptor" "$tmp/client.out" &&
 			kill -0 "$spid" 2>/dev/null || break

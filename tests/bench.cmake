@@ -7,3 +7,9 @@
 # how fast anything is.  About a minute on a loaded 2-CPU machine.
 srn_script_test(bench_smoke test_bench_smoke.sh)
 set_tests_properties(bench_smoke PROPERTIES TIMEOUT 300)
+
+# bench/perftest_same_host.sh (issue 14): Debian's perftest on one host,
+# direct placement against the rings; one repetition, 1 s bandwidth runs.
+# Checks every cell has a number; not how fast.  About 30 s.
+srn_script_test(perftest_same_host_smoke test_perftest_same_host_smoke.sh)
+set_tests_properties(perftest_same_host_smoke PROPERTIES TIMEOUT 300)
