@@ -15,9 +15,14 @@
  *   held       an event read but not acknowledged holds the QP's destroy
  *              (another thread) until the acknowledgement; a second
  *              acknowledgement of the same event changes nothing.
+ *   kinds      a CQ's CQ_ERR (overflow) and an SRQ's SRQ_LIMIT_REACHED,
+ *              raised by Sends of an RC QP connected to itself: read
+ *              once to see they come, then raised again and withdrawn by
+ *              destroying their CQ and SRQ unread.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -26,8 +31,7 @@
 #include <unistd.h>
 #include <infiniband/verbs.h>
 
-#define SRN_CHECK_FATAL
-#include "check.h"
+#include "rc_test_conn.h"   /* CHECK (fatal), srn_tc_connect */
 
 struct objs {
 	struct ibv_context *ctx;
@@ -138,6 +142,93 @@ static void test_held(void)
 	printf("held: destroy waited for the acknowledgement, and only for it\n");
 }
 
+/* A self-connected RC QP on an SRQ armed at 4 of 4 receives, sending
+ * into a send CQ of depth 1: three Sends raise SRQ_LIMIT_REACHED once and
+ * overflow the send CQ (CQ_ERR).  Returns after the receives completed. */
+static void raise_cq_and_srq_events(struct objs *o, struct ibv_cq **scq, struct ibv_qp **qp)
+{
+	union ibv_gid gid;
+	CHECK(ibv_query_gid(o->ctx, 1, 0, &gid) == 0);
+	*scq = ibv_create_cq(o->ctx, 1, NULL, NULL, 0);
+	CHECK(*scq);
+	struct ibv_qp_init_attr ia = {
+		.send_cq = *scq, .recv_cq = o->cq, .srq = o->srq, .qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = 4, .max_send_sge = 1 },
+	};
+	*qp = ibv_create_qp(o->pd, &ia);
+	CHECK(*qp);
+	struct srn_tc_qp_opts opts = srn_tc_default_opts();
+	srn_tc_connect(*qp, &gid, (*qp)->qp_num, 0, 0, &opts);
+	static char buf[64];
+	struct ibv_mr *mr = ibv_reg_mr(o->pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE);
+	CHECK(mr);
+	for (int i = 0; i < 4; i++) {
+		struct ibv_sge sg = { (uintptr_t)buf, 8, mr->lkey };
+		struct ibv_recv_wr wr = { .wr_id = (uint64_t)i, .sg_list = &sg, .num_sge = 1 }, *bad;
+		CHECK(ibv_post_srq_recv(o->srq, &wr, &bad) == 0);
+	}
+	struct ibv_srq_attr lim = { .srq_limit = 4 };
+	CHECK(ibv_modify_srq(o->srq, &lim, IBV_SRQ_LIMIT) == 0);
+	for (int i = 0; i < 3; i++) {
+		struct ibv_sge sg = { (uintptr_t)buf + 32, 8, mr->lkey };
+		struct ibv_send_wr wr = { .wr_id = (uint64_t)i, .sg_list = &sg, .num_sge = 1,
+					  .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED },
+				   *bad;
+		CHECK(ibv_post_send(*qp, &wr, &bad) == 0);
+		struct ibv_wc w = srn_tc_poll_one(o->cq, 10);
+		CHECK(w.status == IBV_WC_SUCCESS && w.opcode == IBV_WC_RECV);
+	}
+	/* Drain what fits of the send CQ (its ACKs may still be coming). */
+	double until = srn_tc_now() + 10;
+	struct ibv_wc w;
+	while (srn_tc_now() < until && ibv_poll_cq(*scq, 1, &w) == 0)
+		;
+	CHECK(ibv_destroy_qp(*qp) == 0);
+	CHECK(ibv_dereg_mr(mr) == 0);
+	/* The overflow needs all three ACKs: wait for the event (bounded). */
+	struct pollfd p = { .fd = o->ctx->async_fd, .events = POLLIN };
+	CHECK(poll(&p, 1, 10000) == 1);
+}
+
+static void test_kinds(void)
+{
+	/* First round: the events come, and name their objects. */
+	struct objs o = open_objs();
+	struct ibv_cq *scq;
+	struct ibv_qp *qp;
+	raise_cq_and_srq_events(&o, &scq, &qp);
+	bool cq_err = false, srq_limit = false;
+	struct ibv_async_event ev;
+	double until = srn_tc_now() + 10;
+	while (!(cq_err && srq_limit) && srn_tc_now() < until) {
+		if (ibv_get_async_event(o.ctx, &ev)) {
+			CHECK(errno == EAGAIN);
+			usleep(1000);
+			continue;
+		}
+		cq_err |= ev.event_type == IBV_EVENT_CQ_ERR && ev.element.cq == scq;
+		srq_limit |= ev.event_type == IBV_EVENT_SRQ_LIMIT_REACHED && ev.element.srq == o.srq;
+		ibv_ack_async_event(&ev);
+	}
+	CHECK(cq_err && srq_limit, "CQ_ERR %d, SRQ_LIMIT_REACHED %d", cq_err, srq_limit);
+	CHECK(ibv_destroy_cq(scq) == 0);
+	close_objs(&o);
+
+	/* Second round: destroyed unread, neither is ever read. */
+	o = open_objs();
+	raise_cq_and_srq_events(&o, &scq, &qp);
+	usleep(100 * 1000);     /* any late ACK has overflowed the CQ by now */
+	CHECK(ibv_destroy_cq(scq) == 0);
+	CHECK(ibv_destroy_srq(o.srq) == 0);
+	errno = 0;
+	int r = ibv_get_async_event(o.ctx, &ev);
+	CHECK(r == -1 && errno == EAGAIN, "read event %d of a destroyed object", ev.event_type);
+	CHECK(ibv_destroy_cq(o.cq) == 0);
+	CHECK(ibv_dealloc_pd(o.pd) == 0);
+	CHECK(ibv_close_device(o.ctx) == 0);
+	printf("kinds: a destroyed CQ's CQ_ERR and SRQ's SRQ_LIMIT_REACHED are never read\n");
+}
+
 int main(int argc, char **argv)
 {
 	alarm(60);
@@ -146,6 +237,8 @@ int main(int argc, char **argv)
 		test_withdrawn();
 	else if (!strcmp(argv[1], "held"))
 		test_held();
+	else if (!strcmp(argv[1], "kinds"))
+		test_kinds();
 	else
 		CHECK(0, "unknown mode %s", argv[1]);
 	return srn_check_result();
