@@ -30,6 +30,15 @@ done
 # Sample again until the count rises, for as long as the benchmark runs:
 # a fixed wait could outlast the benchmark on a loaded machine, where each
 # sample (a process and a python) may itself take a second.
+# What each running process costs: its CPU and its progress thread's
+# (the rings' target spends its time there), read from /proc by stat.
+cpu=$("$SRN_BUILD/bin/softrnic" stat --json | python3 -c '
+import json, sys
+live = [x for x in json.load(sys.stdin)["devices"] if x["state"] == "running"]
+ok = live and all(isinstance(x.get("process_cpu_s"), (int, float)) and
+                  isinstance(x.get("progress_thread_cpu_s"), (int, float)) and
+                  0 <= x["progress_thread_cpu_s"] <= x["process_cpu_s"] + 0.01 for x in live)
+print("%s %.2f" % ("ok" if ok else "bad", sum(x.get("process_cpu_s", 0) for x in live)))')
 b=$a
 for _ in $(seq 60); do
     sleep 0.2
@@ -41,4 +50,5 @@ echo "sent_pkts of the running processes: ${a% *} then ${b% *} (${b#* } processe
 wait $bench || { echo "FAIL: benchmark failed"; exit 1; }
 [ "${a#* }" -ge 2 ] || { echo "FAIL: benchmark processes not seen running"; exit 1; }
 [ "${b% *}" -gt "${a% *}" ] || { echo "FAIL: counters did not increase"; exit 1; }
-echo "ok: counters read live from outside the processes increase"
+[ "${cpu% *}" = ok ] || { echo "FAIL: stat --json lacks process_cpu_s / progress_thread_cpu_s: $cpu"; exit 1; }
+echo "ok: counters read live from outside the processes increase; their CPU ${cpu#* } s"

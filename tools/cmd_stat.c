@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "diag_read.h"
+#include "proc_cpu.h"
 #include "subcommands.h"
 
 struct stat_opts {
@@ -209,11 +210,17 @@ static void print_seg(struct srn_out *o, const struct stat_opts *op, const struc
 	snprintf(o->prefix, sizeof(o->prefix), "%d\t%s\t%s", s->pid, s->dev,
 		 srn_proc_state_name(s->state));
 
+	/* What it costs, while it runs: its CPU and its progress threads'. */
+	struct srn_proc_cpu cpu;
+	bool have_cpu = s->state == SRN_PROC_RUNNING && srn_proc_cpu_read(s->pid, &cpu);
 	srn_out_obj_begin(o, NULL);
 	if (o->mode == SRN_OUT_TABLE) {
 		fprintf(o->f, "%s  pid %d (%s)  %s  %s", s->dev, s->pid, s->comm, s->addr,
 			srn_proc_state_name(s->state));
-		if (s->state == SRN_PROC_RUNNING)
+		if (s->state == SRN_PROC_RUNNING && have_cpu && cpu.progress_threads)
+			fprintf(o->f, "  up %.1fs  cpu %.2fs, progress thread %.2fs\n", up,
+				cpu.process_s, cpu.progress_s);
+		else if (s->state == SRN_PROC_RUNNING)
 			fprintf(o->f, "  up %.1fs\n", up);
 		else
 			fprintf(o->f, "  started %s, last values\n", started);
@@ -230,6 +237,10 @@ static void print_seg(struct srn_out *o, const struct stat_opts *op, const struc
 	srn_out_u64(o, "objects", atomic_load_explicit(&h->slots_used, memory_order_relaxed));
 	srn_out_u64(o, "objects_untracked", atomic_load_explicit(&h->table_full, memory_order_relaxed));
 	srn_out_u64(o, "errors_logged", atomic_load_explicit(&h->errors_logged, memory_order_relaxed));
+	if (have_cpu) {
+		srn_out_dbl(o, "process_cpu_s", cpu.process_s, 2);
+		srn_out_dbl(o, "progress_thread_cpu_s", cpu.progress_s, 2);
+	}
 	uint64_t v[SRN_DIAG_MAX_COUNTERS];
 	for (uint32_t i = 0; i < s->ncounters; i++)
 		v[i] = srn_seg_counter(s, i);
