@@ -10,7 +10,8 @@
 # Checked from each side's counters at exit (SOFTRNIC_STATS=1):
 #   1. the server counts the marks (np_ecn_marked_roce_packets) and sends
 #      CNPs (np_cnp_sent, no more than the marks); the client's reaction
-#      point handles them (rp_cnp_handled) and ignores none;
+#      point handles them (rp_cnp_handled), ignoring at most the couple
+#      that arrive after its QP is gone;
 #   2. the server's trace: tshark decodes the CNPs as BTH opcode 129 to
 #      the client's QPN, 32 bytes of UDP payload, good ICRCs; the data
 #      packets carry ECT(0) or CE in their IP header;
@@ -88,8 +89,13 @@ if [ "$marked" -lt 50 ] || [ "$sent" -lt 1 ] || [ "$sent" -gt "$marked" ]; then
     echo "FAIL: the server should count about one mark in 8 packets and send CNPs"
     fail=1
 fi
-# A CNP still in flight when the client exits is lost: most arrive.
-if [ "$handled" -lt 1 ] || [ "$handled" -gt "$sent" ] || [ "$ignored" != 0 ]; then
+# A CNP still in flight when the client exits is lost: most arrive.  One
+# that arrives after ibv_rc_pingpong destroyed its QP finds no QP and is
+# counted as ignored, as mlx5 counts a CNP for a QP it no longer has
+# (seen once next to two CPU hogs: 103 handled, 1 ignored, of 104).  So a
+# couple may be ignored; a reaction point that ignored live CNPs would
+# ignore nearly all of them.
+if [ "$handled" -lt 1 ] || [ $((handled + ignored)) -gt "$sent" ] || [ "$ignored" -gt 2 ]; then
     echo "FAIL: the client's reaction point should handle the CNPs"
     fail=1
 fi
