@@ -11,6 +11,12 @@
  * already read has been acknowledged, so no reader ever sees a pointer
  * to freed memory (an object freed with an event in flight is how a
  * reader dispatches one object's event as another's).
+ *
+ * The fd's count is written and read under the lock, one per queued
+ * event, as the completion channel's (cq.c): it never falls below the
+ * queue's length, so taking an event or withdrawing one reads its count
+ * without blocking whatever the fd's flags, and the fd is readable
+ * exactly while an event waits.  A blocking reader sleeps on wait_efd.
  */
 #ifndef SRN_CORE_ASYNC_H
 #define SRN_CORE_ASYNC_H
@@ -30,13 +36,14 @@ struct srn_async_ref {
 struct srn_async_slot {
 	struct ibv_async_event ev;
 	struct srn_async_ref *ref;     /* NULL: names no object */
-	bool withdrawn;                /* its object is gone: skipped */
 };
 
 struct srn_async {
 	pthread_mutex_t lock;
 	pthread_cond_t acked;          /* an acknowledgement came */
-	int efd;
+	int efd;                       /* context->async_fd: one count per event */
+	int wait_efd;                  /* blocking readers sleep here */
+	unsigned waiters;              /* ... this many (under lock) */
 	unsigned head, tail;           /* free-running, masked on access */
 	struct srn_async_slot q[SRN_ASYNC_QUEUE_LEN];
 	unsigned long dropped;         /* queue full: oldest kept, newest dropped */
