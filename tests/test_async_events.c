@@ -11,15 +11,19 @@
  * The events: LAST_WQE_REACHED, which a QP on an SRQ raises when it
  * enters Error (INIT -> ERR is enough; no peer needed).
  *   withdrawn  two QPs in Error, one destroyed unread: only the other's
- *              event is read, then the queue is empty.
+ *              event is read, then the queue is empty; a lone QP's
+ *              event withdrawn leaves async_fd not readable (poll, then
+ *              a blocking ibv_get_async_event, must not sleep).
  *   held       an event read but not acknowledged holds the QP's destroy
  *              (another thread) until the acknowledgement; a second
  *              acknowledgement of the same event changes nothing.
  *   kinds      a CQ's CQ_ERR (overflow) and an SRQ's SRQ_LIMIT_REACHED,
- *              raised by Sends of an RC QP connected to itself: read
+ *              raised by two Sends of an RC QP connected to itself into
+ *              a receive CQ of depth 1 and an SRQ armed at 3 of 4: read
  *              once to see they come, then raised again and withdrawn by
  *              destroying their CQ and SRQ unread.
  */
+#define _GNU_SOURCE            /* gettid */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -98,22 +102,50 @@ static void test_withdrawn(void)
 	CHECK(ibv_get_async_event(o.ctx, &ev) == -1 && errno == EAGAIN,
 	      "a second event was read: the destroyed QP's");
 	CHECK(ibv_destroy_qp(stays) == 0);
+
+	struct ibv_qp *lone = qp_in_error(&o);
+	struct pollfd p = { .fd = o.ctx->async_fd, .events = POLLIN };
+	CHECK(poll(&p, 1, 0) == 1, "async_fd not readable with an event queued");
+	CHECK(ibv_destroy_qp(lone) == 0);
+	CHECK(poll(&p, 1, 0) == 0, "async_fd readable after its only event was withdrawn");
 	close_objs(&o);
-	printf("withdrawn: a destroyed QP's unread event is never read\n");
+	printf("withdrawn: a destroyed QP's unread event is never read, nor left readable\n");
 }
 
 struct destroyer {
 	struct ibv_qp *qp;
 	int ret;
+	atomic_int tid;
 	atomic_bool done;
 };
 
 static void *destroy_thread(void *arg)
 {
 	struct destroyer *d = arg;
+	atomic_store(&d->tid, (int)gettid());
 	d->ret = ibv_destroy_qp(d->qp);
 	atomic_store(&d->done, true);
 	return NULL;
+}
+
+/* The destroying thread is asleep (state S in /proc), or done. */
+static bool asleep(struct destroyer *d)
+{
+	int tid = atomic_load(&d->tid);
+	if (!tid)
+		return false;
+	char path[64], buf[512];
+	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", tid);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return atomic_load(&d->done);
+	bool s = false;
+	if (fgets(buf, sizeof(buf), f)) {
+		const char *c = strrchr(buf, ')');
+		s = c && c[1] == ' ' && c[2] == 'S';
+	}
+	fclose(f);
+	return s;
 }
 
 static void test_held(void)
@@ -125,8 +157,13 @@ static void test_held(void)
 	pthread_t t;
 	CHECK(pthread_create(&t, NULL, destroy_thread, &d) == 0);
 	/* Waiting cannot end early, however loaded the machine: only the
-	 * acknowledgement below lets the destroy return. */
-	usleep(200 * 1000);
+	 * acknowledgement below lets the destroy return.  Look once the
+	 * thread sleeps (bounded), so the check is not passed by a thread
+	 * that did not get that far yet. */
+	for (int i = 0; i < 500 && !asleep(&d); i++)
+		usleep(10 * 1000);
+	usleep(50 * 1000);
+	CHECK(asleep(&d), "the destroying thread never went to sleep");
 	CHECK(!atomic_load(&d.done), "ibv_destroy_qp returned with its event unacknowledged");
 	ibv_ack_async_event(&ev);
 	CHECK(pthread_join(t, NULL) == 0);
@@ -142,23 +179,25 @@ static void test_held(void)
 	printf("held: destroy waited for the acknowledgement, and only for it\n");
 }
 
-/* A self-connected RC QP on an SRQ armed at 4 of 4 receives, sending
- * into a send CQ of depth 1: three Sends raise SRQ_LIMIT_REACHED once and
- * overflow the send CQ (CQ_ERR).  Returns after the receives completed. */
-static void raise_cq_and_srq_events(struct objs *o, struct ibv_cq **scq, struct ibv_qp **qp)
+/* A self-connected RC QP on an SRQ armed at 3 of 4 receives, receiving
+ * into a CQ of depth 1 that nobody polls: the second Send takes the SRQ
+ * below its limit (SRQ_LIMIT_REACHED) and overflows that CQ (CQ_ERR).
+ * Both happen before the responder acknowledges the Send, so once both
+ * sends completed, both events are queued.  The QP is destroyed then. */
+static void raise_cq_and_srq_events(struct objs *o, struct ibv_cq **rcq)
 {
 	union ibv_gid gid;
 	CHECK(ibv_query_gid(o->ctx, 1, 0, &gid) == 0);
-	*scq = ibv_create_cq(o->ctx, 1, NULL, NULL, 0);
-	CHECK(*scq);
+	*rcq = ibv_create_cq(o->ctx, 1, NULL, NULL, 0);
+	CHECK(*rcq);
 	struct ibv_qp_init_attr ia = {
-		.send_cq = *scq, .recv_cq = o->cq, .srq = o->srq, .qp_type = IBV_QPT_RC,
+		.send_cq = o->cq, .recv_cq = *rcq, .srq = o->srq, .qp_type = IBV_QPT_RC,
 		.cap = { .max_send_wr = 4, .max_send_sge = 1 },
 	};
-	*qp = ibv_create_qp(o->pd, &ia);
-	CHECK(*qp);
+	struct ibv_qp *qp = ibv_create_qp(o->pd, &ia);
+	CHECK(qp);
 	struct srn_tc_qp_opts opts = srn_tc_default_opts();
-	srn_tc_connect(*qp, &gid, (*qp)->qp_num, 0, 0, &opts);
+	srn_tc_connect(qp, &gid, qp->qp_num, 0, 0, &opts);
 	static char buf[64];
 	struct ibv_mr *mr = ibv_reg_mr(o->pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE);
 	CHECK(mr);
@@ -167,59 +206,48 @@ static void raise_cq_and_srq_events(struct objs *o, struct ibv_cq **scq, struct 
 		struct ibv_recv_wr wr = { .wr_id = (uint64_t)i, .sg_list = &sg, .num_sge = 1 }, *bad;
 		CHECK(ibv_post_srq_recv(o->srq, &wr, &bad) == 0);
 	}
-	struct ibv_srq_attr lim = { .srq_limit = 4 };
+	struct ibv_srq_attr lim = { .srq_limit = 3 };
 	CHECK(ibv_modify_srq(o->srq, &lim, IBV_SRQ_LIMIT) == 0);
-	for (int i = 0; i < 3; i++) {
+	for (int i = 0; i < 2; i++) {
 		struct ibv_sge sg = { (uintptr_t)buf + 32, 8, mr->lkey };
 		struct ibv_send_wr wr = { .wr_id = (uint64_t)i, .sg_list = &sg, .num_sge = 1,
 					  .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED },
 				   *bad;
-		CHECK(ibv_post_send(*qp, &wr, &bad) == 0);
+		CHECK(ibv_post_send(qp, &wr, &bad) == 0);
 		struct ibv_wc w = srn_tc_poll_one(o->cq, 10);
-		CHECK(w.status == IBV_WC_SUCCESS && w.opcode == IBV_WC_RECV);
+		CHECK(w.status == IBV_WC_SUCCESS && w.opcode == IBV_WC_SEND);
 	}
-	/* Drain what fits of the send CQ (its ACKs may still be coming). */
-	double until = srn_tc_now() + 10;
-	struct ibv_wc w;
-	while (srn_tc_now() < until && ibv_poll_cq(*scq, 1, &w) == 0)
-		;
-	CHECK(ibv_destroy_qp(*qp) == 0);
+	CHECK(ibv_destroy_qp(qp) == 0);
 	CHECK(ibv_dereg_mr(mr) == 0);
-	/* The overflow needs all three ACKs: wait for the event (bounded). */
-	struct pollfd p = { .fd = o->ctx->async_fd, .events = POLLIN };
-	CHECK(poll(&p, 1, 10000) == 1);
 }
 
 static void test_kinds(void)
 {
 	/* First round: the events come, and name their objects. */
 	struct objs o = open_objs();
-	struct ibv_cq *scq;
-	struct ibv_qp *qp;
-	raise_cq_and_srq_events(&o, &scq, &qp);
+	struct ibv_cq *rcq;
+	raise_cq_and_srq_events(&o, &rcq);
 	bool cq_err = false, srq_limit = false;
 	struct ibv_async_event ev;
-	double until = srn_tc_now() + 10;
-	while (!(cq_err && srq_limit) && srn_tc_now() < until) {
-		if (ibv_get_async_event(o.ctx, &ev)) {
-			CHECK(errno == EAGAIN);
-			usleep(1000);
-			continue;
-		}
-		cq_err |= ev.event_type == IBV_EVENT_CQ_ERR && ev.element.cq == scq;
+	while (ibv_get_async_event(o.ctx, &ev) == 0) {
+		cq_err |= ev.event_type == IBV_EVENT_CQ_ERR && ev.element.cq == rcq;
 		srq_limit |= ev.event_type == IBV_EVENT_SRQ_LIMIT_REACHED && ev.element.srq == o.srq;
 		ibv_ack_async_event(&ev);
 	}
+	CHECK(errno == EAGAIN);
 	CHECK(cq_err && srq_limit, "CQ_ERR %d, SRQ_LIMIT_REACHED %d", cq_err, srq_limit);
-	CHECK(ibv_destroy_cq(scq) == 0);
+	CHECK(ibv_destroy_cq(rcq) == 0);
 	close_objs(&o);
 
-	/* Second round: destroyed unread, neither is ever read. */
+	/* Second round, the same steps: destroyed unread, neither is read,
+	 * and async_fd is not left readable. */
 	o = open_objs();
-	raise_cq_and_srq_events(&o, &scq, &qp);
-	usleep(100 * 1000);     /* any late ACK has overflowed the CQ by now */
-	CHECK(ibv_destroy_cq(scq) == 0);
+	raise_cq_and_srq_events(&o, &rcq);
+	struct pollfd p = { .fd = o.ctx->async_fd, .events = POLLIN };
+	CHECK(poll(&p, 1, 0) == 1, "no event queued");
+	CHECK(ibv_destroy_cq(rcq) == 0);
 	CHECK(ibv_destroy_srq(o.srq) == 0);
+	CHECK(poll(&p, 1, 0) == 0, "async_fd readable after its events were withdrawn");
 	errno = 0;
 	int r = ibv_get_async_event(o.ctx, &ev);
 	CHECK(r == -1 && errno == EAGAIN, "read event %d of a destroyed object", ev.event_type);
