@@ -7,7 +7,12 @@
 # t_typical), average bandwidth, and the passive target's CPU time over
 # each bandwidth run (getrusage of the server process).
 #
-#   bench/perftest_same_host.sh [--reps N] [--seconds S] [--build DIR]
+#   bench/perftest_same_host.sh [--reps N] [--seconds S] [--iters N] [--build DIR]
+#
+# --iters: iterations of each latency run (default 2000).  On the rings
+# ib_write_lat takes milliseconds an iteration on 2 CPUs (both ends spin
+# and the target's progress thread waits for a CPU), so a smoke run
+# wants few.
 #
 # Loopback only; every run under `timeout`.  Needs perftest and python3.
 set -u
@@ -15,12 +20,14 @@ SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD=${SRN_BUILD:-$SRC/build}
 REPS=3
 SECS=3
+ITERS=2000
 while [ $# -gt 0 ]; do
 	case $1 in
 	--reps) REPS=$2; shift ;;
 	--seconds) SECS=$2; shift ;;
+	--iters) ITERS=$2; shift ;;
 	--build) BUILD=$2; shift ;;
-	*) echo "usage: $0 [--reps N] [--seconds S] [--build DIR]" >&2; exit 2 ;;
+	*) echo "usage: $0 [--reps N] [--seconds S] [--iters N] [--build DIR]" >&2; exit 2 ;;
 	esac
 	shift
 done
@@ -73,9 +80,9 @@ one() {
 }
 
 ROWS=(
-	"ib_write_lat -s 2 typical (us)|ib_write_lat -s 2 -n 2000"
-	"ib_read_lat -s 2 typical (us)|ib_read_lat -s 2 -n 2000"
-	"ib_atomic_lat typical (us)|ib_atomic_lat -n 2000"
+	"ib_write_lat -s 2 typical (us)|ib_write_lat -s 2 -n $ITERS"
+	"ib_read_lat -s 2 typical (us)|ib_read_lat -s 2 -n $ITERS"
+	"ib_atomic_lat typical (us)|ib_atomic_lat -n $ITERS"
 	"ib_write_bw 64 KiB (MB/s)|ib_write_bw -s 65536 -D $SECS"
 	"ib_write_bw 1 MiB (MB/s)|ib_write_bw -s 1048576 -D $SECS"
 	"ib_read_bw 1 MiB (MB/s)|ib_read_bw -s 1048576 -D $SECS"
