@@ -186,6 +186,7 @@ struct srn_cm {
 	struct srn_cm_chan *chans;     /* live channels: the only ones a caller may name */
 	pthread_t thread;
 	bool thread_started;
+	bool wait_failed;              /* the CM thread's epoll_wait failed: said once */
 	pid_t pid;                     /* of the process that started the thread */
 	_Atomic bool stop;             /* library destructor: the thread ends */
 	int epfd, kick_fd;

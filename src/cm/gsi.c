@@ -11,11 +11,13 @@
  * application's poll or the nic's thread) is what delivers them.
  */
 #include "cm/cm.h"
+#include "diag/thread.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -328,6 +330,18 @@ static void *cm_thread(void *arg)
 		int n = epoll_wait(srn_cm.epfd, ev, SRN_CM_MAX_DEV + 1, tmo);
 		if (atomic_load(&srn_cm.stop))
 			return NULL;
+		if (n < 0 && errno != EINTR) {
+			/* Nothing mends this but the thread must not end: every
+			 * connection's timers live here.  Say so once and
+			 * retry at a pace that costs no CPU. */
+			if (!srn_cm.wait_failed)
+				dprintf(STDERR_FILENO,
+					"softrnic: rdma_cm thread: epoll_wait: %s; retrying every 100 ms\n",
+					strerror(errno));
+			srn_cm.wait_failed = true;
+			nanosleep(&(struct timespec){ .tv_nsec = 100000000 }, NULL);
+			continue;
+		}
 		pthread_mutex_lock(&srn_cm.lock);
 		for (int i = 0; i < n; i++) {
 			if (ev[i].data.ptr == NULL) {
@@ -387,9 +401,7 @@ int srn_cm_init(void)
 	ibv_free_device_list(list);
 	if (!ret)
 		srn_cm_steer_open();
-	if (!ret && pthread_create(&srn_cm.thread, NULL, cm_thread, NULL) == 0)
-		pthread_setname_np(srn_cm.thread, "srn-cm");
-	else if (!ret)
+	if (!ret && srn_thread_spawn(&srn_cm.thread, "srn-cm", cm_thread, NULL))
 		ret = -EAGAIN;
 	srn_cm.thread_started = !ret;
 	srn_cm.pid = getpid();

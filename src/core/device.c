@@ -62,6 +62,7 @@ static void build_devices(void)
 		d->index = i;
 		d->guid = guid_from_cfg(&cfg[i]);
 		pthread_mutex_init(&d->open_lock, NULL);
+		pthread_mutex_init(&d->ctx_lock, NULL);
 		d->ibdev.node_type = IBV_NODE_CA;
 		d->ibdev.transport_type = IBV_TRANSPORT_IB;
 		snprintf(d->ibdev.name, sizeof(d->ibdev.name), "%.*s", (int)sizeof(d->ibdev.name) - 1,
@@ -179,4 +180,33 @@ void srn_port_query(struct srn_device *dev, struct ibv_port_attr *a)
 	a->link_layer = IBV_LINK_LAYER_ETHERNET;
 	a->flags = 0;
 	a->port_cap_flags2 = 0;
+}
+
+void srn_device_ctx_add(struct srn_device *dev, struct srn_context *ctx)
+{
+	pthread_mutex_lock(&dev->ctx_lock);
+	ctx->next = dev->contexts;
+	dev->contexts = ctx;
+	pthread_mutex_unlock(&dev->ctx_lock);
+}
+
+void srn_device_ctx_del(struct srn_device *dev, struct srn_context *ctx)
+{
+	pthread_mutex_lock(&dev->ctx_lock);
+	for (struct srn_context **p = &dev->contexts; *p; p = &(*p)->next) {
+		if (*p == ctx) {
+			*p = ctx->next;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&dev->ctx_lock);
+}
+
+void srn_device_fatal(struct srn_device *dev)
+{
+	struct ibv_async_event ev = { .event_type = IBV_EVENT_DEVICE_FATAL };
+	pthread_mutex_lock(&dev->ctx_lock);
+	for (struct srn_context *c = dev->contexts; c; c = c->next)
+		srn_async_post(&c->async, &ev, NULL);
+	pthread_mutex_unlock(&dev->ctx_lock);
 }

@@ -29,6 +29,10 @@ struct srn_device {
 	pthread_mutex_t open_lock;     /* guards nic and open_count */
 	int open_count;
 	struct srn_nic *nic;
+	/* The open contexts, for device-wide async events.  A leaf lock:
+	 * never held while a thread is joined or nic->lock is taken. */
+	pthread_mutex_t ctx_lock;
+	struct srn_context *contexts;
 };
 
 struct srn_context {
@@ -36,6 +40,7 @@ struct srn_context {
 	struct srn_device *dev;
 	struct srn_nic *nic;
 	struct srn_async async;
+	struct srn_context *next;      /* dev->contexts, under dev->ctx_lock */
 };
 
 static inline struct srn_context *srn_ctx(struct ibv_context *c)
@@ -59,5 +64,14 @@ int srn_devices_built(struct srn_device ***list);
 /* Fill device/port attributes from the device and its nic. */
 void srn_device_query(struct srn_device *dev, struct ibv_device_attr *attr);
 void srn_port_query(struct srn_device *dev, struct ibv_port_attr *attr);
+
+/* Open contexts: add after the context can take events, remove before
+ * its async queue is destroyed. */
+void srn_device_ctx_add(struct srn_device *dev, struct srn_context *ctx);
+void srn_device_ctx_del(struct srn_device *dev, struct srn_context *ctx);
+/* The device can no longer make progress on its own: every open
+ * context gets IBV_EVENT_DEVICE_FATAL, as from a NIC whose firmware
+ * died.  Any thread; takes only leaf locks. */
+void srn_device_fatal(struct srn_device *dev);
 
 #endif

@@ -104,6 +104,9 @@ struct srn_nic_engine {
 	/* The progress thread sleeps until a packet or a kick (not a timer):
 	 * it would not notice held ACKs, so none may be held. */
 	_Atomic bool bg_deep_sleep;
+	/* epoll_pwait2 is missing (old kernel, valgrind): the progress
+	 * thread sleeps with epoll_wait.  Its own. */
+	bool epoll_ms;
 };
 /* Object tables: numbers and keys to objects.  Written by the verbs
  * that create and destroy the objects (core/nic.c, core/mr.c, srq.c,

@@ -119,6 +119,7 @@ const char *const srn_counter_names[SRN_CNT__MAX] = {
 	[SRN_CNT_CM_SIDR_REP_DROPPED] = "cm_sidr_rep_dropped",
 	[SRN_CNT_CM_MALFORMED] = "cm_malformed",
 	[SRN_CNT_RS_DGRAM_MALFORMED] = "rsocket_dgram_malformed",
+	[SRN_CNT_THREAD_FATAL] = "internal_thread_fatal",
 };
 
 _Static_assert(sizeof(srn_counter_names) / sizeof(srn_counter_names[0]) == SRN_CNT__MAX,

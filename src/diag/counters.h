@@ -150,6 +150,7 @@ enum srn_counter {
 	 * through the same export: UD messages and UDP datagrams dropped
 	 * for a header that is no rsocket's. */
 	SRN_CNT_RS_DGRAM_MALFORMED,
+	SRN_CNT_THREAD_FATAL,              /* an internal thread could not go on (engine/progress.c) */
 	SRN_CNT__MAX
 };
 #define SRN_CNT_CM_FIRST SRN_CNT_CM_REQ_SENT

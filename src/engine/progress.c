@@ -17,15 +17,20 @@
 #include "engine/nic.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <sched.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "core/device.h"
 #include "core/mcast.h"
 #include "core/qp.h"
+#include "diag/thread.h"
 #include "engine/diag_tick.h"
 #include "link/gso.h"
 #include "transport/rx.h"
@@ -128,6 +133,50 @@ uint64_t srn_progress_spin_ns(const char *env)
 	return (uint64_t)(us < SRN_BG_SPIN_MAX_US ? us : SRN_BG_SPIN_MAX_US) * 1000ull;
 }
 
+/* epoll_pwait2 (a nanosecond timeout) needs Linux 5.11, and valgrind
+ * 3.19 does not know it: ENOSYS, or EPERM from a seccomp filter that does
+ * not list it.  Then epoll_wait for the rest of the device's life, its
+ * timeout rounded up to a whole millisecond so a deadline is never
+ * missed by waking early and sleeping again with a zero timeout. */
+static int progress_wait(struct srn_nic *nic, int ep, struct epoll_event *ev, int max,
+			 const struct timespec *ts)
+{
+	if (!nic->engine.epoll_ms) {
+		int n = epoll_pwait2(ep, ev, max, ts, NULL);
+		if (n >= 0 || (errno != ENOSYS && errno != EPERM))
+			return n;
+		nic->engine.epoll_ms = true;
+		srn_diag_dev_log(nic->diag.seg, SRN_LOG_INFO,
+				 "epoll_pwait2: %s: the progress thread sleeps with epoll_wait",
+				 strerror(errno));
+	}
+	int ms = -1;
+	if (ts) {
+		uint64_t ns = (uint64_t)ts->tv_sec * 1000000000ull + (uint64_t)ts->tv_nsec;
+		uint64_t up = (ns + 999999) / 1000000;
+		ms = up > INT_MAX ? INT_MAX : (int)up;
+	}
+	return epoll_wait(ep, ev, max, ms);
+}
+
+/* The progress thread cannot go on (its epoll failed for a reason no
+ * retry mends).  It must not end silently: a program sleeping for a
+ * completion would hang with no word.  Say so on stderr whatever
+ * SOFTRNIC_LOG says, in the device log for `softrnic explain`, and to
+ * the program as IBV_EVENT_DEVICE_FATAL. */
+static void progress_fatal(struct srn_nic *nic, const char *what, int err)
+{
+	srn_diag_dev_log(nic->diag.seg, SRN_LOG_ERROR,
+			 "fatal: progress thread stopped: %s: %s", what, strerror(err));
+	if (srn_log_threshold() < SRN_LOG_ERROR)
+		dprintf(STDERR_FILENO,
+			"softrnic: %.32s: fatal: the progress thread stopped (%s: %s); "
+			"nothing progresses unless the program polls; IBV_EVENT_DEVICE_FATAL sent\n",
+			nic->cfg.name, what, strerror(err));
+	srn_count(nic->diag.cnt, SRN_CNT_THREAD_FATAL, 1);
+	srn_device_fatal(nic->dev);
+}
+
 static void *progress_main(void *arg)
 {
 	struct srn_nic *nic = arg;
@@ -139,8 +188,13 @@ static void *progress_main(void *arg)
 			if (left < SRN_BG_RECHECK_NS)
 				left = SRN_BG_RECHECK_NS;
 			struct timespec ts = { .tv_sec = 0, .tv_nsec = (long)left };
-			if (epoll_pwait2(nic->engine.ep_kick, ev, 4, &ts, NULL) > 0)
+			int n = progress_wait(nic, nic->engine.ep_kick, ev, 4, &ts);
+			if (n > 0)
 				drain_kick(nic);
+			else if (n < 0 && errno != EINTR) {
+				progress_fatal(nic, "epoll_wait (kick)", errno);
+				break;
+			}
 			continue;
 		}
 		/* ACKs an application held for its next post, which did
@@ -187,11 +241,14 @@ static void *progress_main(void *arg)
 			ts.tv_nsec = (long)(d % 1000000000ull);
 			tsp = &ts;
 		}
-		int n = epoll_pwait2(nic->engine.ep_all, ev, 4, tsp, NULL);
+		int n = progress_wait(nic, nic->engine.ep_all, ev, 4, tsp);
+		int err = errno;
 		srn_shm_sleep_end(&nic->link.shm);
 		atomic_store(&nic->engine.bg_deep_sleep, false);
-		if (n < 0 && errno != EINTR)
+		if (n < 0 && err != EINTR) {
+			progress_fatal(nic, "epoll_wait", err);
 			break;
+		}
 		if (n == 0 && !app_is_polling(nic, srn_now_ns(), &left)) {
 			srn_nic_lock(nic);
 			if (fdl)
@@ -241,14 +298,13 @@ int srn_progress_start(struct srn_nic *nic)
 	int fwd = srn_udp_group_fd(&nic->link.udp);
 	if (fwd >= 0 && epoll_ctl(nic->engine.ep_all, EPOLL_CTL_ADD, fwd, &e))
 		goto fail;
-	int ret = pthread_create(&nic->engine.thread, NULL, progress_main, nic);
+	/* Every signal blocked, and named for top -H, perf and gdb. */
+	int ret = srn_thread_spawn(&nic->engine.thread, "srn-progress", progress_main, nic);
 	if (ret) {
 		errno = ret;
 		goto fail;
 	}
 	nic->engine.thread_started = true;
-	/* So top -H, perf and gdb tell it from the application's threads. */
-	pthread_setname_np(nic->engine.thread, "srn-progress");
 	return 0;
 fail:;
 	int err = errno;

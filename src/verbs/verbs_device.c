@@ -94,6 +94,7 @@ SRN_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 	c->num_comp_vectors = 1;
 	pthread_mutex_init(&c->mutex, NULL);
 	srn_verbs_set_ops(ctx);
+	srn_device_ctx_add(dev, ctx);
 	return c;
 fail_cmd_fd:
 	close(cmd_fd);
@@ -107,6 +108,7 @@ fail:
 SRN_EXPORT int ibv_close_device(struct ibv_context *context)
 {
 	struct srn_context *ctx = srn_ctx(context);
+	srn_device_ctx_del(ctx->dev, ctx);
 	srn_device_nic_put(ctx->dev);
 	srn_async_destroy(&ctx->async);
 	close(context->cmd_fd);
