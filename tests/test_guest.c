@@ -18,6 +18,13 @@
  *   epoll_fatal   The same preload failing with EBADF, which no retry
  *                 mends: the program gets IBV_EVENT_DEVICE_FATAL on
  *                 async_fd (the script checks the stderr line).
+ *   crash         A target whose srn-progress thread dies inside an
+ *                 operation: it registers a region, then unmaps it behind
+ *                 the library's back (the raw system call, as libc's own
+ *                 unmaps are), and sleeps; the parent's RDMA Write over
+ *                 UDP makes the target's responder fault placing it.
+ *                 Prints "target PID QPN" for test_guest_crash.sh, which
+ *                 asks `softrnic explain` what the target was doing.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -27,7 +34,10 @@
 #include <signal.h>
 #include <stdbool.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/signalfd.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include <infiniband/verbs.h>
@@ -224,6 +234,87 @@ static int epoll_fatal_mode(void)
 	return srn_check_result();
 }
 
+struct crash_info {
+	struct srn_tc_qp_info qp;
+	union ibv_gid gid;
+	uint64_t addr;
+	uint32_t rkey;
+};
+
+#define CRASH_LEN (64 * 1024)
+
+static struct ibv_qp *crash_qp(struct ibv_context *ctx, struct ibv_pd *pd)
+{
+	struct ibv_cq *cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
+	CHECK(cq);
+	struct ibv_qp_init_attr qa = {
+		.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1 },
+	};
+	struct ibv_qp *qp = ibv_create_qp(pd, &qa);
+	CHECK(qp);
+	return qp;
+}
+
+static int crash_mode(void)
+{
+	int fd;
+	pid_t pid = srn_tc_fork(&fd);
+	union ibv_gid gid;
+	struct ibv_context *ctx = srn_tc_open(&gid);
+	struct ibv_pd *pd = ibv_alloc_pd(ctx);
+	CHECK(pd);
+	struct ibv_qp *qp = crash_qp(ctx, pd);
+	struct srn_tc_qp_opts o = srn_tc_default_opts();
+	struct crash_info mine = { .qp = { qp->qp_num, pid ? 300 : 400 }, .gid = gid }, theirs;
+	void *buf = NULL;
+	struct ibv_mr *mr = NULL;
+	if (!pid) {
+		buf = mmap(NULL, CRASH_LEN, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+			   -1, 0);
+		CHECK(buf != MAP_FAILED);
+		mr = ibv_reg_mr(pd, buf, CRASH_LEN, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+		CHECK(mr);
+		mine.addr = (uintptr_t)buf;
+		mine.rkey = mr->rkey;
+	}
+	srn_tc_xchg(fd, &mine, &theirs, sizeof(mine), 10000);
+	srn_tc_connect(qp, &theirs.gid, theirs.qp.qpn, mine.qp.psn, theirs.qp.psn, &o);
+	srn_tc_barrier(fd, 1, 10000);
+	if (!pid) {
+		/* Gone behind the library's back: the region's keys stay. */
+		CHECK(syscall(SYS_munmap, buf, CRASH_LEN) == 0);
+		srn_tc_barrier(fd, 2, 10000);
+		/* Asleep: only srn-progress takes the Write. */
+		char c;
+		srn_tc_recv(fd, &c, 1, 20000);
+		fprintf(stderr, "[child] still alive after the Write\n");
+		return 1;
+	}
+	srn_tc_barrier(fd, 2, 10000);
+	char *src = calloc(1, 4096);
+	struct ibv_mr *smr = ibv_reg_mr(pd, src, 4096, 0);
+	CHECK(src && smr);
+	struct ibv_sge sge = { (uintptr_t)src, 4096, smr->lkey };
+	struct ibv_send_wr wr = { .wr_id = 1, .sg_list = &sge, .num_sge = 1,
+				  .opcode = IBV_WR_RDMA_WRITE, .send_flags = IBV_SEND_SIGNALED,
+				  .wr.rdma = { theirs.addr + 8192, theirs.rkey } }, *bad;
+	CHECK(ibv_post_send(qp, &wr, &bad) == 0);
+	int st = 0;
+	double end = srn_tc_now() + 20;
+	pid_t r;
+	while ((r = waitpid(pid, &st, WNOHANG)) == 0 && srn_tc_now() < end)
+		usleep(10000);
+	if (r == 0) {
+		kill(pid, SIGKILL);
+		waitpid(pid, &st, 0);
+	}
+	CHECK(r == pid && WIFSIGNALED(st), "the target did not die of a signal (status 0x%x)", st);
+	printf("target %d 0x%06x signal %d\n", (int)pid, theirs.qp.qpn,
+	       WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+	return srn_check_result();
+}
+
 int main(int argc, char **argv)
 {
 	srn_tc_role = "guest";
@@ -234,6 +325,8 @@ int main(int argc, char **argv)
 		return epoll_enosys_mode();
 	if (!strcmp(mode, "epoll_fatal"))
 		return epoll_fatal_mode();
-	fprintf(stderr, "usage: test_guest signals|epoll_enosys|epoll_fatal\n");
+	if (!strcmp(mode, "crash"))
+		return crash_mode();
+	fprintf(stderr, "usage: test_guest signals|epoll_enosys|epoll_fatal|crash\n");
 	return 2;
 }

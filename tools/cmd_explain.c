@@ -30,6 +30,7 @@
 #include <time.h>
 
 #include "diag_read.h"
+#include "explain_dead.h"
 #include "explain_diag.h"
 #include "subcommands.h"
 
@@ -341,6 +342,8 @@ static int explain_recent(const struct srn_seg_filter *f, bool has_qp, uint32_t 
 		printf("no errors recorded%s (%zu softrnic device%s checked)\n",
 		       has_qp ? " for that QP" : "", set.n, set.n == 1 ? "" : "s");
 	if (n)
+		printf("\n");
+	if (!has_qp && srn_explain_dead(stdout, &set))
 		printf("\n");
 	int found = srn_explain_diagnose(&set, have_base ? &base : NULL, interval, has_qp, qpn);
 	if (!found && n)

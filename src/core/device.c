@@ -182,11 +182,20 @@ void srn_port_query(struct srn_device *dev, struct ibv_port_attr *a)
 	a->port_cap_flags2 = 0;
 }
 
+static void post_fatal(struct srn_context *c)
+{
+	struct ibv_async_event ev = { .event_type = IBV_EVENT_DEVICE_FATAL };
+	srn_async_post(&c->async, &ev, NULL);
+}
+
 void srn_device_ctx_add(struct srn_device *dev, struct srn_context *ctx)
 {
 	pthread_mutex_lock(&dev->ctx_lock);
 	ctx->next = dev->contexts;
 	dev->contexts = ctx;
+	/* Opened after the engine it shares stopped: told at once. */
+	if (dev->fatal_nic && dev->fatal_nic == ctx->nic)
+		post_fatal(ctx);
 	pthread_mutex_unlock(&dev->ctx_lock);
 }
 
@@ -199,14 +208,18 @@ void srn_device_ctx_del(struct srn_device *dev, struct srn_context *ctx)
 			break;
 		}
 	}
+	/* The engine goes with its last context; the next is a new one. */
+	if (!dev->contexts)
+		dev->fatal_nic = NULL;
 	pthread_mutex_unlock(&dev->ctx_lock);
 }
 
-void srn_device_fatal(struct srn_device *dev)
+void srn_device_fatal(struct srn_device *dev, const struct srn_nic *nic)
 {
-	struct ibv_async_event ev = { .event_type = IBV_EVENT_DEVICE_FATAL };
 	pthread_mutex_lock(&dev->ctx_lock);
+	dev->fatal_nic = nic;
 	for (struct srn_context *c = dev->contexts; c; c = c->next)
-		srn_async_post(&c->async, &ev, NULL);
+		if (c->nic == nic)
+			post_fatal(c);
 	pthread_mutex_unlock(&dev->ctx_lock);
 }

@@ -33,6 +33,7 @@ struct srn_device {
 	 * never held while a thread is joined or nic->lock is taken. */
 	pthread_mutex_t ctx_lock;
 	struct srn_context *contexts;
+	const struct srn_nic *fatal_nic; /* its progress thread stopped (srn_device_fatal) */
 };
 
 struct srn_context {
@@ -65,13 +66,14 @@ int srn_devices_built(struct srn_device ***list);
 void srn_device_query(struct srn_device *dev, struct ibv_device_attr *attr);
 void srn_port_query(struct srn_device *dev, struct ibv_port_attr *attr);
 
-/* Open contexts: add after the context can take events, remove before
- * its async queue is destroyed. */
+/* Open contexts: add once ctx->nic is set and the context can take
+ * events, remove before its async queue is destroyed. */
 void srn_device_ctx_add(struct srn_device *dev, struct srn_context *ctx);
 void srn_device_ctx_del(struct srn_device *dev, struct srn_context *ctx);
-/* The device can no longer make progress on its own: every open
- * context gets IBV_EVENT_DEVICE_FATAL, as from a NIC whose firmware
- * died.  Any thread; takes only leaf locks. */
-void srn_device_fatal(struct srn_device *dev);
+/* nic (the device's engine) can no longer make progress on its own:
+ * every context open on it, and every one opened on it later, gets
+ * IBV_EVENT_DEVICE_FATAL, as from a NIC whose firmware died.  Any
+ * thread; takes only leaf locks. */
+void srn_device_fatal(struct srn_device *dev, const struct srn_nic *nic);
 
 #endif

@@ -156,6 +156,7 @@ struct srn_nic_lists {
 struct srn_nic_diag {
 	struct srn_counters *cnt;      /* in the diagnostic segment (diag/shm.h) */
 	struct srn_diag *seg;          /* the segment: object slots, event logs */
+	struct srn_diag_busy *busy;    /* in the segment: the operation in progress */
 };
 
 struct srn_nic {

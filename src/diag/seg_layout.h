@@ -74,7 +74,7 @@
 #include <unistd.h>
 
 #define SRN_DIAG_MAGIC        0x31474149444e5253ull /* "SRNDIAG1", little-endian */
-#define SRN_DIAG_LAYOUT       2                     /* bump on any layout change */
+#define SRN_DIAG_LAYOUT       3                     /* bump on any layout change */
 #define SRN_DIAG_SLOTS        4096
 #define SRN_DIAG_MAX_COUNTERS 128
 #define SRN_DIAG_MAX_QP_COUNTERS 32
@@ -109,6 +109,35 @@ enum srn_log_level {
 
 /* ---- the segment -------------------------------------------------------- */
 
+/* What the library is doing in its process right now, for a post-mortem:
+ * a process that dies inside softrnic (a crash in srn-progress, say)
+ * leaves its segment behind, and this names the thread, the QP and the
+ * operation it was in.  Written by whoever holds the device's lock, at
+ * the start of each operation (stage and its facts) and at the lock's
+ * release (SRN_DIAG_STAGE_NONE); plain relaxed stores, no seqlock: a
+ * reader of a live process may see a mix of two operations, a reader of
+ * a dead one sees the last. */
+enum srn_diag_stage {
+	SRN_DIAG_STAGE_NONE,           /* not inside an operation */
+	SRN_DIAG_STAGE_RESPONDER,      /* a peer's request: places Writes/Sends, reads for Reads, atomics */
+	SRN_DIAG_STAGE_COMPLETER,      /* a peer's response: places Read responses, completes */
+	SRN_DIAG_STAGE_REQUESTER,      /* a work request: packets built from local memory */
+	SRN_DIAG_STAGE_DIRECT,         /* placing into (or reading from) a same-host target's memory */
+	SRN_DIAG__STAGES
+};
+
+struct srn_diag_busy {
+	_Atomic uint32_t stage;        /* enum srn_diag_stage */
+	_Atomic uint32_t tid;          /* the thread running it */
+	_Atomic uint32_t qpn;
+	_Atomic uint32_t psn;
+	_Atomic uint32_t opcode;       /* BTH opcode (responder, completer), else enum ibv_wr_opcode */
+	_Atomic uint32_t len;          /* bytes it moves */
+	_Atomic uint64_t va;           /* address it moves them to or from, 0 if none */
+	_Atomic uint32_t progress_tid; /* the device's srn-progress thread */
+	uint32_t reserved;
+};
+
 struct srn_diag_hdr {
 	_Atomic uint64_t magic;        /* SRN_DIAG_MAGIC, stored last */
 	uint32_t layout;               /* SRN_DIAG_LAYOUT */
@@ -132,7 +161,8 @@ struct srn_diag_hdr {
 	_Atomic uint64_t table_full;   /* objects not shown: the slot table was full */
 	_Atomic uint64_t log_lines;    /* srn_diag_log calls */
 	_Atomic uint64_t errors_logged;
-	uint64_t reserved[8];
+	struct srn_diag_busy busy;     /* the operation in progress */
+	uint64_t reserved[3];
 } __attribute__((aligned(64)));
 
 struct srn_diag_log_entry {

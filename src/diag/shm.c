@@ -452,3 +452,11 @@ struct srn_diag_seg *srn_diag_seg(struct srn_diag *d)
 {
 	return d->seg;
 }
+
+uint32_t srn_diag_tid(void)
+{
+	static __thread uint32_t tid;
+	if (!tid)
+		tid = (uint32_t)gettid();
+	return tid;
+}

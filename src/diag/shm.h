@@ -161,6 +161,30 @@ struct srn_diag_clock {
 	_Atomic uint64_t due_ns;       /* a skipped tick wants a refresh by then; 0 = none */
 };
 struct srn_diag_seg *srn_diag_seg(struct srn_diag *d);
+
+/* The calling thread's id, kept per thread (a system call once). */
+uint32_t srn_diag_tid(void);
+
+/* The operation now in progress (seg_layout.h, struct srn_diag_busy):
+ * a few stores into a line only this process writes.  Must hold the
+ * device's lock. */
+static inline void srn_diag_busy(struct srn_diag_busy *b, enum srn_diag_stage stage,
+				 uint32_t qpn, uint32_t opcode, uint32_t psn, uint64_t va,
+				 uint32_t len)
+{
+	atomic_store_explicit(&b->tid, srn_diag_tid(), memory_order_relaxed);
+	atomic_store_explicit(&b->qpn, qpn, memory_order_relaxed);
+	atomic_store_explicit(&b->opcode, opcode, memory_order_relaxed);
+	atomic_store_explicit(&b->psn, psn, memory_order_relaxed);
+	atomic_store_explicit(&b->va, va, memory_order_relaxed);
+	atomic_store_explicit(&b->len, len, memory_order_relaxed);
+	atomic_store_explicit(&b->stage, stage, memory_order_relaxed);
+}
+
+static inline void srn_diag_idle(struct srn_diag_busy *b)
+{
+	atomic_store_explicit(&b->stage, SRN_DIAG_STAGE_NONE, memory_order_relaxed);
+}
 struct srn_diag_clock *srn_diag_clock(struct srn_diag *d);
 
 #endif

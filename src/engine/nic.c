@@ -94,6 +94,7 @@ int srn_nic_create(struct srn_device *dev, struct srn_nic **out, char *err, size
 		goto fail;
 	}
 	nic->diag.cnt = srn_diag_counters(nic->diag.seg);
+	nic->diag.busy = &srn_diag_seg(nic->diag.seg)->hdr.busy;
 	nic->link.egress = srn_egress_create(&nic->link.udp, &nic->link.shm, nic->diag.cnt, gso);
 	if (!nic->link.egress) {
 		ret = -ENOMEM;
@@ -232,5 +233,6 @@ void srn_nic_unlock(struct srn_nic *nic)
 			srn_ack_flush(nic);
 		srn_txq_flush(nic);
 	}
+	srn_diag_idle(nic->diag.busy);
 	pthread_mutex_unlock(&nic->lock);
 }

@@ -174,13 +174,16 @@ static void progress_fatal(struct srn_nic *nic, const char *what, int err)
 			"nothing progresses unless the program polls; IBV_EVENT_DEVICE_FATAL sent\n",
 			nic->cfg.name, what, strerror(err));
 	srn_count(nic->diag.cnt, SRN_CNT_THREAD_FATAL, 1);
-	srn_device_fatal(nic->dev);
+	srn_device_fatal(nic->dev, nic);
 }
 
 static void *progress_main(void *arg)
 {
 	struct srn_nic *nic = arg;
 	struct epoll_event ev[4];
+
+	/* So a post-mortem tells this thread from the program's. */
+	atomic_store_explicit(&nic->diag.busy->progress_tid, srn_diag_tid(), memory_order_relaxed);
 
 	while (!atomic_load(&nic->engine.stop)) {
 		uint64_t left;

@@ -172,6 +172,9 @@ static void rx_packet(struct srn_nic *nic, const uint8_t *data, uint32_t len,
 	/* Congestion on the way here: the notification point (cc.c). */
 	if (__builtin_expect((tos & SRN_ECN_MASK) == SRN_ECN_CE, 0))
 		srn_cc_rx_ce(qp);
+	uint64_t va = p.info->flags & SRN_OPF_ATOMIC ? p.atm_va : p.reth_va;
+	srn_diag_busy(nic->diag.busy, is_req ? SRN_DIAG_STAGE_RESPONDER : SRN_DIAG_STAGE_COMPLETER,
+		      qp->qpn, p.opcode, p.psn, va, p.paylen);
 	if (is_req)
 		srn_resp_packet(qp, &p, src);
 	else
