@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/caller_mem.h"
+
 static uint32_t pow2_at_least(uint32_t n)
 {
 	uint32_t p = 1;
@@ -44,16 +46,18 @@ int srn_rq_post(struct srn_rq *rq, const struct ibv_recv_wr *wr)
 		return -EINVAL;
 	if (rq->head - rq->tail >= rq->size)
 		return -ENOMEM;
+	uint32_t idx = rq->head & (rq->size - 1);
+	/* The scatter list is the caller's, at any alignment: copied into
+	 * the slot first (nothing reads it before head passes it, so a
+	 * refused WQE leaves nothing behind) and read only from there. */
+	struct ibv_sge *sge = rq->sge + (size_t)idx * rq->max_sge;
+	srn_caller_read(sge, wr->sg_list, (size_t)wr->num_sge * sizeof(*sge));
 	uint64_t total = 0;
 	for (int i = 0; i < wr->num_sge; i++)
-		total += wr->sg_list[i].length;
+		total += sge[i].length;
 	if (total > UINT32_MAX)
 		return -EINVAL;
-	uint32_t idx = rq->head & (rq->size - 1);
 	rq->wqe[idx] = (struct srn_rwqe){ wr->wr_id, (uint32_t)wr->num_sge, (uint32_t)total };
-	if (wr->num_sge)
-		memcpy(rq->sge + (size_t)idx * rq->max_sge, wr->sg_list,
-		       (size_t)wr->num_sge * sizeof(struct ibv_sge));
 	rq->head++;
 	return 0;
 }

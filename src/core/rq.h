@@ -26,7 +26,9 @@ struct srn_rq {
 
 int srn_rq_init(struct srn_rq *rq, uint32_t max_wr, uint32_t max_sge);
 void srn_rq_fini(struct srn_rq *rq);
-/* Post one receive: 0, -EINVAL (too many SGEs), -ENOMEM (full). */
+/* Post one receive: 0, -EINVAL (too many SGEs), -ENOMEM (full).  wr is
+ * ours (the verbs copy the caller's); its sg_list is still the caller's,
+ * read at any alignment (core/caller_mem.h). */
 int srn_rq_post(struct srn_rq *rq, const struct ibv_recv_wr *wr);
 /* Move the oldest WQE out (copying its scatter list into sge[]); false
  * if the queue is empty. */

@@ -43,7 +43,9 @@ int srn_qp_post_one(struct srn_qp *qp, const struct ibv_send_wr *wr);
  * making it visible (sq.head stays; no PSNs yet).  The caller owns the
  * slot: it holds nic->lock and pos is sq.head, or it holds qp->sq.lock and
  * pos lies in the free part of the ring it saw under nic->lock (the
- * transport reads only [sq.tail, sq.head)).  0 or -errno. */
+ * transport reads only [sq.tail, sq.head)).  wr is ours, aligned (the
+ * verbs copy the caller's); its sg_list may be the caller's, at any
+ * alignment (core/caller_mem.h).  0 or -errno. */
 int srn_sq_fill(struct srn_qp *qp, uint32_t pos, const struct ibv_send_wr *wr);
 /* verbs_ex.c */
 struct ibv_cq_ex *srn_verbs_create_cq_ex(struct ibv_context *c, struct ibv_cq_init_attr_ex *attr);

@@ -34,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/caller_mem.h"
 #include "core/cq.h"
 #include "core/device.h"
 #include "core/limits.h"
@@ -311,7 +312,7 @@ static void wr_bind_mw(struct ibv_qp_ex *q, struct ibv_mw *mw, uint32_t rkey,
 		return;
 	wr->bind_mw.mw = mw;
 	wr->bind_mw.rkey = rkey;
-	wr->bind_mw.bind_info = *info;
+	srn_caller_read(&wr->bind_mw.bind_info, info, sizeof(*info));
 }
 
 static void stage_rdma(struct ibv_qp_ex *q, enum ibv_wr_opcode op, uint32_t rkey, uint64_t addr,
@@ -389,7 +390,7 @@ static void wr_set_sge_list(struct ibv_qp_ex *q, size_t n, const struct ibv_sge 
 		st->err = EINVAL;
 		return;
 	}
-	memcpy(st->sge, sg, n * sizeof(*sg));
+	srn_caller_read(st->sge, sg, n * sizeof(*sg));   /* the caller's, any alignment */
 	st->wr.num_sge = (int)n;
 }
 
@@ -407,12 +408,14 @@ static void wr_set_inline_data_list(struct ibv_qp_ex *q, size_t n, const struct 
 		return;
 	size_t total = 0;
 	for (size_t i = 0; i < n; i++) {
-		if (b[i].length > sizeof(st->inline_buf) - total) {
+		struct ibv_data_buf d;  /* the caller's, at any alignment */
+		srn_caller_read(&d, b + i, sizeof(d));
+		if (d.length > sizeof(st->inline_buf) - total) {
 			st->err = EINVAL;
 			return;
 		}
-		memcpy(st->inline_buf + total, b[i].addr, b[i].length);
-		total += b[i].length;
+		memcpy(st->inline_buf + total, d.addr, d.length);
+		total += d.length;
 	}
 	st->sge[0] = (struct ibv_sge){ (uintptr_t)st->inline_buf, (uint32_t)total, 0 };
 	st->wr.num_sge = 1;

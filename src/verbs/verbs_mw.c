@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/caller_mem.h"
 #include "core/device.h"
 #include "core/mr.h"
 #include "core/mw.h"
@@ -62,14 +63,16 @@ int srn_verbs_dealloc_mw(struct ibv_mw *ibmw)
  * providers do. */
 int srn_verbs_bind_mw(struct ibv_qp *ibqp, struct ibv_mw *ibmw, struct ibv_mw_bind *b)
 {
+	struct ibv_mw_bind mb;          /* the caller's, at any alignment (core/caller_mem.h) */
+	srn_caller_read(&mb, b, sizeof(mb));
 	struct ibv_send_wr wr = {
-		.wr_id = b->wr_id,
+		.wr_id = mb.wr_id,
 		.opcode = IBV_WR_BIND_MW,
-		.send_flags = b->send_flags,
+		.send_flags = mb.send_flags,
 	};
 	wr.bind_mw.mw = ibmw;
 	wr.bind_mw.rkey = ibv_inc_rkey(ibmw->rkey);
-	wr.bind_mw.bind_info = b->bind_info;
+	wr.bind_mw.bind_info = mb.bind_info;
 	struct ibv_send_wr *bad;
 	int ret = srn_verbs_post_send(ibqp, &wr, &bad);
 	if (!ret)

@@ -1,10 +1,12 @@
 /*
  * verbs_qp.c - QP create/modify/query/destroy and posting work requests.
  */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/ah.h"
+#include "core/caller_mem.h"
 #include "core/cq.h"
 #include "core/device.h"
 #include "core/limits.h"
@@ -303,10 +305,18 @@ int srn_sq_fill(struct srn_qp *qp, uint32_t pos, const struct ibv_send_wr *wr)
 		return ret;
 	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->cap.max_send_sge)
 		return -EINVAL;
+	uint32_t idx = pos & (qp->sq.size - 1);
+	/* The scatter list is the caller's, at any alignment: copied into
+	 * the slot first (the slot is ours, and nothing reads it before
+	 * sq.head passes it) and read only from there.  Local operations
+	 * (LOCAL_INV, BIND_MW) carry none. */
+	struct ibv_sge *sge = qp->sq.sge + (size_t)idx * qp->cap.max_send_sge;
 	uint64_t total = 0;
-	if (!srn_wr_is_local(wr->opcode))
+	if (!srn_wr_is_local(wr->opcode)) {
+		srn_caller_read(sge, wr->sg_list, (size_t)wr->num_sge * sizeof(*sge));
 		for (int i = 0; i < wr->num_sge; i++)
-			total += wr->sg_list[i].length;
+			total += sge[i].length;
+	}
 	if (total > SRN_MAX_MSG_SZ)
 		return -EINVAL;
 	bool inl = (wr->send_flags & IBV_SEND_INLINE) && !srn_wr_is_rd_atomic(wr->opcode);
@@ -323,7 +333,6 @@ int srn_sq_fill(struct srn_qp *qp, uint32_t pos, const struct ibv_send_wr *wr)
 			return -EINVAL;
 	}
 
-	uint32_t idx = pos & (qp->sq.size - 1);
 	struct srn_swqe *w = &qp->sq.wqe[idx];
 	memset(w, 0, sizeof(*w));
 	w->wr_id = wr->wr_id;
@@ -359,12 +368,9 @@ int srn_sq_fill(struct srn_qp *qp, uint32_t pos, const struct ibv_send_wr *wr)
 		 * as post returns, and needs no memory key. */
 		uint8_t *dst = qp->sq.inline_buf + (size_t)idx * qp->cap.max_inline_data;
 		for (int i = 0; i < wr->num_sge; i++) {
-			memcpy(dst, (const void *)(uintptr_t)wr->sg_list[i].addr, wr->sg_list[i].length);
-			dst += wr->sg_list[i].length;
+			memcpy(dst, (const void *)(uintptr_t)sge[i].addr, sge[i].length);
+			dst += sge[i].length;
 		}
-	} else if (wr->num_sge && !srn_wr_is_local(wr->opcode)) {
-		memcpy(qp->sq.sge + (size_t)idx * qp->cap.max_send_sge, wr->sg_list,
-		       (size_t)wr->num_sge * sizeof(struct ibv_sge));
 	}
 	return 0;
 }
@@ -381,13 +387,32 @@ int srn_qp_post_one(struct srn_qp *qp, const struct ibv_send_wr *wr)
 	return 0;
 }
 
+/* Copy the caller's send work request wr (at any alignment: see
+ * core/caller_mem.h) into w, reading only what srn_sq_fill will use.
+ * libibverbs grew the struct at its tail (qp_type.xrc in 1.1.7, the
+ * bind_mw/tso union in 1.1.8), and a binary built against an older one
+ * has a shorter struct: the tail is read only by the QPs and opcodes that
+ * have it, as field-by-field reads would, never past the caller's end. */
+static void send_wr_read(const struct srn_qp *qp, struct ibv_send_wr *w,
+			 const struct ibv_send_wr *wr)
+{
+	const char *p = (const char *)wr;
+	srn_caller_read(w, p, offsetof(struct ibv_send_wr, qp_type));
+	if (qp->type == IBV_QPT_XRC_SEND)
+		srn_caller_read(&w->qp_type, p + offsetof(struct ibv_send_wr, qp_type),
+				sizeof(w->qp_type));
+	if (w->opcode == IBV_WR_BIND_MW)
+		srn_caller_read(&w->bind_mw, p + offsetof(struct ibv_send_wr, bind_mw),
+				sizeof(w->bind_mw));
+}
+
 int srn_verbs_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
 {
 	struct srn_qp *qp = srn_qp(ibqp);
 	int ret = 0;
 
 	if (qp->type == IBV_QPT_XRC_RECV) {
-		*bad = wr;
+		srn_caller_write(bad, &wr, sizeof(wr));
 		return EINVAL;          /* no send queue */
 	}
 	/* A QP with the ibv_wr_* API has a send-queue lock that a batch
@@ -395,21 +420,24 @@ int srn_verbs_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_
 	 * another thread and is refused inside a batch of this thread (it
 	 * would otherwise wait for itself). */
 	if (qp->sq.wr_stage && srn_sq_lock(qp)) {
-		*bad = wr;
+		srn_caller_write(bad, &wr, sizeof(wr));
 		return EBUSY;
 	}
 	srn_nic_lock(qp->nic);
 	/* IBTA: posting to the send queue before RTS is an immediate error;
 	 * in ERR work is accepted and flushed (as mlx5 and rxe do). */
 	if (qp->state == IBV_QPS_RESET || qp->state == IBV_QPS_INIT || qp->state == IBV_QPS_RTR) {
-		*bad = wr;
+		srn_caller_write(bad, &wr, sizeof(wr));
 		ret = EINVAL;
 		goto out;
 	}
-	for (; wr; wr = wr->next) {
-		int r = srn_qp_post_one(qp, wr);
+	/* Each work request is the caller's: read from a copy. */
+	struct ibv_send_wr w;
+	for (; wr; wr = w.next) {
+		send_wr_read(qp, &w, wr);
+		int r = srn_qp_post_one(qp, &w);
 		if (r) {
-			*bad = wr;
+			srn_caller_write(bad, &wr, sizeof(wr));
 			ret = -r;
 			break;
 		}
@@ -433,14 +461,17 @@ int srn_verbs_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_
 	srn_nic_lock(qp->nic);
 	if (qp->state == IBV_QPS_RESET || qp->srq || qp->type == IBV_QPT_XRC_SEND ||
 	    qp->type == IBV_QPT_XRC_RECV) {
-		*bad = wr;
+		srn_caller_write(bad, &wr, sizeof(wr));
 		ret = EINVAL;
 		goto out;
 	}
-	for (; wr; wr = wr->next) {
-		int r = srn_rq_post(&qp->rq, wr);
+	/* The caller's work requests, read from copies (as post_send). */
+	struct ibv_recv_wr w;
+	for (; wr; wr = w.next) {
+		srn_caller_read(&w, wr, sizeof(w));
+		int r = srn_rq_post(&qp->rq, &w);
 		if (r) {
-			*bad = wr;
+			srn_caller_write(bad, &wr, sizeof(wr));
 			ret = -r;
 			break;
 		}

@@ -3,6 +3,7 @@
  */
 #include <stdlib.h>
 
+#include "core/caller_mem.h"
 #include "core/cq.h"
 #include "core/device.h"
 #include "core/limits.h"
@@ -107,10 +108,14 @@ int srn_verbs_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr, struc
 	struct srn_srq *srq = srn_srq(ibsrq);
 	int ret = 0;
 	srn_nic_lock(srq->nic);
-	for (; wr; wr = wr->next) {
-		int r = srn_rq_post(&srq->rq, wr);
+	/* The caller's work requests, at any alignment: read from copies
+	 * (core/caller_mem.h).  XRC SRQs post here too. */
+	struct ibv_recv_wr w;
+	for (; wr; wr = w.next) {
+		srn_caller_read(&w, wr, sizeof(w));
+		int r = srn_rq_post(&srq->rq, &w);
 		if (r) {
-			*bad = wr;
+			srn_caller_write(bad, &wr, sizeof(wr));
 			ret = -r;
 			break;
 		}
