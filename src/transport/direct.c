@@ -375,6 +375,9 @@ bool srn_direct_try(struct srn_qp *qp, struct srn_swqe *w)
 	if (qp->sq.tail != qp->req.cur || qp->req.cur != qp->req.sent_end ||
 	    qp->req.cur_started || qp->comp.rnr_wait || qp->req.rd_atomic_inflight)
 		return false;
+	/* For a post-mortem: the copy into the target faults in this thread. */
+	srn_diag_busy(nic->diag.busy, SRN_DIAG_STAGE_DIRECT, qp->qpn, w->opcode, w->first_psn,
+		      w->remote_addr, w->length);
 	struct srn_shm_peer *sp = srn_shm_route(&nic->link.shm,
 						(const struct sockaddr *)&qp->path.peer,
 						qp->path.peer_len,

@@ -210,6 +210,10 @@ static int send_one(struct srn_qp *qp)
 		}
 	}
 	uint32_t pktidx = srn_psn_diff(qp->req.psn, w->first_psn);
+	/* For a post-mortem: its payload is read from local memory from here
+	 * to the flush at unlock. */
+	srn_diag_busy(qp->nic->diag.busy, SRN_DIAG_STAGE_REQUESTER, qp->qpn, w->opcode,
+		      qp->req.psn, w->remote_addr, w->length);
 	struct srn_pkt p;
 	struct iovec iov[SRN_MAX_SGE];
 	int niov;
