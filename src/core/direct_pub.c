@@ -16,6 +16,7 @@
 #include "core/mr_share.h"
 #include "core/nic.h"
 #include "core/qp.h"
+#include "diag/memcheck.h"
 
 #define REMOTE_RIGHTS (IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)
 
@@ -74,6 +75,18 @@ void srn_direct_pub_mr(struct srn_nic *nic, const struct srn_mr *mr)
 		e.iova = mr->iova;
 		e.length = mr->length;
 		e.base = (uint64_t)(uintptr_t)mr->base;
+		/* From now on a same-host peer may write this memory from
+		 * its own process (an RDMA Write or an atomic placed
+		 * directly), which valgrind in ours cannot see, as it cannot
+		 * see a NIC's DMA: under memcheck the program would be told
+		 * that the bytes it reads there are uninitialised.  So they
+		 * count as written from here on, as far as the program may
+		 * address them (diag/memcheck.h).  With SOFTRNIC_DIRECT=0
+		 * every Write arrives as packets our responder copies, and
+		 * memcheck follows each byte. */
+		if (nic->link.direct_on &&
+		    (mr->access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)))
+			SRN_MEM_DEFINED_IF_ADDRESSABLE(mr->base, mr->length);
 		/* Its memfd (core/mr_share.h): peers map it for atomics and copies. */
 		if (mr->share) {
 			e.share_fd = mr->share->fd + 1;

@@ -23,6 +23,7 @@
 
 #include "core/mr.h"
 #include "core/nic.h"
+#include "diag/memcheck.h"
 
 _Atomic unsigned srn_mr_tracked;
 
@@ -100,8 +101,13 @@ static int check_query(uintptr_t cur, uintptr_t end, bool write)
 				ret = 1;
 			break;
 		}
+		/* The kernel wrote the name through the pointer in q, which
+		 * valgrind (not knowing this ioctl) cannot follow. */
 		if (!q.vma_name_size)
 			name[0] = 0;
+		else
+			SRN_MEM_DEFINED(name, q.vma_name_size < sizeof(name) ? q.vma_name_size
+									      : sizeof(name));
 got:
 		if (q.vma_start > cur || q.vma_end <= cur)
 			break;

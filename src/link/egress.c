@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "diag/memcheck.h"
 #include "link/gso.h"
 #include "link/udp_group.h"
 #include "wire/opcode.h"
@@ -82,6 +83,10 @@ int srn_egress_add(struct srn_egress *e, const struct sockaddr *dst, socklen_t d
 {
 	if (npay > SRN_EGRESS_MAX_PAY || hl > SRN_MAX_HDR_LEN)
 		return -EINVAL;
+	/* The headers are ours, every byte: memcheck says so here if one is
+	 * not.  The payload is the program's memory, read from here on as
+	 * a NIC's DMA reads it, unjudged (diag/memcheck.h). */
+	SRN_MEM_CHECK_DEFINED(hdr, hl);
 	if (e->shm->enabled) {
 		/* Which process behind dst: its QPN says (BTH bytes 5..7). */
 		uint32_t dqpn = hl >= 8 ? (uint32_t)hdr[5] << 16 | hdr[6] << 8 | hdr[7] : 0;

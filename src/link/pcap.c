@@ -28,6 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "diag/memcheck.h"
 #include "wire/icrc.h"
 
 #define PCAP_MAGIC_US 0xa1b2c3d4u   /* microsecond timestamps, written in host order */
@@ -157,11 +158,16 @@ static uint16_t rx_ipv4_id(const struct sockaddr *src, const struct sockaddr *ds
 static int write_all(int fd, const uint8_t *p, size_t n)
 {
 	while (n) {
+		/* Records hold payloads as the wire carried them, read as by
+		 * DMA (diag/memcheck.h); their headers were checked when made. */
+		SRN_DMA_READ_BEGIN();
 		ssize_t w = write(fd, p, n);
+		int err = errno;
+		SRN_DMA_READ_END();
 		if (w < 0) {
-			if (errno == EINTR)
+			if (err == EINTR)
 				continue;
-			return -errno;
+			return -err;
 		}
 		p += w;
 		n -= (size_t)w;
@@ -225,6 +231,7 @@ void srn_pcap_record(struct srn_pcap *p, const struct sockaddr *src, const struc
 	uint32_t rh[4] = { (uint32_t)ts.tv_sec, (uint32_t)(ts.tv_nsec / 1000), (uint32_t)frame,
 					   (uint32_t)frame };
 	memcpy(hdr, rh, sizeof(rh));
+	SRN_MEM_CHECK_DEFINED(hdr, 16 + hl);
 
 	pthread_mutex_lock(&p->lock);
 	if (p->failed || p->written + p->used + rec > p->max_bytes) {

@@ -41,6 +41,7 @@
 #include <unistd.h>
 
 #include "diag/clock.h"
+#include "diag/memcheck.h"
 #include "link/pcap.h"
 #include "link/udp_group.h"
 #include "link/udp_ports.h"
@@ -337,8 +338,17 @@ static int raw_send(struct srn_udp *u, int fd, const struct sockaddr *dst, sockl
 		if (mh.msg_controllen)
 			*tos |= SRN_ECN_CE;
 	}
-	if (sendmsg(fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
-		return send_errno(errno);
+	/* The iovecs: headers checked at egress, payload read as by DMA
+	 * (diag/memcheck.h); the address and control message are ours. */
+	SRN_MEM_CHECK_DEFINED(dst, dstlen);
+	SRN_MEM_CHECK_DEFINED(iov, (size_t)iovcnt * sizeof(*iov));
+	SRN_MEM_CHECK_DEFINED(mh.msg_control, mh.msg_controllen);
+	SRN_DMA_READ_BEGIN();
+	ssize_t r = sendmsg(fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
+	int err = errno;
+	SRN_DMA_READ_END();
+	if (r < 0)
+		return send_errno(err);
 	return 0;
 }
 
@@ -470,9 +480,19 @@ int srn_udp_send_batch(struct srn_udp *u, const struct srn_tx_msg *m, int n)
 	}
 	if (k == 0)
 		return n > 0 ? -EAFNOSUPPORT : 0;
+	/* As raw_send: what is ours checked, the payloads read as by DMA. */
+	for (int j = 0; j < k; j++) {
+		const struct msghdr *h = &mm[j].msg_hdr;
+		SRN_MEM_CHECK_DEFINED(h->msg_name, h->msg_namelen);
+		SRN_MEM_CHECK_DEFINED(h->msg_iov, h->msg_iovlen * sizeof(*h->msg_iov));
+		SRN_MEM_CHECK_DEFINED(h->msg_control, h->msg_controllen);
+	}
+	SRN_DMA_READ_BEGIN();
 	int r = sendmmsg(srn_udp_port_fd(u, m[0].sport), mm, (unsigned)k, MSG_DONTWAIT | MSG_NOSIGNAL);
+	int err = errno;
+	SRN_DMA_READ_END();
 	if (r < 0) {
-		int e = send_errno(errno);
+		int e = send_errno(err);
 		return e == -EAGAIN ? 0 : e;
 	}
 	return r;

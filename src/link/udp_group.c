@@ -283,7 +283,12 @@ int srn_udp_group_prog_leave(const uint8_t *order, unsigned n, unsigned self, bo
 /* Put prog[0..n) on the group through our socket. */
 static int attach(struct srn_udp *u, struct sock_filter *prog, int n)
 {
-	struct sock_fprog fp = { .len = (unsigned short)n, .filter = prog };
+	/* Zeroed whole: the padding after .len goes to the kernel too (it
+	 * reads only the fields; valgrind checks every byte of optval). */
+	struct sock_fprog fp;
+	memset(&fp, 0, sizeof(fp));
+	fp.len = (unsigned short)n;
+	fp.filter = prog;
 	if (setsockopt(u->fd, SOL_SOCKET, SO_ATTACH_REUSEPORT_CBPF, &fp, sizeof(fp)))
 		return -errno;
 	u->grp->st.resteers++;

@@ -56,6 +56,7 @@
 #include "core/mr.h"
 #include "core/nic.h"
 #include "core/qp.h"
+#include "diag/memcheck.h"
 #include "link/direct.h"
 #include "link/shm.h"
 #include "transport/complete.h"
@@ -259,7 +260,10 @@ static unsigned place_writes(struct srn_direct_peer *dp, struct srn_qp *qp, stru
 		ret = 0;
 		*mapped += k;
 	} else if (k) {
+		/* The payload is read as by DMA (diag/memcheck.h). */
+		SRN_DMA_READ_BEGIN();
 		ssize_t got = process_vm_writev(dp->pid, lv, (unsigned long)nl, rv, k, 0);
+		SRN_DMA_READ_END();
 		ret = got == (ssize_t)total ? 0 : -EIO;
 	}
 	srn_direct_leave(dp);
