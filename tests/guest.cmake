@@ -9,3 +9,15 @@ add_test(NAME guest_signals COMMAND test_guest signals)
 set_tests_properties(guest_signals PROPERTIES TIMEOUT 60 LABELS "unit;fast;tsan")
 srn_script_test(guest_epoll test_guest_epoll.sh LABELS "unit;fast")
 srn_script_test(guest_crash test_guest_crash.sh LABELS "unit;fast")
+
+# The progress thread wakes for a deadline an application thread sets
+# while it sleeps (an ACK timer, a packet the fault injector holds).
+add_executable(test_progress_wake test_progress_wake.c rc_test_conn.c)
+target_link_libraries(test_progress_wake PRIVATE softrnic Threads::Threads)
+target_include_directories(test_progress_wake PRIVATE ${IBVERBS_INCLUDE})
+add_test(NAME progress_wake_timer COMMAND test_progress_wake timer)
+add_test(NAME progress_wake_held COMMAND test_progress_wake held)
+set_tests_properties(progress_wake_timer PROPERTIES TIMEOUT 60 LABELS "unit;fast;tsan"
+  ENVIRONMENT "SOFTRNIC_SHM=0;SOFTRNIC_FAULTS=tx.drop=100,opcode=0x0a")
+set_tests_properties(progress_wake_held PROPERTIES TIMEOUT 60 LABELS "unit;fast;tsan"
+  ENVIRONMENT "SOFTRNIC_SHM=0;SOFTRNIC_FAULTS=tx.delay=100,delay_us=5000,opcode=0x0a")

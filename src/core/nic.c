@@ -32,6 +32,18 @@ void srn_nic_tx_deferred(struct srn_nic *nic)
 		srn_nic_kick(nic);
 }
 
+void srn_nic_deadline_set(struct srn_nic *nic, uint64_t at)
+{
+	/* The deadline was stored first; this load is ordered after it by
+	 * the fence, and the progress thread stores sleep_until before it
+	 * re-reads the deadlines (both sequentially consistent): it either
+	 * sees the new deadline or is kicked. */
+	atomic_thread_fence(memory_order_seq_cst);
+	uint64_t until = atomic_load(&nic->engine.sleep_until);
+	if (until && at < until)
+		srn_nic_kick(nic);
+}
+
 int srn_nic_qp_add(struct srn_nic *nic, struct srn_qp *qp, uint32_t *qpn)
 {
 	/* QPN 0 and 1 are the special QPs (SMI/GSI); never hand them out. */

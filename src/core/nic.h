@@ -107,6 +107,12 @@ struct srn_nic_engine {
 	/* epoll_pwait2 is missing (old kernel, valgrind): the progress
 	 * thread sleeps with epoll_wait.  Its own. */
 	bool epoll_ms;
+	/* The progress thread sleeps until this time (UINT64_MAX: with no
+	 * timeout; 0: it is not in that sleep).  A thread that sets an
+	 * earlier deadline (a transport timer, a packet the fault injector
+	 * holds) kicks it: stored sequentially consistent before it
+	 * re-reads the deadlines, mirrored by the setter (srn_nic_deadline_set). */
+	_Atomic uint64_t sleep_until;
 };
 /* Object tables: numbers and keys to objects.  Written by the verbs
  * that create and destroy the objects (core/nic.c, core/mr.c, srq.c,
@@ -192,6 +198,9 @@ void srn_nic_kick(struct srn_nic *nic);
 /* A transmission was deferred (a full same-host ring): make sure the
  * progress thread retries it even if nothing else wakes it. */
 void srn_nic_tx_deferred(struct srn_nic *nic);
+/* Something is due at `at` (ns, srn_now_ns), already published where the
+ * progress thread looks for deadlines: wake it if it sleeps past that. */
+void srn_nic_deadline_set(struct srn_nic *nic, uint64_t at);
 
 /* Take nic->lock (leave it with srn_nic_unlock, engine/nic.h).  A
  * thread that has to wait says so, and the progress thread's busy poll

@@ -177,6 +177,14 @@ static void progress_fatal(struct srn_nic *nic, const char *what, int err)
 	srn_device_fatal(nic->dev, nic);
 }
 
+/* A transport timer or a held packet is due before dl (0: none). */
+static bool earlier_due(struct srn_nic *nic, uint64_t dl)
+{
+	uint64_t t = atomic_load(&nic->lists.next_deadline);
+	uint64_t f = srn_udp_fault_next_ns(&nic->link.udp);
+	return (t && (!dl || t < dl)) || (f && (!dl || f < dl));
+}
+
 static void *progress_main(void *arg)
 {
 	struct srn_nic *nic = arg;
@@ -236,6 +244,16 @@ static void *progress_main(void *arg)
 			srn_nic_unlock(nic);
 			continue;
 		}
+		/* Announce the deadline slept to, then look again: a timer
+		 * armed or a packet held meanwhile by another thread is either
+		 * seen here or kicks (srn_nic_deadline_set). */
+		atomic_store(&nic->engine.sleep_until, dl ? dl : UINT64_MAX);
+		if (earlier_due(nic, dl)) {
+			atomic_store(&nic->engine.sleep_until, 0);
+			srn_shm_sleep_end(&nic->link.shm);
+			atomic_store(&nic->engine.bg_deep_sleep, false);
+			continue;
+		}
 		struct timespec ts, *tsp = NULL;
 		if (dl) {
 			uint64_t now = srn_now_ns();
@@ -246,6 +264,7 @@ static void *progress_main(void *arg)
 		}
 		int n = progress_wait(nic, nic->engine.ep_all, ev, 4, tsp);
 		int err = errno;
+		atomic_store_explicit(&nic->engine.sleep_until, 0, memory_order_relaxed);
 		srn_shm_sleep_end(&nic->link.shm);
 		atomic_store(&nic->engine.bg_deep_sleep, false);
 		if (n < 0 && err != EINTR) {

@@ -39,8 +39,13 @@ static void link_qp(struct srn_qp *qp)
 	if (cc && (!d || cc < d))
 		d = cc;
 	uint64_t cur = atomic_load_explicit(&nic->lists.next_deadline, memory_order_relaxed);
-	if (d && (!cur || d < cur))
+	if (d && (!cur || d < cur)) {
 		atomic_store_explicit(&nic->lists.next_deadline, d, memory_order_relaxed);
+		/* An application thread arming a timer while the progress
+		 * thread sleeps with a later deadline, or none: without this
+		 * a lost tail of a burst waited for the next packet to come. */
+		srn_nic_deadline_set(nic, d);
+	}
 }
 
 void srn_timer_sent(struct srn_qp *qp)
