@@ -21,3 +21,12 @@ set_tests_properties(progress_wake_timer PROPERTIES TIMEOUT 60 LABELS "unit;fast
   ENVIRONMENT "SOFTRNIC_SHM=0;SOFTRNIC_FAULTS=tx.drop=100,opcode=0x0a")
 set_tests_properties(progress_wake_held PROPERTIES TIMEOUT 60 LABELS "unit;fast;tsan"
   ENVIRONMENT "SOFTRNIC_SHM=0;SOFTRNIC_FAULTS=tx.delay=100,delay_us=5000,opcode=0x0a")
+
+# A held ACK leaves before the packets of the post it waited for.
+add_executable(test_ack_order test_ack_order.c rc_test_conn.c)
+target_link_libraries(test_ack_order PRIVATE softrnic Threads::Threads)
+target_include_directories(test_ack_order PRIVATE ${IBVERBS_INCLUDE})
+add_test(NAME ack_order_rings COMMAND test_ack_order)
+add_test(NAME ack_order_udp COMMAND test_ack_order)
+set_tests_properties(ack_order_rings ack_order_udp PROPERTIES TIMEOUT 60 LABELS "e2e;fast;tsan")
+set_tests_properties(ack_order_udp PROPERTIES ENVIRONMENT "SOFTRNIC_SHM=0")

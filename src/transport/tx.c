@@ -143,6 +143,12 @@ void srn_ack_schedule(struct srn_qp *qp, uint8_t syndrome, uint32_t psn)
 	}
 }
 
+void srn_ack_flush_held(struct srn_nic *nic)
+{
+	if (nic->lists.ack)
+		srn_ack_flush(nic);
+}
+
 void srn_ack_flush(struct srn_nic *nic)
 {
 	struct srn_qp *keep = NULL;

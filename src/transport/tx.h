@@ -57,6 +57,10 @@ void srn_read_resp_pkt(const struct srn_resp_src *s, uint32_t first_psn, uint32_
  * srn_ack_flush at the end of the receive batch, so ACKs coalesce. */
 void srn_ack_schedule(struct srn_qp *qp, uint8_t syndrome, uint32_t psn);
 void srn_ack_flush(struct srn_nic *nic);
+/* A post is about to transmit: ACKs held for it go first, ahead of its
+ * packets (a peer may act on its request only once its own earlier send
+ * is acknowledged: tgt's login does).  Must hold nic->lock. */
+void srn_ack_flush_held(struct srn_nic *nic);
 
 /* A same-host ring filled while this QP had more to send: retry it from
  * the progress loop. */

@@ -489,10 +489,12 @@ static int wr_complete(struct ibv_qp_ex *q)
 		for (uint32_t i = 0; i < st->n; i++)
 			srn_req_number(qp, &qp->sq.wqe[(st->head + i) & (qp->sq.size - 1)]);
 		qp->sq.head = st->head + st->n;
-		if (qp->state == IBV_QPS_ERR)
+		if (qp->state == IBV_QPS_ERR) {
 			srn_qp_flush(qp);
-		else
+		} else {
+			srn_ack_flush_held(qp->nic);
 			srn_req_push(qp);
+		}
 	}
 	srn_nic_unlock(qp->nic);
 	stage_close(qp, st);

@@ -442,10 +442,12 @@ int srn_verbs_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_
 			break;
 		}
 	}
-	if (qp->state == IBV_QPS_ERR)
+	if (qp->state == IBV_QPS_ERR) {
 		srn_qp_flush(qp);
-	else
+	} else {
+		srn_ack_flush_held(qp->nic);
 		srn_req_push(qp);
+	}
 out:
 	srn_nic_unlock(qp->nic);
 	if (qp->sq.wr_stage)
