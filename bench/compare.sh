@@ -18,8 +18,17 @@
 # every column runs once per cell before the next cell, so a noisy spell hits
 # all columns alike; the table shows medians.  See bench/README.md.
 #
+# Then a second table, event-driven (sleeping) latency (issue 24; --events
+# runs it alone, --no-events leaves it out): qperf's rc_lat,
+# rc_rdma_write_lat and rc_rdma_read_lat over softrnic's librdmacm (-cm1;
+# qperf waits on a completion channel unless -cp1), rc_lat -cp1 (polled)
+# for reference, qperf tcp_lat over kernel TCP and the sleeping floors
+# (bench/eventfd_pingpong, bench/udp_pingpong --block): on one host, and
+# between the two namespaces (else on loopback with SOFTRNIC_SHM=0).
+#
 # Loopback and namespaces it makes only; every run under `timeout`; no new
-# measurement starts after --budget seconds.  Exit: 0 table printed,
+# measurement starts after --budget seconds (the event-driven table: after
+# --events-budget seconds of its own).  Exit: 0 table(s) printed,
 # 1 softrnic could not be measured, 2 usage.
 set -u
 
@@ -39,6 +48,9 @@ JSON_OUT=""
 IDLE_S=5
 BUDGET=900
 DUR=1            # seconds per softrnic / UDP streaming run
+EVENTS=auto      # the event-driven table: auto (full runs), only, no
+EV_SECS=2        # seconds per qperf run (qperf takes whole seconds)
+EV_BUDGET=300
 # The 8-byte message rate: unsignaled, 64 WRs per ibv_post_send.
 RATE_OPTS="--tx-depth 2048 --post-list 64 --cq-mod 512"
 
@@ -62,6 +74,14 @@ Usage: bench/compare.sh [options]
   --budget SEC     stop starting new measurements after SEC seconds (default $BUDGET)
   --csv FILE       also write the table as CSV
   --json FILE      also write the table, host facts and every run as JSON
+event-driven latency (qperf over softrnic next to TCP and sleeping floors):
+  --events         only this table (with --quick: one short run of each row)
+  --no-events      leave it out (a full run includes it; --quick and --peers
+                   leave it out unless --events)
+  --events-time S  seconds per qperf run, whole seconds (default $EV_SECS)
+  --events-budget SEC  no new event-driven run after SEC seconds (default $EV_BUDGET)
+  With --events, --csv and --json hold this table; in a run with both,
+  the JSON gets an "events" key and the CSV's events go to FILE.events.csv.
 EOF
 }
 
@@ -72,12 +92,12 @@ sizes_ok() {
 			{ echo "compare.sh: bad size '$s' (1 .. 1048576)" >&2; exit 2; }
 	done
 }
-lat_set=0 bw_set=0
+lat_set=0 bw_set=0 peers_set=0 ev_secs_set=0
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--quick) QUICK=1 ;;
 	--no-install) INSTALL=0 ;;
-	--peers) PEERS=${2:?}; shift ;;
+	--peers) PEERS=${2:?}; peers_set=1; shift ;;
 	--link) LINK=${2:?}; shift ;;
 	--lat-sizes) LAT_SIZES=${2//,/ }; lat_set=1; shift ;;
 	--bw-sizes) BW_SIZES=${2//,/ }; bw_set=1; shift ;;
@@ -88,6 +108,10 @@ while [ $# -gt 0 ]; do
 	--budget) BUDGET=${2:?}; shift ;;
 	--csv) CSV_OUT=${2:?}; shift ;;
 	--json) JSON_OUT=${2:?}; shift ;;
+	--events) EVENTS=only ;;
+	--no-events) EVENTS=no ;;
+	--events-time) EV_SECS=${2:?}; ev_secs_set=1; shift ;;
+	--events-budget) EV_BUDGET=${2:?}; shift ;;
 	-h|--help) usage; exit 0 ;;
 	*) echo "compare.sh: unknown option '$1'" >&2; usage >&2; exit 2 ;;
 	esac
@@ -97,7 +121,16 @@ if [ "$QUICK" = 1 ]; then
 	REPS=1 DUR=0.3 IDLE_S=1
 	[ "$lat_set" = 1 ] || LAT_SIZES=8
 	[ "$bw_set" = 1 ] || BW_SIZES=65536
+	[ "$ev_secs_set" = 1 ] || EV_SECS=1
 fi
+# MAIN: the two-section table; EV: the event-driven one.
+MAIN=1 EV=0
+case "$EVENTS" in
+only) MAIN=0 EV=1 ;;
+auto) [ "$QUICK" = 0 ] && [ "$peers_set" = 0 ] && EV=1 ;;
+esac
+[[ "$EV_SECS" =~ ^[1-9][0-9]?$ ]] || { echo "compare.sh: --events-time wants 1..99 whole seconds" >&2; exit 2; }
+[[ "$EV_BUDGET" =~ ^[0-9]+$ ]] || { echo "compare.sh: bad --events-budget" >&2; exit 2; }
 sizes_ok "$LAT_SIZES"
 sizes_ok "$BW_SIZES"
 [ -n "${LAT_SIZES// /}" ] && [ -n "${BW_SIZES// /}" ] || { echo "compare.sh: empty size list" >&2; exit 2; }
@@ -114,6 +147,7 @@ COLS="softrnic"
 for c in $SAME_COLS $LINK_COLS; do
 	[ "$c" != softrnic ] && [[ ",$PEERS," == *",$c,"* ]] && COLS="$COLS $c"
 done
+[ "$MAIN" = 1 ] || COLS="" IDLE_S=0
 READ_SIZE=$(tr ' ' '\n' <<<"$BW_SIZES" | sort -n | tail -1)
 command -v python3 >/dev/null || { echo "compare.sh: python3 is needed" >&2; exit 1; }
 
@@ -181,6 +215,9 @@ fi
 if uses_any $FI_COLS && ! command -v fi_pingpong >/dev/null; then
 	apt_install libfabric-bin || true
 fi
+if [ "$EV" = 1 ] && ! command -v qperf >/dev/null; then
+	apt_install qperf || true
+fi
 drop() {   # drop COL WHY: a column that cannot run at all
 	COLS=$(tr ' ' '\n' <<<"$COLS" | grep -vx "$1" | tr '\n' ' ')
 	note "$1 skipped: $2"
@@ -245,7 +282,7 @@ if [ "$IDLE_S" != 0 ]; then
 fi
 
 # -- the UDP link: two namespaces, or loopback addresses ---------------------
-if [ "$LINK" != lo ] && uses_any $LINK_COLS; then
+if [ "$LINK" != lo ] && { uses_any $LINK_COLS || [ "$EV" = 1 ]; }; then
 	# shellcheck source=../tests/lib/netns.sh
 	source "$SRC/tests/lib/netns.sh"
 	if (srn_netns_require_root) >/dev/null 2>&1; then
@@ -545,34 +582,221 @@ EOF
 	fi
 }
 
+# -- event-driven latency (issue 24) ---------------------------------------
+# Rows, each a half round trip of 8 bytes in us unless marked:
+#   rc_lat     qperf -cm1 rc_lat: RC Send/Receive ping-pong, each side waits
+#              on its completion channel (qperf's default, -cp 0)
+#   rc_write   qperf -cm1 rc_rdma_write_lat: RDMA Write with immediate
+#              ping-pong, the same waiting
+#   rc_read    qperf -cm1 rc_rdma_read_lat: one Read after another, the
+#              client waiting on its channel; qperf prints the whole Read
+#              (request and response), not half of it
+#   rc_poll    qperf -cm1 -cp1 rc_lat: the same ping-pong, both sides polling
+#   tcp        qperf tcp_lat: kernel TCP, blocking send/recv
+#   efd        bench/eventfd_pingpong: two processes, two blocking eventfds
+#              (one host only: eventfds do not cross namespaces)
+#   udpb       bench/udp_pingpong --block: UDP echo, both ends in blocking recv
+# qperf prints a mean (time / messages), so the floors' means are the
+# cells; their medians are kept as efd_med / udpb_med.
+EV_HOST_ROWS="rc_lat rc_write rc_read rc_poll tcp efd udpb"
+EV_LINK_ROWS="rc_lat rc_write rc_read rc_poll tcp udpb"
+EVRAW=$tmp/ev_raw.tsv     # section row rep value
+EVNOTES=$tmp/ev_notes.txt
+: >"$EVRAW"
+: >"$EVNOTES"
+ev_note() { echo "$*" >>"$EVNOTES"; echo "compare.sh: $*" >&2; }
+# One host: two addresses of a /24 picked at random in 127/8, away from
+# 127.0.0.N where softrnic's automatic addresses (and other tests here)
+# live; the loopback UDP link when there are no namespaces: two more.
+ev_net="127.$((RANDOM % 200 + 30)).$((RANDOM % 250 + 1))"
+EV_HA=$ev_net.1 EV_HB=$ev_net.2 EV_LA=$ev_net.3 EV_LB=$ev_net.4
+EV_ITERS_EFD=50000 EV_ITERS_UDP=20000
+[ "$QUICK" = 1 ] && EV_ITERS_EFD=2000 EV_ITERS_UDP=1000
+ev_setup() {
+	if ! command -v qperf >/dev/null; then
+		ev_note "qperf missing (Debian package qperf)$([ "$INSTALL" = 0 ] && echo ', --no-install'): no qperf rows"
+		EV_QPERF=0
+	else
+		EV_QPERF=1
+	fi
+	if [ ! -x "$tmp/udp_pingpong" ] && ! cc -std=gnu11 -O2 -Wall -Wextra -Werror \
+		-o "$tmp/udp_pingpong" "$SRC/bench/udp_pingpong.c" 2>"$tmp/cc.err"; then
+		ev_note "udp_pingpong does not build: $(head -3 "$tmp/cc.err" | tr '\n' ' ')"
+	fi
+	if ! cc -std=gnu11 -O2 -Wall -Wextra -Werror -o "$tmp/eventfd_pingpong" \
+		"$SRC/bench/eventfd_pingpong.c" 2>"$tmp/cc.err"; then
+		ev_note "eventfd_pingpong does not build: $(head -3 "$tmp/cc.err" | tr '\n' ' ')"
+	fi
+}
+EV_START=$SECONDS
+ev_in_budget() {
+	if [ $((SECONDS - EV_START)) -ge "$EV_BUDGET" ]; then
+		[ -e "$tmp/ev_over" ] || ev_note "events budget ($EV_BUDGET s) spent: later runs skipped, first: $1"
+		touch "$tmp/ev_over"
+		return 1
+	fi
+}
+# qperf_us FILE POLL: the latency qperf printed, in us; POLL 1 checks the
+# run polled (qperf -vvu prints poll_mode only when it is set).
+qperf_us() {
+	python3 - "$1" "$2" <<'EOF'
+import re, sys
+txt = open(sys.argv[1]).read()
+m = re.search(r"^\s*latency\s*=\s*([0-9][0-9,]*(?:\.[0-9]*)?)\s*(ns|us|ms|sec|s)\b", txt, re.M)
+if not m:
+    sys.exit("no latency line")
+polled = re.search(r"^\s*poll_mode\s*=\s*1\b", txt, re.M) is not None
+if polled != (sys.argv[2] == "1"):
+    sys.exit("poll_mode is not what was asked")
+scale = {"ns": 1e-3, "us": 1.0, "ms": 1e3, "sec": 1e6, "s": 1e6}[m.group(2)]
+print("%.6g" % (float(m.group(1).replace(",", "")) * scale))
+EOF
+}
+# ev_qperf SECTION ROW: one qperf client/server pair; prints the latency (us).
+ev_qperf() {
+	local sec=$1 row=$2 test poll=0 opts srv cli sns="" target sa sb
+	case "$row" in
+	rc_lat) test=rc_lat ;;
+	rc_write) test=rc_rdma_write_lat ;;
+	rc_read) test=rc_rdma_read_lat ;;
+	rc_poll) test=rc_lat poll=1 ;;
+	tcp) test=tcp_lat ;;
+	esac
+	opts="-m 8 -t $EV_SECS -vvu"
+	[ "$test" = tcp_lat ] || opts="$opts -cm1 -cp $poll"
+	if [ "$sec" = host ]; then
+		sa="" sb="" target=$EV_HA
+	elif [ "$NS" = 1 ]; then
+		sa=$INA sb=$INB sns=$INA target=$ADDR_A
+	else
+		sa="env SOFTRNIC_SHM=0" sb="env SOFTRNIC_SHM=0" target=$EV_LA
+	fi
+	if [ "$test" = tcp_lat ]; then
+		srv="$sa qperf" cli="$sb qperf"
+	else
+		local da=$EV_HA db=$EV_HB
+		if [ "$sec" = link ]; then
+			if [ "$NS" = 1 ]; then da=$ADDR_A db=$ADDR_B; else da=$EV_LA db=$EV_LB; fi
+		fi
+		srv="$sa $ASAN_ENV $SOFTRNIC run --no-sysfs --devices name=softrnic0,addr=$da -- qperf"
+		cli="$sb $ASAN_ENV $SOFTRNIC run --no-sysfs --devices name=softrnic0,addr=$db -- qperf"
+	fi
+	# `quit` ends the server with the client.
+	pair qperf $((EV_SECS + 40)) "$sns" "$srv -lp @PORT@" \
+		"$cli $target -lp @PORT@ $opts $test quit" || return 1
+	qperf_us "$tmp/qperf.out" "$poll" 2>>"$tmp/qperf.err"
+}
+# ev_floor SECTION ROW: the floor's mean and median half round trip (us).
+ev_floor() {
+	local sec=$1 row=$2 f=$tmp/floor.json pre="" where=""
+	if [ "$row" = efd ]; then
+		timeout -k 2 40 "$tmp/eventfd_pingpong" -n "$EV_ITERS_EFD" --timeout 30 --json \
+			>"$f" 2>"$tmp/floor.err" || return 1
+	else
+		if [ "$sec" = link ] && [ "$NS" = 1 ]; then
+			pre=$INA
+			where="--addr $ADDR_A --peer-addr $ADDR_B --peer-netns $NS_B"
+		fi
+		# shellcheck disable=SC2086
+		timeout -k 2 40 $pre "$tmp/udp_pingpong" --block -n "$EV_ITERS_UDP" --timeout 30 \
+			$where --json >"$f" 2>"$tmp/floor.err" || return 1
+	fi
+	echo "$(json_field "$f" t_avg_us) $(json_field "$f" t_median_us)"
+}
+ev_measure() {   # ev_measure SECTION ROW REP
+	local sec=$1 row=$2 rep=$3 v try err
+	case "$row" in
+	efd|udpb) [ -x "$tmp/$([ "$row" = efd ] && echo eventfd || echo udp)_pingpong" ] || return ;;
+	*) [ "$EV_QPERF" = 1 ] || return ;;
+	esac
+	for try in 1 2; do
+		ev_in_budget "$sec $row" || return
+		case "$row" in
+		efd|udpb) v=$(ev_floor "$sec" "$row"); err=$tmp/floor.err ;;
+		*) v=$(ev_qperf "$sec" "$row"); err=$tmp/qperf.err ;;
+		esac
+		if num "${v%% *}"; then
+			echo "$sec	$row	$rep	${v%% *}" >>"$EVRAW"
+			[[ "$v" == *" "* ]] && num "${v#* }" && echo "$sec	${row}_med	$rep	${v#* }" >>"$EVRAW"
+			return
+		fi
+		ev_note "$sec $row run $rep try $try failed: $( { cat "$err"
+			[ "$err" = "$tmp/qperf.err" ] && head -c 300 "$tmp/qperf.srv"; } 2>/dev/null |
+			head -c 400 | tr '\n' ' ')"
+		: >"$err"
+	done
+}
+ev_run() {
+	local rep sec rows i
+	ev_setup
+	EV_LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
+	EV_START=$SECONDS
+	echo "compare.sh: event-driven latency, $REPS run(s) of each row, qperf -t $EV_SECS" >&2
+	for rep in $(seq "$REPS"); do
+		for sec in host link; do
+			if [ "$sec" = host ]; then read -ra rows <<<"$EV_HOST_ROWS"; else read -ra rows <<<"$EV_LINK_ROWS"; fi
+			# The order rotates between repetitions, as in the first table.
+			for i in $(seq 0 $((${#rows[@]} - 1))); do
+				ev_measure "$sec" "${rows[$(((i + rep - 1) % ${#rows[@]}))]}" "$rep"
+			done
+		done
+	done
+	EV_LOAD1=$(cut -d' ' -f1-3 /proc/loadavg)
+	EV_ELAPSED=$((SECONDS - EV_START))
+}
+ev_table() {
+	local meta csv=$CSV_OUT merge=0
+	if [ "$MAIN" = 1 ]; then
+		[ -n "$csv" ] && csv="${csv%.csv}.events.csv"
+		merge=1
+	fi
+	meta="date=$DATE|nproc=$NPROC|kernel=$KERNEL|load_start=$EV_LOAD0|load_end=$EV_LOAD1"
+	meta="$meta|reps=$REPS|elapsed=$EV_ELAPSED|qperf_secs=$EV_SECS|quick=$QUICK"
+	meta="$meta|host_addrs=$EV_HA $EV_HB|link=$([ "$NS" = 1 ] && echo ns || echo lo)"
+	meta="$meta|link_desc=$([ "$NS" = 1 ] && echo "$LINK_DESC" || echo "loopback $EV_LA <-> $EV_LB, softrnic with SOFTRNIC_SHM=0")"
+	meta="$meta|efd_iters=$EV_ITERS_EFD|udp_iters=$EV_ITERS_UDP"
+	python3 "$SRC/bench/events_table.py" "$EVRAW" "$EVNOTES" "$meta" "$csv" "$JSON_OUT" "$merge"
+}
+
 # -- the run ---------------------------------------------------------------
 # Cells in order; within a repetition every column runs once per cell, and
 # the column order rotates between repetitions so no column always runs
 # first after a slow one.
-CELLS=""
-for s in $LAT_SIZES; do CELLS="$CELLS lat:$s"; done
-for s in $BW_SIZES; do CELLS="$CELLS bw:$s"; done
-CELLS="$CELLS read:$READ_SIZE rate:8"
-read -ra colv <<<"$COLS"
-echo "compare.sh: ${#colv[@]} columns (${COLS// /,}), $REPS run(s) each; UDP link: $LINK_DESC" >&2
-[ "$HAVE_IDLE" = 1 ] && idle_cpu
-for rep in $(seq "$REPS"); do
-	for cell in $CELLS; do
-		m=${cell%%:*} s=${cell#*:}
-		for i in $(seq 0 $((${#colv[@]} - 1))); do
-			measure "${colv[$(((i + rep - 1) % ${#colv[@]}))]}" "$m" "$s" "$rep"
+rc=0
+if [ "$MAIN" = 1 ]; then
+	CELLS=""
+	for s in $LAT_SIZES; do CELLS="$CELLS lat:$s"; done
+	for s in $BW_SIZES; do CELLS="$CELLS bw:$s"; done
+	CELLS="$CELLS read:$READ_SIZE rate:8"
+	read -ra colv <<<"$COLS"
+	echo "compare.sh: ${#colv[@]} columns (${COLS// /,}), $REPS run(s) each; UDP link: $LINK_DESC" >&2
+	[ "$HAVE_IDLE" = 1 ] && idle_cpu
+	for rep in $(seq "$REPS"); do
+		for cell in $CELLS; do
+			m=${cell%%:*} s=${cell#*:}
+			for i in $(seq 0 $((${#colv[@]} - 1))); do
+				measure "${colv[$(((i + rep - 1) % ${#colv[@]}))]}" "$m" "$s" "$rep"
+			done
 		done
 	done
-done
-LOAD1=$(cut -d' ' -f1-3 /proc/loadavg)
-ELAPSED=$((SECONDS - START))
+	LOAD1=$(cut -d' ' -f1-3 /proc/loadavg)
+	ELAPSED=$((SECONDS - START))
 
-# -- the table -------------------------------------------------------------
-META="date=$DATE|nproc=$NPROC|kernel=$KERNEL|load_start=$LOAD0|load_end=$LOAD1|idle_start=$IDLE0"
-META="$META|reps=$REPS|elapsed=$ELAPSED|lat_sizes=$LAT_SIZES|bw_sizes=$BW_SIZES|read_size=$READ_SIZE"
-META="$META|fi_prov=$FI_PROV|link=$([ "$NS" = 1 ] && echo ns || echo lo)|link_desc=$LINK_DESC"
-META="$META|columns=$COLS|quick=$QUICK"
-python3 "$SRC/bench/compare_table.py" "$RAW" "$NA" "$NOTES" "$META" "$CSV_OUT" "$JSON_OUT" ||
-	{ echo "compare.sh: building the table failed" >&2; exit 1; }
-grep -Eq '^softrnic	(lat|bw|rate)	' "$RAW" || { echo "compare.sh: no softrnic perf run succeeded" >&2; exit 1; }
-exit 0
+	# -- the table -----------------------------------------------------
+	META="date=$DATE|nproc=$NPROC|kernel=$KERNEL|load_start=$LOAD0|load_end=$LOAD1|idle_start=$IDLE0"
+	META="$META|reps=$REPS|elapsed=$ELAPSED|lat_sizes=$LAT_SIZES|bw_sizes=$BW_SIZES|read_size=$READ_SIZE"
+	META="$META|fi_prov=$FI_PROV|link=$([ "$NS" = 1 ] && echo ns || echo lo)|link_desc=$LINK_DESC"
+	META="$META|columns=$COLS|quick=$QUICK"
+	python3 "$SRC/bench/compare_table.py" "$RAW" "$NA" "$NOTES" "$META" "$CSV_OUT" "$JSON_OUT" ||
+		{ echo "compare.sh: building the table failed" >&2; exit 1; }
+	grep -Eq '^softrnic	(lat|bw|rate)	' "$RAW" || { echo "compare.sh: no softrnic perf run succeeded" >&2; rc=1; }
+fi
+if [ "$EV" = 1 ]; then
+	ev_run
+	[ "$MAIN" = 1 ] && echo
+	ev_table || { echo "compare.sh: building the event-driven table failed" >&2; exit 1; }
+	# Only the event-driven table: it must hold at least one softrnic row.
+	[ "$MAIN" = 1 ] || grep -Eq '^(host|link)	rc_' "$EVRAW" ||
+		{ echo "compare.sh: no qperf run over softrnic succeeded" >&2; rc=1; }
+fi
+exit $rc

@@ -5,7 +5,10 @@
  * One command runs both ends: the parent makes two UDP sockets on
  * 127.0.0.1, connects each to the other, and forks; the child echoes
  * (latency) or sinks (bandwidth), the parent measures.  Both ends
- * busy-poll with MSG_DONTWAIT, as a polling RDMA application would.
+ * busy-poll with MSG_DONTWAIT, as a polling RDMA application would;
+ * with --block (latency only) both sleep in a blocking recv() instead, as
+ * an event-driven application would: the sleeping floor of
+ * compare.sh --events.
  *
  *   lat: a message of SIZE bytes goes out and the same comes back; the
  *        result is half the round trip (min, median, p99, max, average),
@@ -70,6 +73,9 @@
  * (lat mode never yields: it is the busy-poll floor). */
 #define YIELD_POLLS     16u
 #define SOCK_BUF        (16 << 20)
+/* --block: how long a blocking recv()/send() sleeps before the end looks
+ * at its deadline (the echo end) or counts the round as lost (the client). */
+#define BLOCK_ECHO_NS   100000000ull
 
 enum mode { MODE_LAT, MODE_BW };
 
@@ -83,6 +89,7 @@ struct opts {
 	unsigned window;        /* bw: datagrams in flight (0 = derived from size) */
 	double timeout_s;
 	bool json;
+	bool block;             /* lat: blocking recv/send, no polling */
 	struct in_addr addr[2]; /* [0] the measuring end, [1] the echo/sink */
 	const char *peer_netns; /* NULL: both ends in this namespace */
 };
@@ -230,14 +237,29 @@ static int make_pair(const struct opts *o, int fds[2])
 	return 0;
 }
 
-/* Send one whole message; a full socket buffer is waited out (bounded). */
-static int send_msg(int fd, uint8_t *buf, const struct shape *s, uint32_t seq, uint64_t deadline)
+/* --block: blocking calls on FD give up after NS (EAGAIN), so every wait
+ * still ends at a deadline. */
+static int set_block_timeout(int fd, uint64_t ns)
+{
+	struct timeval tv = { .tv_sec = (time_t)(ns / 1000000000ull),
+			      .tv_usec = (suseconds_t)(ns % 1000000000ull / 1000) };
+
+	if (setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0 ||
+	    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) < 0)
+		return -errno;
+	return 0;
+}
+
+/* Send one whole message; a full socket buffer is waited out (bounded).
+ * FLAGS: MSG_DONTWAIT (polling) or 0 (--block). */
+static int send_msg(int fd, uint8_t *buf, const struct shape *s, uint32_t seq, uint64_t deadline,
+		    int flags)
 {
 	for (uint32_t i = 0; i < s->ndgrams; i++) {
 		uint32_t len = dgram_len(s, i);
 
 		stamp(buf, len, seq, i);
-		while (send(fd, buf, len, MSG_DONTWAIT) < 0) {
+		while (send(fd, buf, len, flags) < 0) {
 			if (errno != EAGAIN && errno != ENOBUFS && errno != EINTR)
 				return -errno;
 			if (now_ns() > deadline)
@@ -249,8 +271,9 @@ static int send_msg(int fd, uint8_t *buf, const struct shape *s, uint32_t seq, u
 
 /* ---- latency ------------------------------------------------------------ */
 
-/* Child: echo each whole message back.  Runs until killed or the deadline. */
-static int lat_echo(int fd, const struct shape *s, uint64_t deadline)
+/* Child: echo each whole message back.  Runs until killed or the deadline.
+ * FLAGS: MSG_DONTWAIT (spin) or 0 (sleep in recv, --block). */
+static int lat_echo(int fd, const struct shape *s, uint64_t deadline, int flags)
 {
 	uint8_t *buf = malloc(UDP_MAX_PAYLOAD + 1);
 	uint32_t cur = 0, got = 0;
@@ -259,13 +282,14 @@ static int lat_echo(int fd, const struct shape *s, uint64_t deadline)
 	if (!buf)
 		return -ENOMEM;
 	for (;;) {
-		ssize_t n = recv(fd, buf, UDP_MAX_PAYLOAD + 1, MSG_DONTWAIT);
+		ssize_t n = recv(fd, buf, UDP_MAX_PAYLOAD + 1, flags);
 		uint32_t seq = 0;
 
 		if (n < 0) {
 			if (errno != EAGAIN && errno != EINTR)
 				break;
-			if (++spins % 1024 == 0 && now_ns() > deadline)
+			/* Blocking: each EAGAIN is a 100 ms sleep, look every time. */
+			if ((flags == 0 || ++spins % 1024 == 0) && now_ns() > deadline)
 				break;
 			continue;
 		}
@@ -278,7 +302,7 @@ static int lat_echo(int fd, const struct shape *s, uint64_t deadline)
 		if (++got < s->ndgrams)
 			continue;
 		got = 0;
-		if (send_msg(fd, buf, s, cur, deadline) < 0)
+		if (send_msg(fd, buf, s, cur, deadline, flags) < 0)
 			break;
 	}
 	free(buf);
@@ -299,6 +323,7 @@ static int lat_client(int fd, const struct opts *o, const struct shape *s, uint6
 	uint8_t *buf = malloc(UDP_MAX_PAYLOAD + 1);
 	uint64_t t_begin = now_ns();
 	uint32_t seq = 0;
+	int flags = o->block ? 0 : MSG_DONTWAIT;
 	int rc = 0;
 
 	if (!rtt || !buf) {
@@ -311,11 +336,12 @@ static int lat_client(int fd, const struct opts *o, const struct shape *s, uint6
 		uint32_t got = 0;
 
 		seq++;
-		rc = send_msg(fd, buf, s, seq, deadline);
+		rc = send_msg(fd, buf, s, seq, deadline, flags);
 		if (rc < 0)
 			goto out;
 		for (;;) {
-			ssize_t r = recv(fd, buf, UDP_MAX_PAYLOAD + 1, MSG_DONTWAIT);
+			/* --block: recv sleeps up to the round timeout (SO_RCVTIMEO). */
+			ssize_t r = recv(fd, buf, UDP_MAX_PAYLOAD + 1, flags);
 			uint32_t rseq = seq;
 
 			t = now_ns();
@@ -360,17 +386,20 @@ static int lat_client(int fd, const struct opts *o, const struct shape *s, uint6
 		if (o->json)
 			printf("{\"tool\": \"udp_pingpong\", \"test\": \"lat\", \"bytes\": %" PRIu64
 			       ", \"iters\": %" PRIu64 ", \"datagrams_per_msg\": %u"
-			       ", \"latency_kind\": \"half_round_trip\""
+			       ", \"latency_kind\": \"half_round_trip\", \"wait\": \"%s\""
 			       ", \"t_min_us\": %.3f, \"t_median_us\": %.3f, \"t_p99_us\": %.3f"
 			       ", \"t_max_us\": %.3f, \"t_avg_us\": %.3f, \"bw_MBps\": %.3f"
 			       ", \"lost_rounds\": %" PRIu64 ", \"elapsed_s\": %.6f}\n",
-			       s->size, n, s->ndgrams, rtt[0] / h, med, rtt[p99 - 1] / h,
+			       s->size, n, s->ndgrams, o->block ? "block" : "poll", rtt[0] / h, med,
+			       rtt[p99 - 1] / h,
 			       rtt[n - 1] / h, (double)sum / n / h, s->size / med, lost, secs);
 		else
 			printf("udp lat %" PRIu64 " B x %" PRIu64 ": half RTT min %.3f median %.3f "
-			       "p99 %.3f max %.3f us (%u datagram%s/msg, %" PRIu64 " lost rounds)\n",
+			       "p99 %.3f max %.3f avg %.3f us (%u datagram%s/msg, %" PRIu64
+			       " lost rounds, %s)\n",
 			       s->size, n, rtt[0] / h, med, rtt[p99 - 1] / h, rtt[n - 1] / h,
-			       s->ndgrams, s->ndgrams == 1 ? "" : "s", lost);
+			       (double)sum / n / h, s->ndgrams, s->ndgrams == 1 ? "" : "s", lost,
+			       o->block ? "blocking recv" : "busy-polling");
 	}
 out:
 	free(rtt);
@@ -540,7 +569,8 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"Usage: udp_pingpong [options]\n"
-		"Raw UDP on 127.0.0.1, both ends (two processes) in this command, busy-polling.\n"
+		"Raw UDP on 127.0.0.1, both ends (two processes) in this command, busy-polling\n"
+		"(lat --block: both sleeping).\n"
 		"  -t, --test lat|bw     ping-pong latency or streaming bandwidth  (lat)\n"
 		"  -s, --size N          message size in bytes, K/M suffixes        (8)\n"
 		"  -n, --iters N         lat: round trips; bw: messages             (lat 10000)\n"
@@ -550,6 +580,7 @@ static void usage(FILE *f)
 		"  -W, --window N        bw: datagrams in flight                    (from size)\n"
 		"      --timeout SEC     give up after SEC seconds                  (30)\n"
 		"      --json            one JSON object on stdout\n"
+		"      --block           lat: both ends sleep in blocking recv(), no polling\n"
 		"      --addr A --peer-addr B --peer-netns NAME\n"
 		"                        the echo end bound to B inside /run/netns/NAME,\n"
 		"                        this end to A here (root: two namespaces)\n"
@@ -588,6 +619,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		{ "window", required_argument, NULL, 'W' },
 		{ "timeout", required_argument, NULL, 'T' },
 		{ "json", no_argument, NULL, 'j' },
+		{ "block", no_argument, NULL, 'k' },
 		{ "addr", required_argument, NULL, 'A' },
 		{ "peer-addr", required_argument, NULL, 'B' },
 		{ "peer-netns", required_argument, NULL, 'N' },
@@ -649,6 +681,9 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		case 'j':
 			o->json = true;
 			break;
+		case 'k':
+			o->block = true;
+			break;
 		case 'A':
 		case 'B':
 			if (inet_pton(AF_INET, optarg, &o->addr[c == 'B']) != 1)
@@ -669,7 +704,8 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 	if (optind != argc)
 		return -EINVAL;
 	if (o->mode == MODE_BW) {
-		if (have_iters && have_duration)
+		/* The stream's window and acks are built on polling. */
+		if ((have_iters && have_duration) || o->block)
 			return -EINVAL;
 		if (!have_iters)
 			o->iters = 0;
@@ -715,6 +751,15 @@ int main(int argc, char **argv)
 		fprintf(stderr, "udp_pingpong: sockets: %s\n", strerror(-rc));
 		return 1;
 	}
+	if (o.block) {
+		rc = set_block_timeout(fds[0], ROUND_TIMEOUT_NS);
+		if (rc == 0)
+			rc = set_block_timeout(fds[1], BLOCK_ECHO_NS);
+		if (rc < 0) {
+			fprintf(stderr, "udp_pingpong: socket timeouts: %s\n", strerror(-rc));
+			return 1;
+		}
+	}
 	window = window_for(&o, &s, rcvbuf_of(fds[1]));
 	deadline = now_ns() + (uint64_t)(o.timeout_s * 1e9);
 	fflush(stdout);
@@ -727,7 +772,7 @@ int main(int argc, char **argv)
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		close(fds[0]);
 		if (o.mode == MODE_LAT)
-			lat_echo(fds[1], &s, deadline);
+			lat_echo(fds[1], &s, deadline, o.block ? 0 : MSG_DONTWAIT);
 		else
 			bw_sink(fds[1], &o, window / 4 ? window / 4 : 1, deadline);
 		_exit(0);

@@ -4,7 +4,11 @@
 # libfabric tcp, the UDP floor) once at 8 B latency and 64 KiB bandwidth.
 # Checks that the table and its CSV/JSON are produced, that each column
 # that could run has its numbers and that one that could not says why; not
-# how fast anything is.  About a minute on a loaded 2-CPU machine.
+# how fast anything is.  Then (issue 24) the sleeping floors once each
+# (bench/eventfd_pingpong, bench/udp_pingpong --block, built with cc like
+# udp_pingpong) and, with qperf installed, compare.sh --events --quick: the
+# event-driven table, every row once.  About 1.5 minutes on a loaded 2-CPU
+# machine.
 srn_script_test(bench_smoke test_bench_smoke.sh)
 set_tests_properties(bench_smoke PROPERTIES TIMEOUT 300)
 

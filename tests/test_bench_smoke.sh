@@ -15,6 +15,12 @@
 #       ucx_perftest tcp, fi_pingpong tcp, udp_pingpong, and through
 #       softrnic run: ucx_perftest rc_verbs, fi_pingpong verbs MSG (ns only)
 #     idle_qps (built from bench/, linked with $SRN_BUILD/lib)
+#   the sleeping floors once each, small counts: bench/eventfd_pingpong and
+#     bench/udp_pingpong --block
+#   compare.sh --events --quick --no-install (when qperf is installed): the
+#     event-driven table, one short run of each row (qperf over softrnic on
+#     one host and across the namespaces or loopback, qperf tcp_lat, the
+#     floors), its CSV and JSON
 #
 # UCX and libfabric columns need ucx-utils and libfabric-bin; without them
 # the columns are reported as skipped, which this test accepts.
@@ -122,6 +128,84 @@ else
 	fail "CSV/JSON check"
 fi
 
+# The sleeping floors, once each with a small count: they build, they
+# block instead of spinning (as their JSON says), they give a positive time.
+for prog in eventfd_pingpong udp_pingpong; do
+	cc -std=gnu11 -O2 -Wall -Wextra -Werror -o "$tmp/$prog" "$SRN_SRC/bench/$prog.c" 2>"$tmp/cc.err" ||
+		{ fail "$prog does not build: $(head -3 "$tmp/cc.err")"; continue; }
+done
+if [ -x "$tmp/eventfd_pingpong" ] && [ -x "$tmp/udp_pingpong" ]; then
+	timeout -k 2 30 "$tmp/eventfd_pingpong" -n 200 --timeout 20 --json >"$tmp/efd.json" 2>&1 &&
+		timeout -k 2 30 "$tmp/udp_pingpong" --block -n 200 --timeout 20 --json >"$tmp/udpb.json" 2>&1
+	if python3 - "$tmp/efd.json" "$tmp/udpb.json" <<'EOF'
+import json, sys
+for path in sys.argv[1:]:
+    d = json.loads(open(path).read())
+    assert d["wait"] == "block" and d["iters"] == 200, d
+    assert 0 < d["t_min_us"] <= d["t_median_us"] <= d["t_max_us"], d
+    assert d["t_avg_us"] > 0, d
+    print("  %-16s half RTT median %.3g us, mean %.3g us" % (d["tool"], d["t_median_us"], d["t_avg_us"]))
+EOF
+	then
+		ok "eventfd_pingpong and udp_pingpong --block: 200 blocking round trips each"
+	else
+		fail "sleeping floors: $(head -c 300 "$tmp/efd.json" "$tmp/udpb.json")"
+	fi
+	"$tmp/udp_pingpong" -t bw --block >/dev/null 2>&1
+	[ $? -eq 2 ] && ok "udp_pingpong -t bw --block: exit 2" || fail "udp_pingpong -t bw --block: want exit 2"
+fi
+
+# The event-driven table (issue 24), in its quick form: every row once.
+if command -v qperf >/dev/null; then
+	start=$SECONDS
+	timeout -k 5 180 bash "$SRN_SRC/bench/compare.sh" --events --quick --no-install \
+		--build "$SRN_BUILD" --csv "$tmp/ev.csv" --json "$tmp/ev.json" >"$tmp/ev.out" 2>"$tmp/ev.err"
+	rc=$?
+	cat "$tmp/ev.out"
+	if [ "$rc" -ne 0 ]; then
+		fail "compare.sh --events --quick exited $rc after $((SECONDS - start)) s: $(tail -5 "$tmp/ev.err")"
+	else
+		ok "compare.sh --events --quick finished in $((SECONDS - start)) s"
+		grep -Eq '^event-driven, 8 B \(us\) +one host +/TCP +/floor +(2 netns|UDP lo) +/TCP +/floor$' \
+			"$tmp/ev.out" && ok "event-driven header" || fail "no event-driven header in the output"
+		if python3 - "$tmp/ev.csv" "$tmp/ev.json" <<'EOF'
+import csv, json, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+d = json.load(open(sys.argv[2]))
+assert len(d["host"]["load_start"].split()) == 3, d["host"]
+assert len(rows) == len(d["rows"]) == 13, (len(rows), len(d["rows"]))
+notes = "\n".join(d["notes"])
+got = {(r["section"], r["row"]): r for r in d["rows"]}
+for (sec, row), r in got.items():
+    # Every row ran once and has a positive time; a row that failed is in
+    # the notes (the table is not a timing test).
+    if r["value"] is None:
+        assert "%s %s" % (sec, row) in notes, (sec, row, notes)
+        print("  %s %s: failed, noted" % (sec, row))
+        continue
+    assert r["value"] > 0 and len(r["runs"]) == 1, r
+    c = [x for x in rows if x["section"] == sec and x["row"] == row][0]
+    assert abs(float(c["value"]) - r["value"]) <= 1e-4 * r["value"], (c, r)
+    if r["over_floor"] is not None and r["row"] != "rc_read":
+        ref = got[(sec, r["floor"])]["value"]
+        assert abs(r["over_floor"] - r["value"] / ref) <= 1e-6 * r["over_floor"], r
+for sec in ("host", "link"):
+    assert any(got[(sec, k)]["value"] for k in ("rc_lat", "rc_write", "rc_read", "rc_poll")), \
+        (sec, notes)
+    assert got[(sec, "tcp")]["value"] and got[(sec, "udpb")]["value"], (sec, notes)
+assert got[("host", "efd")]["value"], notes
+print("events csv/json: %d rows" % len(rows))
+EOF
+		then
+			ok "events CSV and JSON parse, agree, and both sections have softrnic, TCP and floor rows"
+		else
+			fail "events CSV/JSON check"
+		fi
+	fi
+else
+	echo "note: qperf not installed: the event-driven table is not exercised"
+fi
+
 # Usage errors exit 2.
 bash "$SRN_SRC/bench/compare.sh" --peers bogus >/dev/null 2>&1
 [ $? -eq 2 ] && ok "unknown peer: exit 2" || fail "unknown peer: want exit 2"
@@ -129,6 +213,8 @@ bash "$SRN_SRC/bench/compare.sh" --sizes 0 >/dev/null 2>&1
 [ $? -eq 2 ] && ok "bad size: exit 2" || fail "bad size: want exit 2"
 bash "$SRN_SRC/bench/compare.sh" --link wire >/dev/null 2>&1
 [ $? -eq 2 ] && ok "bad --link: exit 2" || fail "bad --link: want exit 2"
+bash "$SRN_SRC/bench/compare.sh" --events --events-time 0.5 >/dev/null 2>&1
+[ $? -eq 2 ] && ok "fractional --events-time: exit 2" || fail "bad --events-time: want exit 2"
 
 [ "$bad" -eq 0 ] && { echo PASS; exit 0; }
 exit 1
