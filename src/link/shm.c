@@ -166,6 +166,8 @@ static int create_inbox(struct srn_shm *s)
 	g->h.netns = s->netns;
 	g->h.owner_pid = (int32_t)getpid();
 	g->h.cookie = cookie;
+	/* Pairs with the sender's acquire load of magic (attach_inbox):
+	 * the header above is written before a sender trusts it. */
 	atomic_store_explicit(&g->h.magic, SHM_MAGIC, memory_order_release);
 	struct srn_shm_locator loc = {
 		.magic = SRN_SHM_LOC_MAGIC, .layout = SHM_LAYOUT, .fd = fd, .ring_bytes = ring,
@@ -312,7 +314,9 @@ static int attach_inbox(struct srn_shm *s, struct srn_shm_peer *p,
 	struct srn_shm_seg *g = fd < 0 ? NULL : map_seg(fd, seg_bytes(ring));
 	struct inbox_hdr *h = g ? &g->h : NULL;
 	uint32_t slot;
-	/* Sealed at the checked size: the header is there to be read. */
+	/* Sealed at the checked size: the header is there to be read.  The
+	 * acquire pairs with the owner's release store of magic (inbox
+	 * creation): the fields checked after it are the owner's. */
 	if (!h || atomic_load_explicit(&h->magic, memory_order_acquire) != SHM_MAGIC ||
 	    h->layout != SHM_LAYOUT || h->nslots != SRN_SHM_SLOTS || h->ring_bytes != ring ||
 	    h->netns != s->netns || h->cookie != loc->cookie || h->owner_pid != loc->pid ||
@@ -327,6 +331,8 @@ static int attach_inbox(struct srn_shm *s, struct srn_shm_peer *p,
 	close(fd);
 	struct slot_ctl *c = &h->slot[slot];
 	memcpy(&c->src, &s->local, s->local_len);
+	/* Pairs with the receiver's acquire load of srclen (srn_shm_poll):
+	 * the address bytes are written before their length is seen. */
 	atomic_store_explicit(&c->srclen, (uint32_t)s->local_len, memory_order_release);
 	p->seg = g;
 	p->slot = slot;
@@ -335,12 +341,17 @@ static int attach_inbox(struct srn_shm *s, struct srn_shm_peer *p,
 	/* Our own index from here on, record-aligned whatever the word
 	 * said: an unaligned one would put a header across the ring's end
 	 * (the reader drops what lies between, see rec_check). */
+	/* Acquire: pairs with the previous owner's release store of prod
+	 * (srn_shm_put, srn_shm_publish), so its records are behind us. */
 	p->prod = (atomic_load_explicit(&c->prod, memory_order_acquire) + REC_ALIGN - 1) &
 		  ~(uint64_t)(REC_ALIGN - 1);
 	p->published = p->prod;
+	/* Pairs with the receiver's release store of cons (srn_shm_poll). */
 	p->cons_seen = atomic_load_explicit(&c->cons, memory_order_acquire);
 	p->dirty = false;
 	p->owner_check_ns = srn_clock_ns(CLOCK_MONOTONIC_COARSE);
+	/* Pairs with the receiver's acquire load of active (srn_shm_poll):
+	 * the slot's source address and indices are set before it is polled. */
 	atomic_fetch_or_explicit(&h->active, 1ull << slot, memory_order_release);
 	return 0;
 fail:
@@ -401,6 +412,7 @@ bool srn_shm_unread(struct srn_shm *s, const struct sockaddr *dst, socklen_t dst
 	if (!p || !p->seg)
 		return false;
 	const struct slot_ctl *c = &p->seg->h.slot[p->slot];
+	/* Pairs with the receiver's release store of cons (srn_shm_poll). */
 	return atomic_load_explicit(&c->cons, memory_order_acquire) < p->published;
 }
 
@@ -492,6 +504,8 @@ int srn_shm_put(struct srn_shm *s, struct srn_shm_peer *p, const struct iovec *i
 	uint64_t off = p->prod % p->ring;
 	uint64_t wrap = p->ring - off < need ? p->ring - off : 0;
 	if (p->prod + wrap + need - p->cons_seen > p->ring) {
+		/* Pairs with the receiver's release store of cons
+		 * (srn_shm_poll): the space below it is read, ours again. */
 		p->cons_seen = atomic_load_explicit(&c->cons, memory_order_acquire);
 		if (p->prod + wrap + need - p->cons_seen > p->ring)
 			return full_ring(s, p);
@@ -525,7 +539,8 @@ int srn_shm_put(struct srn_shm *s, struct srn_shm_peer *p, const struct iovec *i
 	}
 	if (p->prod - p->published >= SRN_SHM_PUBLISH_BYTES) {
 		/* Mid-burst: the doorbell, if one is needed, comes with the
-		 * burst's end (srn_shm_publish). */
+		 * burst's end (srn_shm_publish).  Pairs with the receiver's
+		 * acquire load of prod (srn_shm_poll): the records are written. */
 		atomic_store_explicit(&c->prod, p->prod, memory_order_release);
 		p->published = p->prod;
 	}
@@ -542,6 +557,8 @@ void srn_shm_publish(struct srn_shm *s,
 	for (int i = 0; i < s->npeers; i++) {
 		struct srn_shm_peer *p = &s->peer[i];
 		if (p->dirty) {
+			/* Pairs with the receiver's acquire load of prod
+			 * (srn_shm_poll): the records below it are written. */
 			atomic_store_explicit(&p->seg->h.slot[p->slot].prod, p->prod,
 					      memory_order_release);
 			p->published = p->prod;
@@ -638,6 +655,8 @@ int srn_shm_poll(struct srn_shm *s, int max, srn_shm_deliver_fn deliver, void *c
 	if (!s->in)
 		return 0;
 	struct inbox_hdr *h = &s->in->h;
+	/* Pairs with a sender's release fetch_or of active (attach_inbox):
+	 * a slot seen active has its source address and indices set. */
 	uint64_t act = atomic_load_explicit(&h->active, memory_order_acquire) & ALL_SLOTS;
 	/* Start one slot further each time: a busy sender cannot keep the
 	 * budget from the others. */
@@ -654,6 +673,7 @@ int srn_shm_poll(struct srn_shm *s, int max, srn_shm_deliver_fn deliver, void *c
 		if (s->cons[i] == prod)
 			continue;
 		struct sockaddr_storage src;
+		/* Pairs with the sender's release store of srclen (attach_inbox). */
 		uint32_t srclen = atomic_load_explicit(&c->srclen, memory_order_acquire);
 		if (srclen > sizeof(src))
 			srclen = 0;
