@@ -57,6 +57,11 @@ int srn_cq_push(struct srn_cq *cq, const struct ibv_wc *wc, bool solicited)
 		cq->event_maybe_pending = true;
 		cq->arm = SRN_CQ_DISARMED;
 		cq->nic->engine.events_fired++;
+		/* Which thread made it: the one-wake-up work (a sleeping
+		 * application woken by the packet itself) is measured so. */
+		bool bg = srn_diag_tid() == atomic_load_explicit(&cq->nic->diag.busy->progress_tid,
+								  memory_order_relaxed);
+		srn_count(cq->nic->diag.cnt, bg ? SRN_CNT_EVENTS_BY_PROGRESS : SRN_CNT_EVENTS_BY_APP, 1);
 		srn_channel_notify(cq->channel, cq);
 	}
 	return 0;

@@ -120,6 +120,8 @@ const char *const srn_counter_names[SRN_CNT__MAX] = {
 	[SRN_CNT_CM_MALFORMED] = "cm_malformed",
 	[SRN_CNT_RS_DGRAM_MALFORMED] = "rsocket_dgram_malformed",
 	[SRN_CNT_THREAD_FATAL] = "internal_thread_fatal",
+	[SRN_CNT_EVENTS_BY_PROGRESS] = "comp_events_by_progress_thread",
+	[SRN_CNT_EVENTS_BY_APP] = "comp_events_in_app_thread",
 };
 
 _Static_assert(sizeof(srn_counter_names) / sizeof(srn_counter_names[0]) == SRN_CNT__MAX,

@@ -151,6 +151,11 @@ enum srn_counter {
 	 * for a header that is no rsocket's. */
 	SRN_CNT_RS_DGRAM_MALFORMED,
 	SRN_CNT_THREAD_FATAL,              /* an internal thread could not go on (engine/progress.c) */
+	/* Completion events queued on a channel, by who ran the pass that
+	 * made them: the progress thread (a wake-up of its own first, then
+	 * the application's) or an application thread (core/cq.c). */
+	SRN_CNT_EVENTS_BY_PROGRESS,
+	SRN_CNT_EVENTS_BY_APP,
 	SRN_CNT__MAX
 };
 #define SRN_CNT_CM_FIRST SRN_CNT_CM_REQ_SENT
