@@ -19,9 +19,9 @@
  *                 mends: the program gets IBV_EVENT_DEVICE_FATAL on
  *                 async_fd (the script checks the stderr line).
  *   crash         A target whose srn-progress thread dies inside an
- *                 operation: it registers a region, then unmaps it behind
- *                 the library's back (the raw system call, as libc's own
- *                 unmaps are), and sleeps; the parent's RDMA Write over
+ *                 operation: it registers a region, then makes it
+ *                 inaccessible behind the library's back (a raw
+ *                 mprotect), and sleeps; the parent's RDMA Write over
  *                 UDP makes the target's responder fault placing it.
  *                 Prints "target PID QPN" for test_guest_crash.sh, which
  *                 asks `softrnic explain` what the target was doing.
@@ -282,8 +282,11 @@ static int crash_mode(void)
 	srn_tc_connect(qp, &theirs.gid, theirs.qp.qpn, mine.qp.psn, theirs.qp.psn, &o);
 	srn_tc_barrier(fd, 1, 10000);
 	if (!pid) {
-		/* Gone behind the library's back: the region's keys stay. */
-		CHECK(syscall(SYS_munmap, buf, CRASH_LEN) == 0);
+		/* Inaccessible behind the library's back (the raw system call,
+		 * not the interposed mprotect): the region's keys stay.  Not
+		 * unmapped: a later mapping (the sanitizer's allocator, say)
+		 * could take the hole and the Write land there unharmed. */
+		CHECK(syscall(SYS_mprotect, buf, CRASH_LEN, PROT_NONE) == 0);
 		srn_tc_barrier(fd, 2, 10000);
 		/* Asleep: only srn-progress takes the Write. */
 		char c;

@@ -1,7 +1,7 @@
 #!/bin/bash
 # test_guest_crash.sh - a crash inside softrnic's thread is diagnosable.
 # test_guest crash makes a target's srn-progress fault while placing a
-# peer's RDMA Write (into memory unmapped behind the library's back); the
+# peer's RDMA Write (into memory made inaccessible behind the library's back); the
 # target's segment outlives it, and `softrnic explain` must name the
 # thread, the stage, the QP and the operation.
 set -u
