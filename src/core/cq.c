@@ -146,6 +146,11 @@ void srn_channel_notify(struct srn_channel *ch, struct srn_cq *cq)
 		/* one count per event a sleeper may take; a count whose event
 		 * another thread took costs a sleeper one look */
 	}
+	/* The owner finds what its own pass queued without a bell. */
+	if (ch->owner_tid && ch->owner_tid != srn_diag_tid() &&
+	    write(ch->owner_bell, &one, sizeof(one)) < 0) {
+		/* saturated: the owner is due to wake anyway */
+	}
 	pthread_mutex_unlock(&ch->lock);
 }
 
@@ -172,6 +177,51 @@ bool srn_channel_forget(struct srn_channel *ch, struct srn_cq *cq)
 	}
 	pthread_mutex_unlock(&ch->lock);
 	return removed != 0;
+}
+
+int srn_channel_take(struct srn_channel *ch, struct srn_cq **cq)
+{
+	pthread_mutex_lock(&ch->lock);
+	if (ch->head == ch->tail) {
+		pthread_mutex_unlock(&ch->lock);
+		return -EAGAIN;
+	}
+	*cq = ch->events[ch->tail++ & (ch->cap - 1)];
+	uint64_t v;
+	while (read(ch->ibch.fd, &v, sizeof(v)) < 0 && errno == EINTR)
+		;
+	pthread_mutex_unlock(&ch->lock);
+	return 0;
+}
+
+bool srn_channel_own(struct srn_channel *ch, uint32_t tid, int bell_fd)
+{
+	pthread_mutex_lock(&ch->lock);
+	bool empty = ch->head == ch->tail;
+	if (empty) {
+		ch->owner_tid = tid;
+		ch->owner_bell = bell_fd;
+	}
+	pthread_mutex_unlock(&ch->lock);
+	return empty;
+}
+
+void srn_channel_unown(struct srn_channel *ch)
+{
+	pthread_mutex_lock(&ch->lock);
+	ch->owner_tid = 0;
+	pthread_mutex_unlock(&ch->lock);
+}
+
+void srn_channel_note_wait(struct srn_channel *ch, bool blocked)
+{
+	/* Saturating at 8: a program that blocks keeps its score through
+	 * the odd event that was ready before it asked; one that polls
+	 * the fd (every event ready when asked) falls to 0 within 8. */
+	int s = atomic_load_explicit(&ch->blocks_score, memory_order_relaxed);
+	int n = blocked ? (s < 8 ? s + 1 : 8) : (s > 0 ? s - 1 : 0);
+	if (n != s)
+		atomic_store_explicit(&ch->blocks_score, n, memory_order_relaxed);
 }
 
 int srn_channel_get(struct srn_channel *ch, struct srn_cq **cq)

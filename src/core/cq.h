@@ -12,6 +12,7 @@
 
 #include <infiniband/verbs.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -29,6 +30,15 @@ struct srn_channel {
 	int ncqs;                      /* CQs bound to this channel */
 	int wait_fd;                   /* eventfd blocking ibv_get_cq_event sleeps in */
 	unsigned waiters;              /* threads asleep in wait_fd (under lock) */
+	/* A thread waits for this channel's events serving the NIC itself
+	 * (engine/wait.c): events other threads queue ring owner_bell. */
+	uint32_t owner_tid;            /* under lock; 0: none */
+	int owner_bell;
+	/* How this program waits: positive while its ibv_get_cq_event calls
+	 * mostly block (then arming needs no hand-over to the progress
+	 * thread: the waiting thread serves the socket); zero for a
+	 * program that polls the fd and takes ready events. */
+	_Atomic int blocks_score;
 };
 
 enum srn_cq_arm { SRN_CQ_DISARMED, SRN_CQ_ARM_NEXT, SRN_CQ_ARM_SOLICITED };
@@ -97,5 +107,19 @@ void srn_channel_notify(struct srn_channel *ch, struct srn_cq *cq);
 /* Remove every pending event of cq (CQ being destroyed). */
 bool srn_channel_forget(struct srn_channel *ch, struct srn_cq *cq);
 int srn_channel_get(struct srn_channel *ch, struct srn_cq **cq);
+/* Take the next event if one is queued: 0, else -EAGAIN. */
+int srn_channel_take(struct srn_channel *ch, struct srn_cq **cq);
+/* Become the thread that waits for this channel's events while serving
+ * the NIC: false (nothing changed) if an event is already queued.  Until
+ * srn_channel_unown, an event queued by another thread writes bell_fd. */
+bool srn_channel_own(struct srn_channel *ch, uint32_t tid, int bell_fd);
+void srn_channel_unown(struct srn_channel *ch);
+/* The program's ibv_get_cq_event blocked (true) or found an event
+ * ready (false); srn_channel_blocks: it usually blocks. */
+void srn_channel_note_wait(struct srn_channel *ch, bool blocked);
+static inline bool srn_channel_blocks(struct srn_channel *ch)
+{
+	return atomic_load_explicit(&ch->blocks_score, memory_order_relaxed) > 0;
+}
 
 #endif

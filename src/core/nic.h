@@ -113,6 +113,18 @@ struct srn_nic_engine {
 	 * holds) kicks it: stored sequentially consistent before it
 	 * re-reads the deadlines, mirrored by the setter (srn_nic_deadline_set). */
 	_Atomic uint64_t sleep_until;
+	/* An application thread blocked in ibv_get_cq_event serves the
+	 * socket and the rings itself (engine/wait.c), so the packet that
+	 * brings its completion wakes it and nobody else: the socket's
+	 * owner, its tid (0: none).  The progress thread stands aside
+	 * meanwhile, sleeping only to its deadlines. */
+	_Atomic uint32_t sock_owner;
+	_Atomic uint32_t owner_epoch;  /* bumped by every owner leaving */
+	/* The progress thread stands aside for longer than
+	 * SRN_BG_RECHECK_NS (the owner has slept long): the owner leaving
+	 * kicks it, so the hand-over stays bounded. */
+	_Atomic bool aside_long;
+	int bell_fd;                   /* eventfd the owner waits on besides the socket */
 };
 /* Object tables: numbers and keys to objects.  Written by the verbs
  * that create and destroy the objects (core/nic.c, core/mr.c, srq.c,

@@ -156,6 +156,11 @@ enum srn_counter {
 	 * the application's) or an application thread (core/cq.c). */
 	SRN_CNT_EVENTS_BY_PROGRESS,
 	SRN_CNT_EVENTS_BY_APP,
+	/* Blocked ibv_get_cq_event calls that served the device themselves
+	 * (engine/wait.c), and their wake-ups: with progress_thread_wakeups,
+	 * the wake-ups behind each completion event. */
+	SRN_CNT_WAITS_SERVING,
+	SRN_CNT_WAITER_WAKEUPS,
 	SRN_CNT__MAX
 };
 #define SRN_CNT_CM_FIRST SRN_CNT_CM_REQ_SENT

@@ -34,11 +34,15 @@ void srn_nic_unlock(struct srn_nic *nic);
 /* Progress (progress.c). */
 int srn_progress_start(struct srn_nic *nic);
 void srn_progress_stop(struct srn_nic *nic);
+/* Who runs a progress pass: the progress thread; an application thread
+ * polling its CQ (plain ACKs may wait for its next post or poll, and the
+ * socket is asked only now and then while the rings carry the traffic);
+ * or an application thread blocked for an event and woken by the socket
+ * (wait.c: the socket is always asked, ACKs may wait for its post). */
+enum srn_poll_by { SRN_POLL_BG, SRN_POLL_APP, SRN_POLL_WAITER };
 /* Receive and process what is waiting, then flush ACKs and deferred sends
- * and the transmit queue.  Must hold nic->lock.  Returns packets processed.
- * from_app: an application thread is polling; plain ACKs may then wait
- * for its next post or poll (progress.c). */
-int srn_progress_poll(struct srn_nic *nic, bool from_app);
+ * and the transmit queue.  Must hold nic->lock.  Returns packets processed. */
+int srn_progress_poll(struct srn_nic *nic, enum srn_poll_by by);
 /* An application thread is about to block (e.g. in ibv_get_cq_event): let
  * the progress thread take over at once. */
 void srn_progress_app_sleeps(struct srn_nic *nic);

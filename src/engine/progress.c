@@ -77,7 +77,7 @@ static bool bg_pass(struct srn_nic *nic, bool *woke)
 {
 	srn_nic_lock(nic);
 	uint64_t before = nic->engine.udp_rx_pkts, events = nic->engine.events_fired;
-	srn_progress_poll(nic, false);
+	srn_progress_poll(nic, SRN_POLL_BG);
 	bool got = nic->engine.udp_rx_pkts != before;
 	*woke = nic->engine.events_fired != events;
 	srn_nic_unlock(nic);
@@ -105,6 +105,7 @@ static void busy_poll(struct srn_nic *nic, bool woke)
 		sched_yield();
 	while (now - last < nic->engine.bg_spin_ns &&
 	       !atomic_load_explicit(&nic->engine.stop, memory_order_relaxed) &&
+	       !atomic_load_explicit(&nic->engine.sock_owner, memory_order_relaxed) &&
 	       !app_is_polling(nic, now, &left)) {
 		/* An application thread waits for the lock: let it have it
 		 * (it may well do this work itself). */
@@ -185,6 +186,87 @@ static bool earlier_due(struct srn_nic *nic, uint64_t dl)
 	return (t && (!dl || t < dl)) || (f && (!dl || f < dl));
 }
 
+/* The earliest of: the next transport timer, the diagnostic tick, a
+ * packet the fault injector holds (*fdl), a deferred transmission's
+ * retry.  0: none. */
+static uint64_t sleep_deadline(struct srn_nic *nic, uint64_t *fdl)
+{
+	uint64_t dl = atomic_load_explicit(&nic->lists.next_deadline, memory_order_relaxed);
+	uint64_t ddl = srn_diag_deadline(nic->diag.seg);
+	if (ddl && (!dl || ddl < dl))
+		dl = ddl;
+	*fdl = srn_udp_fault_next_ns(&nic->link.udp);
+	if (*fdl && (!dl || *fdl < dl))
+		dl = *fdl;
+	if (atomic_load(&nic->engine.tx_waiting)) {
+		uint64_t t = srn_now_ns() + SRN_TX_RETRY_NS;
+		if (!dl || t < dl)
+			dl = t;
+	}
+	return dl;
+}
+
+/* An application thread blocked for an event serves the socket and the
+ * rings (wait.c): sleep on the kick alone, to the next deadline, and
+ * look again every SRN_BG_RECHECK_NS, so that an owner that left and
+ * went quiet hands back within about that.  While one owner's wait goes
+ * on across looks, the look doubles up to SRN_ASIDE_MAX_NS (an idle
+ * server costs a few wake-ups a second) and the owner kicks on leaving.
+ * *aside_ns carries the current step between calls. */
+#define SRN_ASIDE_MAX_NS 256000000ull
+static bool stand_aside(struct srn_nic *nic, uint32_t *epoch_seen, uint64_t *aside_ns)
+{
+	struct epoll_event ev[4];
+	uint32_t epoch = atomic_load(&nic->engine.owner_epoch);
+	*aside_ns = epoch == *epoch_seen && *aside_ns ? *aside_ns * 2 : SRN_BG_RECHECK_NS;
+	if (*aside_ns > SRN_ASIDE_MAX_NS)
+		*aside_ns = SRN_ASIDE_MAX_NS;
+	*epoch_seen = epoch;
+	uint64_t fdl, dl = sleep_deadline(nic, &fdl), now = srn_now_ns();
+	uint64_t wake = now + *aside_ns;
+	bool timer = dl && dl <= wake;
+	if (timer)
+		wake = dl;
+	if (*aside_ns > SRN_BG_RECHECK_NS) {
+		atomic_store(&nic->engine.aside_long, true);
+		if (atomic_load(&nic->engine.owner_epoch) != epoch ||
+		    !atomic_load(&nic->engine.sock_owner)) {
+			atomic_store(&nic->engine.aside_long, false);
+			*aside_ns = 0;
+			return true;
+		}
+	}
+	atomic_store(&nic->engine.sleep_until, wake);
+	if (!earlier_due(nic, wake)) {
+		uint64_t d = wake > now ? wake - now : 0;
+		struct timespec ts = { .tv_sec = (time_t)(d / 1000000000ull),
+				       .tv_nsec = (long)(d % 1000000000ull) };
+		int n = progress_wait(nic, nic->engine.ep_kick, ev, 4, &ts);
+		if (n > 0)
+			drain_kick(nic);
+		else if (n < 0 && errno != EINTR) {
+			progress_fatal(nic, "epoll_wait (aside)", errno);
+			return false;
+		}
+	} else {
+		timer = true;
+	}
+	atomic_store(&nic->engine.sleep_until, 0);
+	atomic_store(&nic->engine.aside_long, false);
+	/* Timers and held packets are still this thread's; and ACKs an
+	 * owner held for a post that did not come. */
+	uint64_t left;
+	if (timer || (atomic_load(&nic->engine.acks_deferred) &&
+		      !app_is_polling(nic, srn_now_ns(), &left))) {
+		srn_nic_lock(nic);
+		if (fdl)
+			srn_udp_fault_flush(&nic->link.udp, srn_now_ns());
+		srn_progress_poll(nic, SRN_POLL_BG);
+		srn_nic_unlock(nic);
+	}
+	return true;
+}
+
 static void *progress_main(void *arg)
 {
 	struct srn_nic *nic = arg;
@@ -193,8 +275,16 @@ static void *progress_main(void *arg)
 	/* So a post-mortem tells this thread from the program's. */
 	atomic_store_explicit(&nic->diag.busy->progress_tid, srn_diag_tid(), memory_order_relaxed);
 
+	uint32_t epoch_seen = 0;
+	uint64_t aside_ns = 0;
 	while (!atomic_load(&nic->engine.stop)) {
 		uint64_t left;
+		if (atomic_load(&nic->engine.sock_owner)) {
+			if (!stand_aside(nic, &epoch_seen, &aside_ns))
+				break;
+			continue;
+		}
+		aside_ns = 0;
 		if (app_is_polling(nic, srn_now_ns(), &left)) {
 			if (left < SRN_BG_RECHECK_NS)
 				left = SRN_BG_RECHECK_NS;
@@ -217,30 +307,19 @@ static void *progress_main(void *arg)
 		if (atomic_load(&nic->engine.acks_deferred)) {
 			atomic_store(&nic->engine.bg_deep_sleep, false);
 			srn_nic_lock(nic);
-			srn_progress_poll(nic, false);
+			srn_progress_poll(nic, SRN_POLL_BG);
 			srn_nic_unlock(nic);
 			continue;
 		}
 		/* Sleep until a packet, a kick, the next transport timer, or a
 		 * packet the fault injector holds comes due. */
-		uint64_t dl = atomic_load_explicit(&nic->lists.next_deadline, memory_order_relaxed);
-		uint64_t ddl = srn_diag_deadline(nic->diag.seg);
-		if (ddl && (!dl || ddl < dl))
-			dl = ddl;
-		uint64_t fdl = srn_udp_fault_next_ns(&nic->link.udp);
-		if (fdl && (!dl || fdl < dl))
-			dl = fdl;
-		if (atomic_load(&nic->engine.tx_waiting)) {
-			uint64_t t = srn_now_ns() + SRN_TX_RETRY_NS;
-			if (!dl || t < dl)
-				dl = t;
-		}
+		uint64_t fdl, dl = sleep_deadline(nic, &fdl);
 		/* Same-host senders ring the socket while this is raised. */
 		if (!srn_shm_sleep_begin(&nic->link.shm)) {
 			atomic_store(&nic->engine.bg_deep_sleep, false);
 			srn_nic_lock(nic);
 			srn_count(nic->diag.cnt, SRN_CNT_BG_WAKEUPS, 1);
-			srn_progress_poll(nic, false);
+			srn_progress_poll(nic, SRN_POLL_BG);
 			srn_nic_unlock(nic);
 			continue;
 		}
@@ -275,7 +354,7 @@ static void *progress_main(void *arg)
 			srn_nic_lock(nic);
 			if (fdl)
 				srn_udp_fault_flush(&nic->link.udp, srn_now_ns());
-			srn_progress_poll(nic, false);     /* timers; delayed RX packets */
+			srn_progress_poll(nic, SRN_POLL_BG);     /* timers; delayed RX packets */
 			srn_nic_unlock(nic);
 			continue;
 		}
@@ -304,6 +383,8 @@ int srn_progress_start(struct srn_nic *nic)
 {
 	struct epoll_event e = { .events = EPOLLIN };
 	nic->engine.kick_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	/* Not needed to run: without it waiting threads wait the old way. */
+	nic->engine.bell_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	nic->engine.ep_all = epoll_create1(EPOLL_CLOEXEC);
 	nic->engine.ep_kick = epoll_create1(EPOLL_CLOEXEC);
 	if (nic->engine.kick_fd < 0 || nic->engine.ep_all < 0 || nic->engine.ep_kick < 0)
@@ -348,7 +429,9 @@ void srn_progress_stop(struct srn_nic *nic)
 		close(nic->engine.ep_kick);
 	if (nic->engine.kick_fd >= 0)
 		close(nic->engine.kick_fd);
-	nic->engine.ep_all = nic->engine.ep_kick = nic->engine.kick_fd = -1;
+	if (nic->engine.bell_fd >= 0)
+		close(nic->engine.bell_fd);
+	nic->engine.ep_all = nic->engine.ep_kick = nic->engine.kick_fd = nic->engine.bell_fd = -1;
 }
 
 void srn_progress_app_sleeps(struct srn_nic *nic)
@@ -441,8 +524,9 @@ static bool udp_due(struct srn_nic *nic, bool from_app, uint64_t now)
 	return false;
 }
 
-int srn_progress_poll(struct srn_nic *nic, bool from_app)
+int srn_progress_poll(struct srn_nic *nic, enum srn_poll_by by)
 {
+	bool from_app = by == SRN_POLL_APP;
 	int total = 0;
 	/* One clock read serves the socket pacing, the timers, the held-ACK
 	 * stamp and the diagnostic tick: this runs on every empty poll.  It
@@ -508,7 +592,7 @@ int srn_progress_poll(struct srn_nic *nic, bool from_app)
 	 * next verbs call that transmits or polls, or, if it goes quiet, until
 	 * the progress thread takes over (SRN_APP_IDLE_NS to
 	 * SRN_BG_RECHECK_NS later). */
-	bool hold = from_app && nic->lists.ack && !srn_egress_queued(nic->link.egress) && acks_all_plain(nic);
+	bool hold = by != SRN_POLL_BG && nic->lists.ack && !srn_egress_queued(nic->link.egress) && acks_all_plain(nic);
 	if (hold) {
 		atomic_store(&nic->engine.acks_deferred, true);
 		if (atomic_load(&nic->engine.bg_deep_sleep)) {

@@ -693,14 +693,17 @@ bool srn_shm_sleep_begin(struct srn_shm *s)
 	if (!s->in)
 		return true;
 	struct inbox_hdr *h = &s->in->h;
-	atomic_store(&h->sleeping, 1);
+	/* A count, not a flag: the progress thread and an application
+	 * thread waiting for its completion (engine/wait.c) may both be
+	 * about to block, and one waking must not lower the other's. */
+	atomic_fetch_add(&h->sleeping, 1);
 	atomic_thread_fence(memory_order_seq_cst);
 	uint64_t act = atomic_load(&h->active) & ALL_SLOTS;
 	while (act) {
 		uint32_t i = (uint32_t)__builtin_ctzll(act);
 		act &= act - 1;
 		if (atomic_load(&h->slot[i].prod) != atomic_load(&h->slot[i].cons)) {
-			atomic_store(&h->sleeping, 0);
+			atomic_fetch_sub(&h->sleeping, 1);
 			return false;
 		}
 	}
@@ -710,5 +713,5 @@ bool srn_shm_sleep_begin(struct srn_shm *s)
 void srn_shm_sleep_end(struct srn_shm *s)
 {
 	if (s->in)
-		atomic_store_explicit(&s->in->h.sleeping, 0, memory_order_relaxed);
+		atomic_fetch_sub_explicit(&s->in->h.sleeping, 1, memory_order_relaxed);
 }

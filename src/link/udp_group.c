@@ -540,6 +540,12 @@ int srn_udp_group_fd(const struct srn_udp *u)
 	return u->grp ? u->grp->fwd_fd : -1;
 }
 
+void srn_udp_group_fwd_ready(struct srn_udp *u)
+{
+	if (u->grp)
+		u->grp->fwd_busy = true;
+}
+
 const struct srn_udp_group_stats *srn_udp_group_stats(const struct srn_udp *u)
 {
 	return u->grp ? &u->grp->st : NULL;

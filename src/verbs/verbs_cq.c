@@ -1,6 +1,7 @@
 /*
  * verbs_cq.c - completion queues, completion channels, polling.
  */
+#include <fcntl.h>
 #include <stdlib.h>
 
 #include "core/cq.h"
@@ -8,6 +9,7 @@
 #include "core/limits.h"
 #include "core/nic.h"
 #include "engine/nic.h"
+#include "engine/wait.h"
 #include "verbs/verbs.h"
 
 SRN_EXPORT struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *context)
@@ -150,12 +152,12 @@ int srn_verbs_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 		/* Empty (or short): do the NIC's work in this thread, then
 		 * look again. */
 		srn_count(nic->diag.cnt, SRN_CNT_APP_PROGRESS, 1);
-		srn_progress_poll(nic, true);
+		srn_progress_poll(nic, SRN_POLL_APP);
 		got += srn_cq_pop(cq, n - got, wc + got);
 	} else {
 		srn_progress_held_acks_due(nic, now);
 	}
-	bool sleeps = srn_cq_armed_look(cq, got);
+	bool sleeps = srn_cq_armed_look(cq, got) && !srn_channel_blocks(cq->channel);
 	srn_nic_unlock(nic);
 	if (sleeps)
 		srn_progress_app_sleeps(nic);
@@ -176,8 +178,11 @@ int srn_verbs_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 	cq->armed_looked = false;
 	srn_nic_unlock(cq->nic);
 	/* Arming is what an application does before it sleeps on the
-	 * channel: hand progress to the background thread now. */
-	srn_progress_app_sleeps(cq->nic);
+	 * channel: hand progress to the background thread now, unless this
+	 * program sleeps in ibv_get_cq_event, which serves the device
+	 * itself (engine/wait.c). */
+	if (!srn_channel_blocks(cq->channel))
+		srn_progress_app_sleeps(cq->nic);
 	return 0;
 }
 
@@ -185,9 +190,21 @@ SRN_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq 
 				void **cq_context)
 {
 	struct srn_channel *ch = srn_channel(channel);
-	srn_progress_app_sleeps(ch->ctx->nic);
+	struct srn_nic *nic = ch->ctx->nic;
 	struct srn_cq *c;
-	int ret = srn_channel_get(ch, &c);
+	int ret = srn_channel_take(ch, &c);
+	if (ret) {
+		int fl = fcntl(ch->ibch.fd, F_GETFL);
+		ret = fl < 0 ? -errno : (fl & O_NONBLOCK) ? -EAGAIN : srn_wait_event(nic, ch, &c);
+		srn_channel_note_wait(ch, ret != -EAGAIN);
+		if (ret == -EOPNOTSUPP || ret == -EAGAIN) {
+			/* The old way: the progress thread serves the device. */
+			srn_progress_app_sleeps(nic);
+			ret = srn_channel_get(ch, &c);
+		}
+	} else {
+		srn_channel_note_wait(ch, false);
+	}
 	if (ret) {
 		errno = -ret;
 		return -1;

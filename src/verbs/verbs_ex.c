@@ -76,12 +76,12 @@ static int cq_ex_start(struct ibv_cq_ex *c, struct ibv_poll_cq_attr *attr)
 	srn_nic_lock(cq->nic);
 	bool got = cq_ex_fetch(cq);
 	if (!got) {
-		srn_progress_poll(cq->nic, true);
+		srn_progress_poll(cq->nic, SRN_POLL_APP);
 		got = cq_ex_fetch(cq);
 	} else {
 		srn_progress_held_acks_due(cq->nic, now);
 	}
-	bool sleeps = srn_cq_armed_look(cq, got);
+	bool sleeps = srn_cq_armed_look(cq, got) && !srn_channel_blocks(cq->channel);
 	srn_nic_unlock(cq->nic);
 	if (sleeps)
 		srn_progress_app_sleeps(cq->nic);

@@ -1,0 +1,163 @@
+/*
+ * wait.c - a thread that sleeps for a completion event serves the NIC
+ * itself: one wake-up per hop.
+ *
+ * Before, a blocked ibv_get_cq_event slept on the channel while the
+ * progress thread slept on the socket: the packet woke the progress
+ * thread, which received it, queued the event and woke the application,
+ * two wake-ups (and two threads on a 2-CPU machine) where a TCP server
+ * pays one.  Now the waiting thread becomes the socket's owner: it sleeps
+ * in poll on the device socket (where a same-host peer's ring doorbell
+ * lands too) and on a bell for events other threads queue, receives and
+ * processes what came in its own thread, and returns when its channel
+ * holds an event.  The progress thread stands aside meanwhile (progress.c)
+ * and sleeps only to its deadlines: transport timers, held packets.
+ *
+ * One owner per device.  A second waiting thread, a device with
+ * multicast groups or a shared address's forwarding socket, waits the
+ * old way (the progress thread serves it).
+ */
+#include "engine/wait.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include "core/cq.h"
+#include "engine/nic.h"
+#include "link/gso.h"
+#include "transport/tx.h"
+#include "transport/txq.h"
+
+/* poll() is never restarted after a signal handler ran; read() on the
+ * kernel's channel fd is, when that handler has SA_RESTART.  Which
+ * signal ran is not known here, so restart only when every handler this
+ * thread could have run asks for it (any other answer is EINTR, which a
+ * program with a handler without SA_RESTART must expect anyway). */
+static bool restart_after_signal(void)
+{
+	sigset_t blocked;
+	if (pthread_sigmask(SIG_BLOCK, NULL, &blocked))
+		return false;
+	bool any = false;
+	for (int s = 1; s < NSIG; s++) {
+		struct sigaction sa;
+		if (s == SIGKILL || s == SIGSTOP || sigismember(&blocked, s) == 1 ||
+		    sigaction(s, NULL, &sa))
+			continue;
+		if (!(sa.sa_flags & SA_SIGINFO) &&
+		    (sa.sa_handler == SIG_DFL || sa.sa_handler == SIG_IGN))
+			continue;
+		if (!(sa.sa_flags & SA_RESTART))
+			return false;
+		any = true;
+	}
+	return any;
+}
+
+static bool can_own(struct srn_nic *nic)
+{
+	/* Multicast groups bring packets on sockets of their own, which
+	 * this wait does not watch. */
+	return nic->engine.thread_started && nic->engine.bell_fd >= 0 && !nic->tables.nmcast;
+}
+
+static void leave(struct srn_nic *nic)
+{
+	srn_progress_app_active(nic);
+	atomic_store(&nic->engine.sock_owner, 0);
+	atomic_fetch_add(&nic->engine.owner_epoch, 1);
+	/* Mirrored in progress.c: it raises aside_long, then reads the
+	 * epoch (both sequentially consistent). */
+	if (atomic_load(&nic->engine.aside_long))
+		srn_nic_kick(nic);
+}
+
+/* One pass in this thread: what the socket and the rings hold, timers,
+ * then the transmit queue. */
+static void serve(struct srn_nic *nic)
+{
+	srn_nic_lock(nic);
+	srn_count(nic->diag.cnt, SRN_CNT_APP_PROGRESS, 1);
+	srn_progress_poll(nic, SRN_POLL_WAITER);
+	srn_nic_unlock(nic);
+}
+
+int srn_wait_event(struct srn_nic *nic, struct srn_channel *ch, struct srn_cq **cq)
+{
+	if (!can_own(nic))
+		return -EOPNOTSUPP;
+	uint32_t me = srn_diag_tid(), none = 0;
+	if (!atomic_compare_exchange_strong(&nic->engine.sock_owner, &none, me))
+		return -EOPNOTSUPP;
+	/* Asleep on the socket, the progress thread would wake with this
+	 * thread for every packet: have it stand aside. */
+	if (atomic_load(&nic->engine.bg_deep_sleep))
+		srn_nic_kick(nic);
+	srn_count(nic->diag.cnt, SRN_CNT_WAITS_SERVING, 1);
+	/* ACKs held for a post that will not come now: they leave first. */
+	if (atomic_load_explicit(&nic->engine.acks_deferred, memory_order_relaxed)) {
+		srn_nic_lock(nic);
+		srn_ack_flush(nic);
+		srn_txq_flush(nic);
+		srn_nic_unlock(nic);
+	}
+	/* The device socket (packets, same-host doorbells), the bell, and a
+	 * shared address's forwarding socket (packets and doorbells for
+	 * this member, link/udp_group.h). */
+	struct pollfd pfd[3] = {
+		{ .fd = nic->link.udp.fd, .events = POLLIN },
+		{ .fd = nic->engine.bell_fd, .events = POLLIN },
+		{ .fd = srn_udp_group_fd(&nic->link.udp), .events = POLLIN },
+	};
+	nfds_t nfd = pfd[2].fd >= 0 ? 3 : 2;
+	int ret;
+	for (;;) {
+		if (srn_channel_take(ch, cq) == 0) {
+			ret = 0;
+			break;
+		}
+		if (!srn_channel_own(ch, me, nic->engine.bell_fd))
+			continue;   /* queued meanwhile */
+		/* Same-host senders ring the socket while this is raised;
+		 * rings that already hold packets are served first. */
+		if (!srn_shm_sleep_begin(&nic->link.shm)) {
+			srn_channel_unown(ch);
+			serve(nic);
+			continue;
+		}
+		int n = poll(pfd, nfd, -1);
+		int err = errno;
+		srn_shm_sleep_end(&nic->link.shm);
+		srn_channel_unown(ch);
+		if (n < 0) {
+			if (err == EINTR && !restart_after_signal()) {
+				ret = -EINTR;
+				break;
+			}
+			if (err != EINTR && err != ENOMEM) {
+				ret = -err;
+				break;
+			}
+			continue;
+		}
+		srn_count(nic->diag.cnt, SRN_CNT_WAITER_WAKEUPS, 1);
+		if (pfd[1].revents) {
+			uint64_t v;
+			if (read(nic->engine.bell_fd, &v, sizeof(v)) < 0) {
+				/* EAGAIN: another wake took it */
+			}
+		}
+		if (nfd == 3 && pfd[2].revents) {
+			srn_nic_lock(nic);
+			srn_udp_group_fwd_ready(&nic->link.udp);
+			srn_nic_unlock(nic);
+		}
+		if (pfd[0].revents || (nfd == 3 && pfd[2].revents))
+			serve(nic);
+	}
+	leave(nic);
+	return ret;
+}
