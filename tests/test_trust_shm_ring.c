@@ -47,9 +47,10 @@ static void deliver(void *ctx, const uint8_t *data, uint32_t len, const struct s
 	g->first = len ? data[0] : 0;
 }
 
-static void no_bell(void *ctx, const struct sockaddr *dst, socklen_t len, unsigned member)
+static void no_bell(void *ctx, const struct sockaddr *dst, socklen_t len, unsigned member,
+		    int bell)
 {
-	(void)ctx, (void)dst, (void)len, (void)member;
+	(void)ctx, (void)dst, (void)len, (void)member, (void)bell;
 }
 
 static struct sockaddr_in addr(unsigned sub, unsigned host, unsigned port)

@@ -101,6 +101,7 @@ struct srn_nic_engine {
 	 * next post; the progress thread sends them if it does not come. */
 	_Atomic bool acks_deferred;
 	uint64_t acks_held_ns;         /* when the held ACKs were held */
+	unsigned acks_held_looks;      /* polls since, without a post */
 	/* The progress thread sleeps until a packet or a kick (not a timer):
 	 * it would not notice held ACKs, so none may be held. */
 	_Atomic bool bg_deep_sleep;
@@ -125,6 +126,9 @@ struct srn_nic_engine {
 	 * kicks it, so the hand-over stays bounded. */
 	_Atomic bool aside_long;
 	int bell_fd;                   /* eventfd the owner waits on besides the socket */
+	/* Same-host senders' doorbell (link/shm_bell.h): whoever sleeps on
+	 * the socket (the progress thread, an owner) sleeps on it too. */
+	int ring_bell_fd;
 };
 /* Object tables: numbers and keys to objects.  Written by the verbs
  * that create and destroy the objects (core/nic.c, core/mr.c, srq.c,

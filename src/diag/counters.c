@@ -124,6 +124,7 @@ const char *const srn_counter_names[SRN_CNT__MAX] = {
 	[SRN_CNT_EVENTS_BY_APP] = "comp_events_in_app_thread",
 	[SRN_CNT_WAITS_SERVING] = "event_waits_serving_nic",
 	[SRN_CNT_WAITER_WAKEUPS] = "event_waiter_wakeups",
+	[SRN_CNT_SHM_BELLS_EVENTFD] = "shm_doorbells_eventfd",
 };
 
 _Static_assert(sizeof(srn_counter_names) / sizeof(srn_counter_names[0]) == SRN_CNT__MAX,

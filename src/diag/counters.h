@@ -58,7 +58,7 @@ enum srn_counter {
 	SRN_CNT_SHM_SENT_PKTS,      /* packets sent through a same-host ring (also in sent_pkts) */
 	SRN_CNT_SHM_RCVD_PKTS,      /* packets received from a same-host ring (also in rcvd_pkts) */
 	SRN_CNT_SHM_RING_FULL,      /* a same-host ring had no room: transmit deferred */
-	SRN_CNT_SHM_DOORBELLS,      /* empty datagrams sent to wake a sleeping receiver */
+	SRN_CNT_SHM_DOORBELLS,      /* a sleeping same-host receiver woken (bell or datagram) */
 	SRN_CNT_SHM_SLOW_PEER_WAITS, /* ACK timeouts not counted as retries: our packets sat unread in a live peer's ring */
 	/* A shared address (link/udp_group.h), mirrored from the link once
 	 * per progress round: packets the kernel gave this process for
@@ -161,6 +161,7 @@ enum srn_counter {
 	 * the wake-ups behind each completion event. */
 	SRN_CNT_WAITS_SERVING,
 	SRN_CNT_WAITER_WAKEUPS,
+	SRN_CNT_SHM_BELLS_EVENTFD,         /* of shm_doorbells: the receiver's eventfd written */
 	SRN_CNT__MAX
 };
 #define SRN_CNT_CM_FIRST SRN_CNT_CM_REQ_SENT

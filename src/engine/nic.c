@@ -38,7 +38,8 @@ int srn_nic_create(struct srn_device *dev, struct srn_nic **out, char *err, size
 	nic->dev = dev;
 	nic->cfg = dev->cfg;
 	pthread_mutex_init(&nic->lock, NULL);
-	nic->engine.kick_fd = nic->engine.ep_all = nic->engine.ep_kick = nic->engine.bell_fd = -1;
+	nic->engine.kick_fd = nic->engine.ep_all = nic->engine.ep_kick = nic->engine.bell_fd =
+		nic->engine.ring_bell_fd = -1;
 	nic->pid = getpid();
 
 	int ret = srn_udp_open(&nic->link.udp, &nic->cfg, err, errlen);

@@ -42,7 +42,14 @@
 #define SRN_APP_IDLE_NS 200000ull      /* app counts as polling for this long */
 #define SRN_BG_RECHECK_NS 1000000ull   /* sleep at least this while it polls */
 #define SRN_RX_BATCHES_PER_POLL 8      /* bound the work of one call */
-#define SRN_ACK_HOLD_MAX_NS 20000ull   /* an application still polling sends held ACKs by then */
+/* An application still polling sends held ACKs at its third look
+ * without a post, or by this time.  Counted, not timed alone: on a
+ * loaded machine the thread is often descheduled between its poll and
+ * its post for longer than any short bound (a 20 us bound sent every
+ * other ping-pong ACK alone at load 5, each a second wake-up of the
+ * peer). */
+#define SRN_ACK_HOLD_LOOKS 2
+#define SRN_ACK_HOLD_MAX_NS 1000000ull
 #define SRN_SHM_POLL_MAX 256           /* ring packets per poll */
 /* While same-host rings carry the traffic, an application's poll asks
  * the socket (a system call that usually finds nothing) at most this
@@ -53,11 +60,16 @@
 #define SRN_BG_SPIN_US 50               /* busy-poll this long after the last packet */
 #define SRN_BG_SPIN_MAX_US 100000       /* SOFTRNIC_SPIN_US is held to 0.1 s */
 
-static void drain_kick(struct srn_nic *nic)
+static void drain_fd(int fd)
 {
 	uint64_t v;
-	while (read(nic->engine.kick_fd, &v, sizeof(v)) == sizeof(v))
+	while (read(fd, &v, sizeof(v)) == sizeof(v))
 		;
+}
+
+static void drain_kick(struct srn_nic *nic)
+{
+	drain_fd(nic->engine.kick_fd);
 }
 
 static bool app_is_polling(struct srn_nic *nic, uint64_t now, uint64_t *left)
@@ -362,7 +374,9 @@ static void *progress_main(void *arg)
 		for (int i = 0; i < n; i++) {
 			if (ev[i].data.u32 == 0)
 				drain_kick(nic);
-			else
+			else if (ev[i].data.u32 == 2)
+				drain_fd(nic->engine.ring_bell_fd);
+			if (ev[i].data.u32 != 0)
 				readable = true;
 		}
 		if (!readable || atomic_load(&nic->engine.stop))
@@ -383,8 +397,10 @@ int srn_progress_start(struct srn_nic *nic)
 {
 	struct epoll_event e = { .events = EPOLLIN };
 	nic->engine.kick_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	/* Not needed to run: without it waiting threads wait the old way. */
+	/* Not needed to run: without them waiting threads wait the old
+	 * way, and same-host senders ring by datagram. */
 	nic->engine.bell_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	nic->engine.ring_bell_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	nic->engine.ep_all = epoll_create1(EPOLL_CLOEXEC);
 	nic->engine.ep_kick = epoll_create1(EPOLL_CLOEXEC);
 	if (nic->engine.kick_fd < 0 || nic->engine.ep_all < 0 || nic->engine.ep_kick < 0)
@@ -401,6 +417,12 @@ int srn_progress_start(struct srn_nic *nic)
 	int fwd = srn_udp_group_fd(&nic->link.udp);
 	if (fwd >= 0 && epoll_ctl(nic->engine.ep_all, EPOLL_CTL_ADD, fwd, &e))
 		goto fail;
+	e.data.u32 = 2;
+	if (nic->engine.ring_bell_fd >= 0) {
+		if (epoll_ctl(nic->engine.ep_all, EPOLL_CTL_ADD, nic->engine.ring_bell_fd, &e))
+			goto fail;
+		srn_shm_set_bell(&nic->link.shm, nic->engine.ring_bell_fd);
+	}
 	/* Every signal blocked, and named for top -H, perf and gdb. */
 	int ret = srn_thread_spawn(&nic->engine.thread, "srn-progress", progress_main, nic);
 	if (ret) {
@@ -429,9 +451,13 @@ void srn_progress_stop(struct srn_nic *nic)
 		close(nic->engine.ep_kick);
 	if (nic->engine.kick_fd >= 0)
 		close(nic->engine.kick_fd);
+	srn_shm_set_bell(&nic->link.shm, -1);
 	if (nic->engine.bell_fd >= 0)
 		close(nic->engine.bell_fd);
-	nic->engine.ep_all = nic->engine.ep_kick = nic->engine.kick_fd = nic->engine.bell_fd = -1;
+	if (nic->engine.ring_bell_fd >= 0)
+		close(nic->engine.ring_bell_fd);
+	nic->engine.ep_all = nic->engine.ep_kick = nic->engine.kick_fd = nic->engine.bell_fd =
+		nic->engine.ring_bell_fd = -1;
 }
 
 void srn_progress_app_sleeps(struct srn_nic *nic)
@@ -450,7 +476,8 @@ uint64_t srn_progress_app_active(struct srn_nic *nic)
 void srn_progress_held_acks_due(struct srn_nic *nic, uint64_t now)
 {
 	/* now may predate the stamp (read before the lock): signed. */
-	if (nic->lists.ack && (int64_t)(now - nic->engine.acks_held_ns) >= (int64_t)SRN_ACK_HOLD_MAX_NS) {
+	if (nic->lists.ack && (++nic->engine.acks_held_looks > SRN_ACK_HOLD_LOOKS ||
+			       (int64_t)(now - nic->engine.acks_held_ns) >= (int64_t)SRN_ACK_HOLD_MAX_NS)) {
 		srn_ack_flush(nic);
 		srn_txq_flush(nic);
 	}
@@ -533,17 +560,30 @@ int srn_progress_poll(struct srn_nic *nic, enum srn_poll_by by)
 	 * is read under the lock: a reading taken before waiting for it
 	 * could be older than stamps other threads wrote meanwhile. */
 	uint64_t now = srn_now_ns();
-	/* ACKs owed from the previous call (or batch) go first. */
-	srn_ack_flush(nic);
+	/* ACKs owed from the previous call (or batch) go first, unless an
+	 * application holds them for its post and looks again before making
+	 * it (ibv_rc_pingpong asks for two completions and gets one: sent
+	 * here, the ACK left alone and woke its peer a second time). */
+	bool held = by != SRN_POLL_BG && atomic_load_explicit(&nic->engine.acks_deferred,
+							       memory_order_relaxed) &&
+		    ++nic->engine.acks_held_looks <= SRN_ACK_HOLD_LOOKS &&
+		    (int64_t)(now - nic->engine.acks_held_ns) < (int64_t)SRN_ACK_HOLD_MAX_NS;
+	if (!held)
+		srn_ack_flush(nic);
 	if (nic->link.shm.in) {
 		int n = srn_shm_poll(&nic->link.shm, SRN_SHM_POLL_MAX, shm_deliver, nic);
 		if (n) {
 			nic->engine.shm_rx_ns = now;
-			srn_ack_flush(nic);
+			/* An application's pass decides at its end whether
+			 * they wait for its post. */
+			if (by == SRN_POLL_BG)
+				srn_ack_flush(nic);
 			total += n;
 		}
 	}
-	bool udp = udp_due(nic, from_app, now);
+	/* A waiting thread woken by the rings' bell alone knows the
+	 * socket holds nothing: a receive would be a wasted system call. */
+	bool udp = by != SRN_POLL_WAITER_RINGS && udp_due(nic, from_app, now);
 	for (int b = 0; b < SRN_RX_BATCHES_PER_POLL && udp && nic->link.gro; b++) {
 		int n = srn_udp_recv_gro(&nic->link.udp, nic->link.gro);
 		if (n <= 0)
@@ -604,7 +644,11 @@ int srn_progress_poll(struct srn_nic *nic, enum srn_poll_by by)
 		}
 	}
 	if (hold) {
-		nic->engine.acks_held_ns = now;
+		/* Held since the first hold: looking again does not extend it. */
+		if (!held) {
+			nic->engine.acks_held_ns = now;
+			nic->engine.acks_held_looks = 0;
+		}
 		srn_count(nic->diag.cnt, SRN_CNT_ACKS_HELD, 1);
 	} else {
 		srn_ack_flush(nic);

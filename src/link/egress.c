@@ -17,6 +17,7 @@
  * sendmmsg.
  */
 #include "link/egress.h"
+#include "link/shm_bell.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -147,12 +148,18 @@ static bool same_dst(const struct srn_egress_pkt *a, const struct srn_egress_pkt
 	       memcmp(a->dst, b->dst, a->dstlen) == 0;
 }
 
-/* A same-host receiver is about to sleep in epoll on its socket: an
- * empty datagram wakes it (its receive path ignores it). */
-static void doorbell(void *ctx, const struct sockaddr *dst, socklen_t len, unsigned member)
+/* A same-host receiver is about to sleep on its socket and its bell:
+ * write the bell, else an empty datagram wakes it (its receive path
+ * ignores it). */
+static void doorbell(void *ctx, const struct sockaddr *dst, socklen_t len, unsigned member,
+		     int bell)
 {
 	struct srn_egress *e = ctx;
 	srn_count(e->cnt, SRN_CNT_SHM_DOORBELLS, 1);
+	if (bell >= 0 && srn_shm_bell_ring(bell)) {
+		srn_count(e->cnt, SRN_CNT_SHM_BELLS_EVENTFD, 1);
+		return;
+	}
 	int r = srn_udp_doorbell(e->udp, dst, len, member);
 	if (r && r != -EAGAIN)      /* a full socket wakes its reader anyway */
 		srn_count(e->cnt, SRN_CNT_TX_ERR, 1);

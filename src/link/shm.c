@@ -19,6 +19,7 @@
  * anyone touches them: no fault later can find no page to give.
  */
 #include "link/shm.h"
+#include "link/shm_bell.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -66,6 +67,11 @@ struct inbox_hdr {
 	_Atomic uint32_t closed;
 	uint64_t cookie;                   /* the locator's: this is the inbox it names */
 	alignas(64) _Atomic uint32_t sleeping;  /* the receiver is about to block */
+	/* Its bell, an eventfd (descriptor number + 1; 0: none): senders
+	 * write it instead of sending a datagram (link/shm_bell.h).  In the
+	 * sleeping word's line, read with it; a header without it (an
+	 * older library's) reads 0. */
+	_Atomic int32_t bell_fd;
 	alignas(64) _Atomic uint64_t active;    /* slots ever claimed */
 	alignas(64) struct slot_ctl slot[SRN_SHM_SLOTS];
 };
@@ -226,6 +232,9 @@ static void detach(struct srn_shm_peer *p)
 	if (p->owner_fd >= 0)
 		close(p->owner_fd);
 	p->owner_fd = -1;
+	if (p->bell >= 0)
+		close(p->bell);
+	p->bell = -1;
 }
 
 void srn_shm_exit(struct srn_shm *s)
@@ -241,9 +250,12 @@ void srn_shm_close(struct srn_shm *s)
 	if (s->pid != getpid()) {
 		/* A forked child: nothing here is mapped (MADV_DONTFORK), but
 		 * the descriptors are its own copies. */
-		for (int i = 0; i < s->npeers; i++)
+		for (int i = 0; i < s->npeers; i++) {
 			if (s->peer[i].seg && s->peer[i].owner_fd >= 0)
 				close(s->peer[i].owner_fd);
+			if (s->peer[i].seg && s->peer[i].bell >= 0)
+				close(s->peer[i].bell);
+		}
 		if (s->in)
 			close(s->in_fd);
 		memset(s, 0, sizeof(*s));
@@ -451,6 +463,7 @@ struct srn_shm_peer *srn_shm_route(struct srn_shm *s, const struct sockaddr *dst
 		}
 		memset(p, 0, sizeof(*p));
 		p->owner_fd = -1;
+		p->bell = -1;
 		memcpy(&p->addr, dst, dstlen);
 		p->addrlen = dstlen;
 		p->member = member;
@@ -549,7 +562,7 @@ int srn_shm_put(struct srn_shm *s, struct srn_shm_peer *p, const struct iovec *i
 
 void srn_shm_publish(struct srn_shm *s,
 		     void (*ring)(void *ctx, const struct sockaddr *dst, socklen_t len,
-				  unsigned member),
+				  unsigned member, int bell),
 		     void *ctx)
 {
 	if (!s->ndirty)
@@ -573,8 +586,14 @@ void srn_shm_publish(struct srn_shm *s,
 		if (!p->dirty)
 			continue;
 		p->dirty = false;
-		if (atomic_load_explicit(&p->seg->h.sleeping, memory_order_relaxed))
-			ring(ctx, (const struct sockaddr *)&p->addr, p->addrlen, p->member);
+		if (!atomic_load_explicit(&p->seg->h.sleeping, memory_order_relaxed))
+			continue;
+		if (p->bell < 0 && !p->bell_tried) {
+			p->bell_tried = true;
+			int32_t b = atomic_load_explicit(&p->seg->h.bell_fd, memory_order_relaxed);
+			p->bell = b > 0 ? srn_shm_bell_take(p->owner_fd, b - 1) : -1;
+		}
+		ring(ctx, (const struct sockaddr *)&p->addr, p->addrlen, p->member, p->bell);
 	}
 	s->ndirty = 0;
 }
@@ -708,6 +727,12 @@ bool srn_shm_sleep_begin(struct srn_shm *s)
 		}
 	}
 	return true;
+}
+
+void srn_shm_set_bell(struct srn_shm *s, int fd)
+{
+	if (s->in)
+		atomic_store_explicit(&s->in->h.bell_fd, fd >= 0 ? fd + 1 : 0, memory_order_relaxed);
 }
 
 void srn_shm_sleep_end(struct srn_shm *s)

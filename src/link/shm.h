@@ -76,6 +76,8 @@ struct srn_shm_peer {
 	int32_t direct_fd;             /* its direct-placement table's descriptor, -1: none */
 	uint64_t cookie;               /* its inbox's cookie (the table carries it too) */
 	int owner_fd;                  /* its pidfd (readable once it exited), -1: none */
+	int bell;                      /* our copy of its bell eventfd, -1: ring by datagram */
+	bool bell_tried;
 };
 
 struct srn_shm {
@@ -132,10 +134,12 @@ bool srn_shm_has_ring(const struct srn_shm *s, const struct sockaddr *dst, sockl
 int srn_shm_put(struct srn_shm *s, struct srn_shm_peer *p, const struct iovec *iov, int iovcnt,
 		uint32_t len, uint8_t tos);
 /* Publish every ring written since the last call.  Calls ring(ctx, addr,
- * member) for each receiver that sleeps and must get a doorbell. */
+ * member, bell) for each receiver that sleeps and must get a doorbell:
+ * bell is our copy of its eventfd (link/shm_bell.h), -1 when it must be
+ * a datagram. */
 void srn_shm_publish(struct srn_shm *s,
 		     void (*ring)(void *ctx, const struct sockaddr *dst, socklen_t len,
-				  unsigned member),
+				  unsigned member, int bell),
 		     void *ctx);
 
 /* Hand up to max waiting packets to deliver(ctx, data, len, src, tos),
@@ -157,5 +161,9 @@ int srn_shm_ring_read(const uint8_t *ring, uint64_t rb, uint64_t *cons, uint64_t
  * False if packets are waiting (announcement withdrawn: poll instead). */
 bool srn_shm_sleep_begin(struct srn_shm *s);
 void srn_shm_sleep_end(struct srn_shm *s);
+/* Name fd (an eventfd the sleeping receiver also waits on) as this
+ * inbox's bell: same-host senders write it instead of sending an empty
+ * datagram (link/shm_bell.h).  -1: none. */
+void srn_shm_set_bell(struct srn_shm *s, int fd);
 
 #endif
