@@ -81,14 +81,7 @@ static void serve(struct srn_nic *nic, bool sockets)
 {
 	srn_nic_lock(nic);
 	srn_count(nic->diag.cnt, SRN_CNT_APP_PROGRESS, 1);
-	uint64_t before = nic->engine.udp_rx_pkts;
 	srn_progress_poll(nic, sockets ? SRN_POLL_WAITER : SRN_POLL_WAITER_RINGS);
-	/* A peer answers a request with its ACK and its own request in one
-	 * sendmmsg, but the first datagram wakes us: the second is most
-	 * often in by now.  One more look, so the pair costs one wake-up
-	 * (ibv_rc_pingpong -e over UDP: 1.4 wake-ups a hop without it). */
-	if (sockets && nic->engine.udp_rx_pkts != before)
-		srn_progress_poll(nic, SRN_POLL_WAITER);
 	srn_nic_unlock(nic);
 }
 
@@ -160,9 +153,11 @@ int srn_wait_event(struct srn_nic *nic, struct srn_channel *ch, struct srn_cq **
 			}
 		}
 		bool fwd = nfd == 4 && pfd[3].revents;
-		if (fwd) {
+		if (nfd == 4) {
+			/* poll just looked at the forwarding socket: ask it
+			 * now if it holds something, else not this pass. */
 			srn_nic_lock(nic);
-			srn_udp_group_fwd_ready(&nic->link.udp);
+			srn_udp_group_fwd_seen(&nic->link.udp, fwd);
 			srn_nic_unlock(nic);
 		}
 		if (pfd[0].revents || pfd[2].revents || fwd)

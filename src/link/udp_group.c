@@ -540,10 +540,13 @@ int srn_udp_group_fd(const struct srn_udp *u)
 	return u->grp ? u->grp->fwd_fd : -1;
 }
 
-void srn_udp_group_fwd_ready(struct srn_udp *u)
+void srn_udp_group_fwd_seen(struct srn_udp *u, bool readable)
 {
-	if (u->grp)
-		u->grp->fwd_busy = true;
+	if (!u->grp)
+		return;
+	u->grp->fwd_busy = readable;
+	if (!readable)
+		u->grp->fwd_polled_ns = srn_now_ns();
 }
 
 const struct srn_udp_group_stats *srn_udp_group_stats(const struct srn_udp *u)

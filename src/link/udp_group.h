@@ -76,9 +76,10 @@ void srn_udp_group_leave(struct srn_udp *u);
 unsigned srn_udp_member(const struct srn_udp *u);
 /* The forwarding socket to watch besides u->fd, or -1. */
 int srn_udp_group_fd(const struct srn_udp *u);
-/* The forwarding socket is readable (a waiting thread saw it): the next
- * receive asks it at once instead of waiting for its turn. */
-void srn_udp_group_fwd_ready(struct srn_udp *u);
+/* A waiting thread's poll just looked at the forwarding socket: if it
+ * is readable the next receive asks it at once, else it counts as just
+ * asked (no system call that would find nothing). */
+void srn_udp_group_fwd_seen(struct srn_udp *u, bool readable);
 
 /* After a receive into b (n packets): forward the packets another member
  * owns and drop them from b, then append packets forwarded to us.
