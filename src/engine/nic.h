@@ -38,8 +38,9 @@ void srn_progress_stop(struct srn_nic *nic);
  * polling its CQ (plain ACKs may wait for its next post or poll, and the
  * socket is asked only now and then while the rings carry the traffic);
  * or an application thread blocked for an event and woken by the socket
- * (wait.c: the socket is always asked, ACKs may wait for its post). */
-enum srn_poll_by { SRN_POLL_BG, SRN_POLL_APP, SRN_POLL_WAITER };
+ * (wait.c: the socket is asked when it was readable, _RINGS when only
+ * the rings' bell rang; ACKs may wait for its post). */
+enum srn_poll_by { SRN_POLL_BG, SRN_POLL_APP, SRN_POLL_WAITER, SRN_POLL_WAITER_RINGS };
 /* Receive and process what is waiting, then flush ACKs and deferred sends
  * and the transmit queue.  Must hold nic->lock.  Returns packets processed. */
 int srn_progress_poll(struct srn_nic *nic, enum srn_poll_by by);
@@ -53,7 +54,8 @@ uint64_t srn_progress_spin_ns(const char *env);
 /* Stamps and returns the time (srn_now_ns). */
 uint64_t srn_progress_app_active(struct srn_nic *nic);
 /* A poll that found its completions without receiving: held ACKs older
- * than SRN_ACK_HOLD_MAX_NS leave now, so a CQ that keeps the application
+ * than SRN_ACK_HOLD_MAX_NS, or held across more than SRN_ACK_HOLD_LOOKS
+ * such polls, leave now, so a CQ that keeps the application
  * busy cannot hold them for long.  Must hold nic->lock. */
 void srn_progress_held_acks_due(struct srn_nic *nic, uint64_t now);
 /* Copy the fault injector's tallies into the device counters. */
