@@ -31,6 +31,15 @@
 #include "transport/tx.h"
 #include "transport/txq.h"
 
+/* Raised by the faulting instruction of the thread itself, so never
+ * while it sleeps in poll: their handlers do not count (sanitizers and
+ * crash reporters install them without SA_RESTART). */
+static bool synchronous_signal(int s)
+{
+	return s == SIGSEGV || s == SIGBUS || s == SIGFPE || s == SIGILL || s == SIGTRAP ||
+	       s == SIGSYS;
+}
+
 /* poll() is never restarted after a signal handler ran; read() on the
  * kernel's channel fd is, when that handler has SA_RESTART.  Which
  * signal ran is not known here, so restart only when every handler this
@@ -44,8 +53,8 @@ static bool restart_after_signal(void)
 	bool any = false;
 	for (int s = 1; s < NSIG; s++) {
 		struct sigaction sa;
-		if (s == SIGKILL || s == SIGSTOP || sigismember(&blocked, s) == 1 ||
-		    sigaction(s, NULL, &sa))
+		if (s == SIGKILL || s == SIGSTOP || synchronous_signal(s) ||
+		    sigismember(&blocked, s) == 1 || sigaction(s, NULL, &sa))
 			continue;
 		if (!(sa.sa_flags & SA_SIGINFO) &&
 		    (sa.sa_handler == SIG_DFL || sa.sa_handler == SIG_IGN))
