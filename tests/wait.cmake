@@ -1,0 +1,22 @@
+# A thread blocked in ibv_get_cq_event serves the NIC itself
+# (src/engine/wait.c), over the rings and over UDP (SOFTRNIC_SHM=0).
+#
+# One wake-up per hop, counted (SOFTRNIC_STATS) around Debian's unmodified
+# ibv_rc_pingpong -e.
+srn_script_test(one_wakeup_rings test_wait_one_wakeup.sh LABELS e2e)
+srn_script_test(one_wakeup_udp test_wait_one_wakeup.sh LABELS e2e)
+set_property(TEST one_wakeup_udp APPEND PROPERTY ENVIRONMENT SOFTRNIC_SHM=0)
+
+# Signals (EINTR, SA_RESTART) and wake-ups by other threads (the bell, a
+# second waiter) of such a wait.  Linked static: the test reads the
+# device's counters to know the socket owner's wait was the one tested.
+add_executable(test_wait_signals test_wait_signals.c rc_test_conn.c)
+target_link_libraries(test_wait_signals PRIVATE srn_static Threads::Threads)
+foreach(mode eintr restart bell_flush bell two_waiters)
+  foreach(link rings udp)
+    add_test(NAME wait_signals_${mode}_${link} COMMAND test_wait_signals ${mode})
+    set_tests_properties(wait_signals_${mode}_${link} PROPERTIES TIMEOUT 60
+      LABELS "unit;fast;tsan")
+  endforeach()
+  set_property(TEST wait_signals_${mode}_udp APPEND PROPERTY ENVIRONMENT SOFTRNIC_SHM=0)
+endforeach()
