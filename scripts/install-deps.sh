@@ -2,6 +2,12 @@
 # scripts/install-deps.sh - install what softrnic builds and tests with, from
 # Debian's packages (Debian 12).  Does nothing when everything is present;
 # otherwise needs root or sudo.  Why each package is needed: README.md.
+#
+#   scripts/install-deps.sh [PACKAGE...]
+#
+# Packages named as arguments are installed as well: .ci/run adds those only
+# some tests use (README.md's rows marked CI), which are not installed here
+# by default.
 set -euo pipefail
 
 PACKAGES=(
@@ -17,6 +23,7 @@ PACKAGES=(
 	ucx-utils                           # UCX 1.13: ucx_info, ucx_perftest over softrnic (tests, bench)
 	libfabric-bin                       # libfabric 1.17: fi_info, fi_pingpong over softrnic (tests)
 	perftest qperf                      # ib_*_bw/lat -R and qperf -cm1 over our librdmacm (tests)
+	"$@"
 )
 
 missing=()
