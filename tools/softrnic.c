@@ -15,9 +15,10 @@
 
 #include "subcommands.h"
 
-/* Kept in step with project(softrnic VERSION ...) in CMakeLists.txt. */
+/* SRN_TOOL_VERSION comes from project(softrnic VERSION ...) in
+ * CMakeLists.txt, as a compile definition (tools/CMakeLists.txt). */
 #ifndef SRN_TOOL_VERSION
-#define SRN_TOOL_VERSION "0.1.0"
+#error "SRN_TOOL_VERSION is set by tools/CMakeLists.txt"
 #endif
 
 struct subcommand {
