@@ -17,15 +17,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "diag_opts.h"
 #include "diag_read.h"
 #include "subcommands.h"
 
 struct res_opts {
-	struct srn_seg_filter filt;
-	enum srn_out_mode mode;
-	unsigned kinds;      /* bit per enum srn_diag_kind; 0 = all */
-	bool has_qp;
-	uint32_t qpn;
+	struct srn_diag_opts d;   /* --pid, --dev, --qp, --json, --dump */
+	unsigned kinds;           /* bit per enum srn_diag_kind; 0 = all */
 };
 
 struct live {
@@ -264,7 +262,7 @@ static bool wanted(const struct res_opts *op, const struct live *l)
 {
 	if (op->kinds && !(op->kinds & 1u << l->s.kind))
 		return false;
-	if (op->has_qp && (l->s.kind != SRN_DIAG_QP || l->s.qp.qpn != op->qpn))
+	if (op->d.has_qp && (l->s.kind != SRN_DIAG_QP || l->s.qp.qpn != op->d.qpn))
 		return false;
 	return true;
 }
@@ -278,7 +276,7 @@ static void print_kind(struct srn_out *o, const struct res_opts *op, const struc
 	};
 	if (op->kinds && !(op->kinds & 1u << kind))
 		return;
-	if (op->has_qp && kind != SRN_DIAG_QP)
+	if (op->d.has_qp && kind != SRN_DIAG_QP)
 		return;
 	srn_out_arr_begin(o, arrays[kind]);
 	for (size_t i = 0; i < ls->n; i++) {
@@ -364,63 +362,37 @@ static int parse_kinds(const char *arg, unsigned *kinds)
 	return *kinds ? 0 : -1;
 }
 
+/* --type, the one option of res's own. */
+static int res_opt(void *ctx, int c, int argc, char *argv[])
+{
+	(void)c;   /* 't' */
+	(void)argc;
+	(void)argv;
+	return parse_kinds(optarg, &((struct res_opts *)ctx)->kinds);
+}
+
 int srn_cmd_res(int argc, char *argv[])
 {
 	static const struct option longopts[] = {
-		{ "pid", required_argument, NULL, 'p' }, { "dev", required_argument, NULL, 'd' },
-		{ "type", required_argument, NULL, 't' }, { "qp", required_argument, NULL, 'q' },
-		{ "json", no_argument, NULL, 'j' },      { "dump", no_argument, NULL, 'D' },
-		{ "help", no_argument, NULL, 'h' },      { NULL, 0, NULL, 0 },
+		SRN_DIAG_LONGOPTS,
+		{ "type", required_argument, NULL, 't' },
+		{ NULL, 0, NULL, 0 },
 	};
-	struct res_opts op = { .mode = SRN_OUT_TABLE };
-	int c;
-
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'p':
-			if (srn_parse_pid(optarg, &op.filt.pid))
-				goto bad;
-			break;
-		case 'd':
-			op.filt.dev = optarg;
-			break;
-		case 't':
-			if (parse_kinds(optarg, &op.kinds))
-				goto bad;
-			break;
-		case 'q':
-			if (srn_parse_u32(optarg, &op.qpn) || op.qpn > 0xffffff)
-				goto bad;
-			op.has_qp = true;
-			break;
-		case 'j':
-			op.mode = SRN_OUT_JSON;
-			break;
-		case 'D':
-			op.mode = SRN_OUT_DUMP;
-			break;
-		case 'h':
-			srn_usage_res(stdout);
-			return SRN_EXIT_OK;
-		default:
-			srn_usage_res(stderr);
-			return SRN_EXIT_USAGE;
-		}
-	}
-	if (optind < argc) {
-		fprintf(stderr, "softrnic res: unexpected argument '%s'\n", argv[optind]);
-		return SRN_EXIT_USAGE;
-	}
+	struct res_opts op = { 0 };
+	const struct srn_diag_cmd cmd = { .name = "res", .usage = srn_usage_res,
+					  .longopts = longopts, .own_opt = res_opt, .ctx = &op };
+	int r = srn_diag_opts_parse(&cmd, argc, argv, &op.d);
+	if (r != SRN_DIAG_OPTS_GO)
+		return r;
 
 	struct srn_seg_set set;
-	int r = srn_segs_load(&set, &op.filt, op.mode != SRN_OUT_TABLE);
+	r = srn_segs_load(&set, &op.d.filt, op.d.mode != SRN_OUT_TABLE);
 	if (r) {
 		fprintf(stderr, "softrnic res: %s: %s\n", srn_diag_dir(), strerror(-r));
 		return SRN_EXIT_FAIL;
 	}
 	struct srn_out o;
-	srn_out_init(&o, stdout, op.mode);
+	srn_out_init(&o, stdout, op.d.mode);
 	int ret = SRN_EXIT_OK;
 	srn_out_obj_begin(&o, NULL);
 	srn_out_arr_begin(&o, "devices");
@@ -444,13 +416,9 @@ int srn_cmd_res(int argc, char *argv[])
 	srn_out_obj_end(&o);
 	if (o.mode == SRN_OUT_TABLE && !set.n)
 		printf("no softrnic devices in use%s\n",
-		       op.filt.pid || op.filt.dev ? " matching the filter" : "");
+		       op.d.filt.pid || op.d.filt.dev ? " matching the filter" : "");
 	if (o.mode == SRN_OUT_TABLE)
 		srn_segs_note_others(stdout, &set);
 	srn_segs_free(&set);
 	return ret;
-bad:
-	fprintf(stderr, "softrnic res: bad value '%s'\n", optarg);
-	srn_usage_res(stderr);
-	return SRN_EXIT_USAGE;
 }

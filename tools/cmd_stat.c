@@ -22,15 +22,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "diag_opts.h"
 #include "diag_read.h"
 #include "proc_cpu.h"
 #include "subcommands.h"
 
 struct stat_opts {
-	struct srn_seg_filter filt;
-	enum srn_out_mode mode;
-	bool has_qp, qp_all, all, cleanup;
-	uint32_t qpn;
+	struct srn_diag_opts d;   /* --pid, --dev, --qp, --json, --dump */
+	bool all, cleanup;
 	long watch_ms;      /* 0: print once */
 	long count;         /* --count: refreshes, 0 = until interrupted */
 };
@@ -165,7 +164,7 @@ static void print_set(struct srn_out *o, const struct stat_opts *op, const char 
 
 static bool qp_wanted(const struct stat_opts *op, const struct srn_diag_slot *sl)
 {
-	return op->has_qp && sl->kind == SRN_DIAG_QP && (op->qp_all || sl->qp.qpn == op->qpn);
+	return op->d.has_qp && sl->kind == SRN_DIAG_QP && (op->d.qp_all || sl->qp.qpn == op->d.qpn);
 }
 
 static void print_qps(struct srn_out *o, const struct stat_opts *op, const struct srn_seg *s,
@@ -245,7 +244,7 @@ static void print_seg(struct srn_out *o, const struct stat_opts *op, const struc
 	for (uint32_t i = 0; i < s->ncounters; i++)
 		v[i] = srn_seg_counter(s, i);
 	print_set(o, op, s->path, 0, s->cnames, v, s->ncounters, smp, "dev");
-	if (op->has_qp)
+	if (op->d.has_qp)
 		print_qps(o, op, s, smp, nqps);
 	srn_out_obj_end(o);
 }
@@ -253,13 +252,13 @@ static void print_seg(struct srn_out *o, const struct stat_opts *op, const struc
 static int show(const struct stat_opts *op, struct sample *smp)
 {
 	struct srn_seg_set set;
-	int r = srn_segs_load(&set, &op->filt, op->mode != SRN_OUT_TABLE);
+	int r = srn_segs_load(&set, &op->d.filt, op->d.mode != SRN_OUT_TABLE);
 	if (r) {
 		fprintf(stderr, "softrnic stat: %s: %s\n", srn_diag_dir(), strerror(-r));
 		return SRN_EXIT_FAIL;
 	}
 	struct srn_out o;
-	srn_out_init(&o, stdout, op->mode);
+	srn_out_init(&o, stdout, op->d.mode);
 	unsigned nqps = 0;
 
 	srn_out_obj_begin(&o, NULL);
@@ -278,8 +277,8 @@ static int show(const struct stat_opts *op, struct sample *smp)
 	if (o.mode == SRN_OUT_TABLE) {
 		if (!set.n)
 			printf("no softrnic devices in use%s\n",
-			       op->filt.pid || op->filt.dev ? " matching the filter" : "");
-		if (op->has_qp && !nqps && set.n)
+			       op->d.filt.pid || op->d.filt.dev ? " matching the filter" : "");
+		if (op->d.has_qp && !nqps && set.n)
 			printf("no such QP\n");
 		if (set.stale)
 			printf("\n%u file%s of processes that are gone; `softrnic stat --cleanup` "
@@ -299,7 +298,7 @@ static int watch(const struct stat_opts *op)
 		fprintf(stderr, "softrnic stat: out of memory\n");
 		return SRN_EXIT_FAIL;
 	}
-	bool clear = op->mode == SRN_OUT_TABLE && isatty(STDOUT_FILENO);
+	bool clear = op->d.mode == SRN_OUT_TABLE && isatty(STDOUT_FILENO);
 	uint64_t last = 0;
 	int ret = SRN_EXIT_OK;
 	for (long n = 0; !op->count || n < op->count; n++) {
@@ -315,7 +314,7 @@ static int watch(const struct stat_opts *op)
 		last = now;
 		if (clear)
 			fputs("\033[H\033[2J", stdout);
-		else if (n && op->mode == SRN_OUT_TABLE)
+		else if (n && op->d.mode == SRN_OUT_TABLE)
 			fputs("\n", stdout);
 		ret = show(op, &smp);
 		if (ret)
@@ -325,81 +324,55 @@ static int watch(const struct stat_opts *op)
 	return ret;
 }
 
+/* stat's own options: --all, --watch, --count, --cleanup. */
+static int stat_opt(void *ctx, int c, int argc, char *argv[])
+{
+	struct stat_opts *op = ctx;
+	switch (c) {
+	case 'a':
+		op->all = true;
+		return 0;
+	case 'w': {
+		/* "--watch 2" as well as "--watch=2". */
+		const char *arg = optarg;
+		if (!arg && optind < argc && argv[optind][0] >= '0' && argv[optind][0] <= '9')
+			arg = argv[optind++];
+		double secs = arg ? strtod(arg, NULL) : 1.0;
+		if (!(secs >= 0.05 && secs <= 3600))
+			return -1;
+		op->watch_ms = (long)(secs * 1000);
+		return 0;
+	}
+	case 'n': {
+		uint32_t v;
+		if (srn_parse_u32(optarg, &v) || !v)
+			return -1;
+		op->count = (long)v;
+		return 0;
+	}
+	default:   /* 'C' */
+		op->cleanup = true;
+		return 0;
+	}
+}
+
 int srn_cmd_stat(int argc, char *argv[])
 {
 	static const struct option longopts[] = {
-		{ "pid", required_argument, NULL, 'p' },  { "dev", required_argument, NULL, 'd' },
-		{ "qp", required_argument, NULL, 'q' },   { "all", no_argument, NULL, 'a' },
-		{ "watch", optional_argument, NULL, 'w' }, { "count", required_argument, NULL, 'n' },
-		{ "json", no_argument, NULL, 'j' },       { "dump", no_argument, NULL, 'D' },
-		{ "cleanup", no_argument, NULL, 'C' },    { "help", no_argument, NULL, 'h' },
+		SRN_DIAG_LONGOPTS,
+		{ "all", no_argument, NULL, 'a' },         { "watch", optional_argument, NULL, 'w' },
+		{ "count", required_argument, NULL, 'n' }, { "cleanup", no_argument, NULL, 'C' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct stat_opts op = { .mode = SRN_OUT_TABLE };
-	int c;
-
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'p':
-			if (srn_parse_pid(optarg, &op.filt.pid))
-				goto bad;
-			break;
-		case 'd':
-			op.filt.dev = optarg;
-			break;
-		case 'q':
-			op.has_qp = true;
-			if (!strcmp(optarg, "all"))
-				op.qp_all = true;
-			else if (srn_parse_u32(optarg, &op.qpn) || op.qpn > 0xffffff)
-				goto bad;
-			break;
-		case 'a':
-			op.all = true;
-			break;
-		case 'w': {
-			/* "--watch 2" as well as "--watch=2". */
-			const char *arg = optarg;
-			if (!arg && optind < argc && argv[optind][0] >= '0' && argv[optind][0] <= '9')
-				arg = argv[optind++];
-			double secs = arg ? strtod(arg, NULL) : 1.0;
-			if (!(secs >= 0.05 && secs <= 3600))
-				goto bad;
-			op.watch_ms = (long)(secs * 1000);
-			break;
-		}
-		case 'n': {
-			uint32_t v;
-			if (srn_parse_u32(optarg, &v) || !v)
-				goto bad;
-			op.count = (long)v;
-			break;
-		}
-		case 'j':
-			op.mode = SRN_OUT_JSON;
-			break;
-		case 'D':
-			op.mode = SRN_OUT_DUMP;
-			break;
-		case 'C':
-			op.cleanup = true;
-			break;
-		case 'h':
-			srn_usage_stat(stdout);
-			return SRN_EXIT_OK;
-		default:
-			srn_usage_stat(stderr);
-			return SRN_EXIT_USAGE;
-		}
-	}
-	if (optind < argc) {
-		fprintf(stderr, "softrnic stat: unexpected argument '%s'\n", argv[optind]);
-		return SRN_EXIT_USAGE;
-	}
+	struct stat_opts op = { 0 };
+	const struct srn_diag_cmd cmd = { .name = "stat", .usage = srn_usage_stat, .qp_all_ok = true,
+					  .longopts = longopts, .own_opt = stat_opt, .ctx = &op };
+	int r = srn_diag_opts_parse(&cmd, argc, argv, &op.d);
+	if (r != SRN_DIAG_OPTS_GO)
+		return r;
 	if (op.cleanup) {
 		unsigned others;
-		unsigned n = srn_segs_cleanup(&op.filt, true, &others);
+		unsigned n = srn_segs_cleanup(&op.d.filt, true, &others);
 		printf("removed %u file%s of processes that are gone\n", n, n == 1 ? "" : "s");
 		if (others)
 			printf("%u file%s of other users left alone\n", others, others == 1 ? "" : "s");
@@ -411,8 +384,4 @@ int srn_cmd_stat(int argc, char *argv[])
 		return watch(&op);
 	struct sample smp = { 0 };
 	return show(&op, &smp);
-bad:
-	fprintf(stderr, "softrnic stat: bad value '%s'\n", optarg ? optarg : "");
-	srn_usage_stat(stderr);
-	return SRN_EXIT_USAGE;
 }
