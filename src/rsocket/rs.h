@@ -49,9 +49,9 @@
 #define SRN_RS_DEF_MEM (1u << 17)
 #define SRN_RS_MAX_MEM (1u << 28)    /* a buffer size option past this is refused */
 #define SRN_RS_RESOLVE_MS 2000
-#define SRN_RS_CLOSE_MS 3000
+#define SRN_RS_CLOSE_MS 3000         /* rclose waits this long for sends to finish */
 #define SRN_RS_PROBE_MS 5000         /* a blocked wait checks that the peer lives this often */
-#define SRN_RS_WR_RECV (1ull << 63)  /* work request id of a receive; sends carry their immediate */         /* rclose waits this long for sends to finish */
+#define SRN_RS_WR_RECV (1ull << 63)  /* work request id of a receive; sends carry their immediate */
 
 enum srn_rs_state {
 	SRN_RS_INIT,
