@@ -38,9 +38,16 @@
 
 #define MID_LEN (256 << 10)
 
-static int fails;
-#define CHECK(c) do { if (!(c)) { fprintf(stderr, "FAIL %s:%d: %s (errno %d %s)\n", __FILE__, \
-	__LINE__, #c, errno, strerror(errno)); fails++; } } while (0)
+/* Most checks here are about a call's errno: each failure shows it. */
+static const char *errno_tag(void)
+{
+	static char b[80];
+	int e = errno;
+	snprintf(b, sizeof(b), "errno %d %s", e, strerror(e));
+	return b;
+}
+#define SRN_CHECK_TAG errno_tag()
+#include "check.h"
 
 static double now(void)
 {
@@ -331,8 +338,8 @@ int main(int argc, char **argv)
 	} else {
 		return 2;
 	}
-	if (fails)
-		return 1;
+	if (srn_check_failures)
+		return srn_check_result();
 	printf("%s: ok\n", mode);
 	return 0;
 }

@@ -23,18 +23,7 @@
 
 #include <rdma/rdma_cma.h>
 
-static int failures;
-
-#define CHECK(cond, ...)                                                     \
-	do {                                                                 \
-		if (cond) {                                                  \
-			printf("ok    " __VA_ARGS__);                        \
-		} else {                                                     \
-			printf("FAIL  " __VA_ARGS__);                        \
-			failures++;                                          \
-		}                                                            \
-		printf("\n");                                                \
-	} while (0)
+#include "check.h"
 
 static struct sockaddr_in ipv4(const char *ip, int port)
 {
@@ -121,5 +110,5 @@ int main(void)
 	bind_unowned_loopback();
 	getaddrinfo_from_hints();
 	sync_resolve_then_migrate();
-	return failures ? 1 : 0;
+	return srn_check_result();
 }

@@ -18,15 +18,10 @@
 #include <unistd.h>
 #include <sys/wait.h>
 
+/* Each step builds on the one before: stop at the first failed check. */
+#define SRN_CHECK_FATAL
+#include "check.h"
 #include "link/direct.h"
-
-#define CHECK(c)                                                                         \
-	do {                                                                             \
-		if (!(c)) {                                                              \
-			fprintf(stderr, "%s:%d: CHECK(%s) failed\n", __FILE__, __LINE__, #c); \
-			exit(1);                                                         \
-		}                                                                        \
-	} while (0)
 
 #define COOKIE 0x1234abcdull
 #define KEY(slot) (0x5a000000u | (slot) << 8 | 0x17u)

@@ -12,10 +12,8 @@
 #include <string.h>
 #include <netinet/in.h>
 
+#include "check.h"
 #include "rsocket/dgram_proto.h"
-
-static int fails;
-#define CHECK(c) do { if (!(c)) { fprintf(stderr, "FAIL %s:%d: %s\n", __FILE__, __LINE__, #c); fails++; } } while (0)
 
 static void ud_header(void)
 {
@@ -99,8 +97,8 @@ int main(void)
 {
 	ud_header();
 	udp_header();
-	if (fails)
-		return 1;
+	if (srn_check_failures)
+		return srn_check_result();
 	printf("test_rsocket_dgram_proto: ok\n");
 	return 0;
 }

@@ -12,10 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check.h"
 #include "rsocket/proto.h"
-
-static int fails;
-#define CHECK(c) do { if (!(c)) { fprintf(stderr, "FAIL %s:%d: %s\n", __FILE__, __LINE__, #c); fails++; } } while (0)
 
 int main(void)
 {
@@ -55,7 +53,7 @@ int main(void)
 		CHECK(memcmp(&a.target_sgl, &b.target_sgl, sizeof(a.target_sgl)) == 0);
 		CHECK(memcmp(&a.data_buf, &b.data_buf, sizeof(a.data_buf)) == 0);
 		CHECK(a.flags == b.flags && a.credits == b.credits && a.iomap_scaled == b.iomap_scaled);
-		if (fails)
+		if (srn_check_failures)
 			break;
 	}
 
@@ -95,8 +93,8 @@ int main(void)
 	srn_rs_iomap_for_peer(&m, true);
 	CHECK(m.offset == bswap_64(0x10ull) && m.sge.key == bswap_32(s.key));
 
-	if (fails)
-		return 1;
+	if (srn_check_failures)
+		return srn_check_result();
 	printf("ok\n");
 	return 0;
 }
