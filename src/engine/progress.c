@@ -316,6 +316,12 @@ static void *progress_main(void *arg)
 		 * mirrored in srn_progress_poll) means either this thread
 		 * sees the held ACKs or the holder sees the announcement. */
 		atomic_store(&nic->engine.bg_deep_sleep, true);
+		/* An owner that came meanwhile saw the announcement and
+		 * kicks, or is seen here (both sequentially consistent). */
+		if (atomic_load(&nic->engine.sock_owner)) {
+			atomic_store(&nic->engine.bg_deep_sleep, false);
+			continue;
+		}
 		if (atomic_load(&nic->engine.acks_deferred)) {
 			atomic_store(&nic->engine.bg_deep_sleep, false);
 			srn_nic_lock(nic);

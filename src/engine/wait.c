@@ -106,13 +106,6 @@ int srn_wait_event(struct srn_nic *nic, struct srn_channel *ch, struct srn_cq **
 	if (atomic_load(&nic->engine.bg_deep_sleep))
 		srn_nic_kick(nic);
 	srn_count(nic->diag.cnt, SRN_CNT_WAITS_SERVING, 1);
-	/* ACKs held for a post that will not come now: they leave first. */
-	if (atomic_load_explicit(&nic->engine.acks_deferred, memory_order_relaxed)) {
-		srn_nic_lock(nic);
-		srn_ack_flush(nic);
-		srn_txq_flush(nic);
-		srn_nic_unlock(nic);
-	}
 	/* The device socket (packets, same-host doorbells by datagram), the
 	 * bell for events other threads queue, same-host senders' bell
 	 * (link/shm_bell.h), and a shared address's forwarding socket
@@ -129,6 +122,15 @@ int srn_wait_event(struct srn_nic *nic, struct srn_channel *ch, struct srn_cq **
 		if (srn_channel_take(ch, cq) == 0) {
 			ret = 0;
 			break;
+		}
+		/* ACKs held for a post that will not come while this thread
+		 * sleeps (it entered, or its pass brought no event of its
+		 * own, say a passive target's Write): they leave first. */
+		if (atomic_load_explicit(&nic->engine.acks_deferred, memory_order_relaxed)) {
+			srn_nic_lock(nic);
+			srn_ack_flush(nic);
+			srn_txq_flush(nic);
+			srn_nic_unlock(nic);
 		}
 		if (!srn_channel_own(ch, me, nic->engine.bell_fd))
 			continue;   /* queued meanwhile */
