@@ -1,7 +1,7 @@
 #!/bin/bash
 # test_cm_port_in_use.sh - rdma_cm ports are held across processes, as the
 # kernel's one port space per network namespace holds them
-# (src/cm/port_files.c).  Unmodified rdmacm-utils through `softrnic run`:
+# (src/cm/ports.c).  Unmodified rdmacm-utils through `softrnic run`:
 #
 #   P1: rping -s -a A -p PORT      device A on UDP 4791: holds A:PORT
 #   P2: rping -s -a A -p PORT      device A on UDP 4792 (same address):

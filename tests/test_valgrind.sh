@@ -110,7 +110,7 @@ wait_for() {
 }
 tcp_listens() { ss -Hltn "sport = :$1" 2>/dev/null | grep -q .; }
 # The rdma_cm port a process of ours holds (RDMA_PS_TCP): the file our
-# librdmacm writes at rdma_bind_addr (src/cm/port_files.c).
+# librdmacm writes at rdma_bind_addr (src/cm/ports.c).
 cm_port_held() { compgen -G "/dev/shm/softrnic-cm-$(id -u)-*/$(printf '0106-%05u-' "$1")*" >/dev/null; }
 
 # serve NAME READY CMD...: start CMD (on softrnic, under memcheck) as the

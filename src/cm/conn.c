@@ -10,7 +10,14 @@
  * the connection fails (UNREACHABLE, or DISCONNECTED for a DREQ).
  * All functions here must hold srn_cm.lock.
  */
-#include "cm/cm.h"
+#include "cm/conn.h"
+#include "cm/ids.h"
+#include "cm/peer_watch.h"
+#include "cm/ports.h"
+#include "cm/qp1.h"
+#include "cm/qp_attr.h"
+#include "cm/retry.h"
+#include "cm/sidr.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -32,44 +39,6 @@ static uint32_t rand24(void)
 	if (getrandom(&r, sizeof(r), 0) != sizeof(r))
 		r = (uint32_t)srn_now_ns();
 	return r & 0xffffff;
-}
-
-static void timer_arm(struct srn_cm_id *id, uint32_t ms, int retries)
-{
-	id->timeout_ms = ms;
-	id->retries_left = retries;
-	id->deadline_ns = srn_now_ns() + (uint64_t)ms * 1000000;
-	srn_cm_kick();
-}
-
-void srn_cm_timer_stop(struct srn_cm_id *id)
-{
-	id->deadline_ns = 0;
-	id->last_valid = false;
-}
-
-static int send_msg(struct srn_cm_id *id, struct srn_cm_msg *m, bool keep)
-{
-	uint8_t mad[SRN_MAD_LEN];
-	m->tid = id->tid;
-	if (srn_cm_mad_build(m, mad))
-		return -EINVAL;
-	if (keep) {
-		memcpy(id->last_mad, mad, sizeof(mad));
-		id->last_valid = true;
-	}
-	int ret = srn_cm_send(id->dev, id->peer_gid, mad);
-	return ret == -EAGAIN && keep ? 0 : ret;   /* the timer sends it again */
-}
-
-int srn_cm_send_msg(struct srn_cm_id *id, struct srn_cm_msg *m, bool keep)
-{
-	return send_msg(id, m, keep);
-}
-
-void srn_cm_timer_arm(struct srn_cm_id *id, uint32_t ms, int retries)
-{
-	timer_arm(id, ms, retries);
 }
 
 /* A reply for a MAD that matches no id (a REJ to a REQ, a DREP to a DREQ):
@@ -162,12 +131,13 @@ int srn_cm_connect(struct srn_cm_id *id, const struct rdma_conn_param *p)
 	if (p->private_data_len)
 		memcpy(r->pdata + SRN_CMA_HDR_LEN, p->private_data, p->private_data_len);
 	id->state = SRN_CMS_REQ_SENT;
-	int ret = send_msg(id, &m, true);
+	int ret = srn_cm_send_msg(id, &m, true);
 	if (ret) {
 		id->state = SRN_CMS_ROUTE_RESOLVED;
 		return ret;
 	}
-	timer_arm(id, 2 * cm_ms(CMA_PACKET_LIFETIME) + cm_ms(CMA_CM_RESPONSE_TIMEOUT), CMA_MAX_CM_RETRIES);
+	srn_cm_timer_arm(id, 2 * cm_ms(CMA_PACKET_LIFETIME) + cm_ms(CMA_CM_RESPONSE_TIMEOUT),
+			 CMA_MAX_CM_RETRIES);
 	srn_cm_watch_peer(id);
 	return 0;
 }
@@ -214,10 +184,11 @@ int srn_cm_accept(struct srn_cm_id *id, const struct rdma_conn_param *p)
 		memcpy(r->pdata, p->private_data, p->private_data_len);
 	id->listener = NULL;
 	id->state = SRN_CMS_REP_SENT;
-	ret = send_msg(id, &m, true);
+	ret = srn_cm_send_msg(id, &m, true);
 	if (ret)
 		return ret;
-	timer_arm(id, 2 * cm_ms(CMA_PACKET_LIFETIME) + cm_ms(id->remote_cm_timeout), id->max_cm_retries);
+	srn_cm_timer_arm(id, 2 * cm_ms(CMA_PACKET_LIFETIME) + cm_ms(id->remote_cm_timeout),
+			 id->max_cm_retries);
 	return 0;
 }
 
@@ -230,7 +201,7 @@ static void send_rej(struct srn_cm_id *id, uint8_t msg, uint16_t reason, const v
 	m.rej.reason = reason;
 	if (len)
 		memcpy(m.rej.pdata, pd, len);
-	send_msg(id, &m, false);
+	srn_cm_send_msg(id, &m, false);
 }
 
 int srn_cm_reject(struct srn_cm_id *id, const void *pdata, uint8_t len)
@@ -254,7 +225,7 @@ static int send_rtu(struct srn_cm_id *id)
 	struct srn_cm_msg m = { .attr = SRN_CM_ATTR_RTU };
 	m.ids.local_comm_id = id->local_comm_id;
 	m.ids.remote_comm_id = id->remote_comm_id;
-	return send_msg(id, &m, false);
+	return srn_cm_send_msg(id, &m, false);
 }
 
 int srn_cm_establish(struct srn_cm_id *id)
@@ -274,7 +245,7 @@ static void enter_timewait(struct srn_cm_id *id)
 {
 	srn_cm_timer_stop(id);
 	id->state = SRN_CMS_TIMEWAIT;
-	timer_arm(id, cm_ms(id->ack_timeout ? id->ack_timeout : CMA_DEFAULT_ACK_TIMEOUT), 0);
+	srn_cm_timer_arm(id, cm_ms(id->ack_timeout ? id->ack_timeout : CMA_DEFAULT_ACK_TIMEOUT), 0);
 }
 
 static void send_drep(struct srn_cm_id *id)
@@ -282,7 +253,7 @@ static void send_drep(struct srn_cm_id *id)
 	struct srn_cm_msg m = { .attr = SRN_CM_ATTR_DREP };
 	m.ids.local_comm_id = id->local_comm_id;
 	m.ids.remote_comm_id = id->remote_comm_id;
-	send_msg(id, &m, false);
+	srn_cm_send_msg(id, &m, false);
 }
 
 static int send_dreq(struct srn_cm_id *id)
@@ -292,8 +263,9 @@ static int send_dreq(struct srn_cm_id *id)
 	m.ids.remote_comm_id = id->remote_comm_id;
 	m.ids.qpn = id->remote_qpn;
 	id->state = SRN_CMS_DREQ_SENT;
-	int ret = send_msg(id, &m, true);
-	timer_arm(id, 2 * cm_ms(CMA_PACKET_LIFETIME) + cm_ms(CMA_CM_RESPONSE_TIMEOUT), CMA_MAX_CM_RETRIES);
+	int ret = srn_cm_send_msg(id, &m, true);
+	srn_cm_timer_arm(id, 2 * cm_ms(CMA_PACKET_LIFETIME) + cm_ms(CMA_CM_RESPONSE_TIMEOUT),
+			 CMA_MAX_CM_RETRIES);
 	return ret;
 }
 
@@ -342,7 +314,7 @@ void srn_cm_abort(struct srn_cm_id *id)
 		m.ids.local_comm_id = id->local_comm_id;
 		m.ids.remote_comm_id = id->remote_comm_id;
 		m.ids.qpn = id->remote_qpn;
-		send_msg(id, &m, false);
+		srn_cm_send_msg(id, &m, false);
 		break;
 	}
 	case SRN_CMS_DREQ_RCVD:
@@ -358,7 +330,7 @@ void srn_cm_abort(struct srn_cm_id *id)
 
 /* ---- receiving ---- */
 
-/* The MAD srn_cm_recv is handling, for the drop counters; dev is NULL
+/* The MAD srn_cm_conn_mad is handling, for the drop counters; dev is NULL
  * while a handler runs for something that did not arrive (a dead peer's
  * synthesized DREQ, a held REQ replayed). */
 static struct { const struct srn_cm_dev *dev; uint16_t attr; } rx_cur;
@@ -393,7 +365,7 @@ int srn_cm_req_in(struct srn_cm_dev *dev, const struct srn_cm_msg *m, const uint
 			a.mra.remote_comm_id = id->remote_comm_id;
 			a.mra.msg_mraed = SRN_CM_MSG_REQ;
 			a.mra.service_timeout = CMA_MRA_SERVICE_TIMEOUT;
-			send_msg(id, &a, false);
+			srn_cm_send_msg(id, &a, false);
 		} else if (id->state == SRN_CMS_REP_SENT && id->last_valid) {
 			srn_cm_send(dev, gid, id->last_mad);
 		}
@@ -454,7 +426,7 @@ int srn_cm_req_in(struct srn_cm_dev *dev, const struct srn_cm_msg *m, const uint
 		srn_cm_id_free(id);
 		return 0;
 	}
-	l->pending++;                  /* until the event is fetched (id.c) */
+	l->pending++;                  /* until the event is fetched (ids.c) */
 	srn_cm_watch_peer(id);
 	e->ev.listen_id = &l->id;
 	set_conn_param(&e->ev.param.conn, r->init_depth, r->resp_res, r->flow_ctrl, r->retry_count,
@@ -635,33 +607,24 @@ static void on_drep(const struct srn_cm_msg *m)
 	srn_cm_event_queue(id, RDMA_CM_EVENT_DISCONNECTED, 0, NULL, 0);
 }
 
-void srn_cm_recv(struct srn_cm_dev *dev, const uint8_t *mad, size_t len, const uint8_t gid[16])
+int srn_cm_conn_mad(struct srn_cm_dev *dev, const struct srn_cm_msg *m, const uint8_t gid[16])
 {
-	struct srn_cm_msg m;
-	if (srn_cm_mad_parse(mad, len, &m)) {
-		srn_cm.cnt[SRN_CM_CNT_RX_BAD]++;
-		srn_cm_count_malformed(dev);
-		return;
-	}
-	srn_cm.cnt_attr_rx[m.attr & 15]++;
-	srn_cm_count_mad(dev, m.attr, SRN_CM_COUNT_RCVD);
+	int ret = 0;
 	rx_cur.dev = dev;
-	rx_cur.attr = m.attr;
-	switch (m.attr) {
-	case SRN_CM_ATTR_REQ:
-		if (srn_cm_req_in(dev, &m, gid) == -ENOENT)
-			srn_cm_held_add(dev, &m, gid);
-		break;
-	case SRN_CM_ATTR_REP: on_rep(&m); break;
-	case SRN_CM_ATTR_RTU: on_rtu(&m); break;
-	case SRN_CM_ATTR_REJ: on_rej(&m); break;
-	case SRN_CM_ATTR_MRA: on_mra(&m); break;
-	case SRN_CM_ATTR_DREQ: on_dreq(dev, &m, gid); break;
-	case SRN_CM_ATTR_DREP: on_drep(&m); break;
+	rx_cur.attr = m->attr;
+	switch (m->attr) {
+	case SRN_CM_ATTR_REQ: ret = srn_cm_req_in(dev, m, gid); break;
+	case SRN_CM_ATTR_REP: on_rep(m); break;
+	case SRN_CM_ATTR_RTU: on_rtu(m); break;
+	case SRN_CM_ATTR_REJ: on_rej(m); break;
+	case SRN_CM_ATTR_MRA: on_mra(m); break;
+	case SRN_CM_ATTR_DREQ: on_dreq(dev, m, gid); break;
+	case SRN_CM_ATTR_DREP: on_drep(m); break;
 	case SRN_CM_ATTR_SIDR_REQ:
-	case SRN_CM_ATTR_SIDR_REP: srn_cm_sidr_recv(dev, &m, gid); break;
+	case SRN_CM_ATTR_SIDR_REP: srn_cm_sidr_recv(dev, m, gid); break;
 	}
 	rx_cur.dev = NULL;
+	return ret;
 }
 
 /* The peer's process died (peer_watch.c): what its kernel would have sent
@@ -707,7 +670,7 @@ void srn_cm_exit_abort(void)
 			srn_cm_abort(id);
 }
 
-static void expire(struct srn_cm_id *id)
+void srn_cm_expire(struct srn_cm_id *id)
 {
 	if (id->state == SRN_CMS_TIMEWAIT) {
 		id->deadline_ns = 0;
@@ -737,18 +700,4 @@ static void expire(struct srn_cm_id *id)
 	srn_cm_qp_to(id, IBV_QPS_ERR);
 	id->state = SRN_CMS_DISCONNECTED;
 	srn_cm_event_queue(id, RDMA_CM_EVENT_UNREACHABLE, -ETIMEDOUT, NULL, 0);
-}
-
-uint64_t srn_cm_timers(uint64_t now)
-{
-	uint64_t next = srn_cm_held_expire(now);
-	for (struct srn_cm_id *id = srn_cm.ids; id; id = id->next) {
-		if (!id->deadline_ns || id->destroying)
-			continue;
-		if (id->deadline_ns <= now)
-			expire(id);
-		if (id->deadline_ns && (!next || id->deadline_ns < next))
-			next = id->deadline_ns;
-	}
-	return next;
 }

@@ -16,7 +16,9 @@
  * At most SRN_CM_NHELD REQs wait; beyond that the REJ goes out at once.
  * A retransmitted REQ replaces the held one.  Must hold srn_cm.lock.
  */
-#include "cm/cm.h"
+#include "cm/held.h"
+#include "cm/conn.h"
+#include "cm/qp1.h"
 
 #include <errno.h>
 #include <string.h>

@@ -11,7 +11,7 @@
  * the same-host link's locator, under the link's checks: our user, this
  * network namespace), so the CM thread watches a pidfd of it and, when it
  * becomes readable, treats every connection to that device as the peer's
- * kernel would have ended it (srn_cm_peer_died).
+ * kernel would have ended it (srn_cm_peer_died, from cm/thread.c).
  *
  * One watch per peer process, SRN_CM_NWATCH at most; each id remembers
  * the process it was connected to (a device address outlives its owner: a
@@ -21,7 +21,8 @@
  * same-host rings off (SOFTRNIC_SHM=0), have no locator: their connections
  * end by the CM's timeouts as before.  Must hold srn_cm.lock.
  */
-#include "cm/cm.h"
+#include "cm/peer_watch.h"
+#include "cm/qp1.h"
 
 #include <errno.h>
 #include <string.h>
@@ -119,24 +120,15 @@ void srn_cm_watch_peer(struct srn_cm_id *id)
 	id->peer_pid = pid;
 }
 
-bool srn_cm_watch_fired(void *ptr)
+bool srn_cm_watch_fired(void *ptr, pid_t *dead)
 {
 	if ((char *)ptr < (char *)watches || (char *)ptr >= (char *)(watches + SRN_CM_NWATCH))
 		return false;
 	struct peer_watch *w = ptr;
+	*dead = 0;
 	if (w->fd < 0)
 		return true;           /* closed after epoll_wait returned it */
-	pid_t pid = w->pid;
+	*dead = w->pid;
 	watch_close(w);
-	srn_cm.cnt[SRN_CM_CNT_PEER_DIED]++;
-	/* What the peer said before it died comes first: an RTU or a DREQ
-	 * may wait in our queues behind the pidfd's event. */
-	for (int i = 0; i < srn_cm.ndev; i++)
-		srn_cm_dev_drain(&srn_cm.dev[i]);
-	for (struct srn_cm_id *id = srn_cm.ids; id; id = id->next)
-		if (id->peer_pid == pid && !id->destroying) {
-			id->peer_pid = 0;
-			srn_cm_peer_died(id);
-		}
 	return true;
 }

@@ -17,7 +17,8 @@
  *
  * All functions here must hold srn_cm.lock.
  */
-#include "cm/cm.h"
+#include "cm/qp_attr.h"
+#include "cm/qp1.h"
 
 #include <errno.h>
 #include <string.h>
@@ -32,6 +33,36 @@ static bool is_responder(enum ibv_qp_type t)
 static bool is_requester(enum ibv_qp_type t)
 {
 	return t == IBV_QPT_RC || t == IBV_QPT_XRC_SEND;
+}
+
+uint32_t srn_cm_ud_qkey(const struct srn_cm_id *id)
+{
+	return id->qkey ? id->qkey : RDMA_UDP_QKEY;
+}
+
+/* UD QPs (cma_ib_init_qp_attr, ucma_init_ud_qp): INIT takes P_Key index,
+ * port and the id's Q_Key; RTR nothing more; RTS an SQ PSN of 0.  (The
+ * kernel answers every state with the INIT set, whose port a QP in INIT
+ * would refuse; these are what the transitions need.) */
+int srn_cm_ud_init_qp_attr(struct srn_cm_id *id, struct ibv_qp_attr *a, int *mask)
+{
+	switch (a->qp_state) {
+	case IBV_QPS_INIT:
+		a->pkey_index = 0;
+		a->port_num = 1;
+		a->qkey = srn_cm_ud_qkey(id);
+		*mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY;
+		return 0;
+	case IBV_QPS_RTR:
+		*mask = IBV_QP_STATE;
+		return 0;
+	case IBV_QPS_RTS:
+		a->sq_psn = 0;
+		*mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
+		return 0;
+	default:
+		return -EINVAL;
+	}
 }
 
 void srn_cm_fill_path(struct srn_cm_id *id, enum ibv_mtu mtu)

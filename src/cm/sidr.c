@@ -27,7 +27,12 @@
  * after a successful exchange, DISCONNECTED after a failed one.  All
  * functions must hold srn_cm.lock.
  */
-#include "cm/cm.h"
+#include "cm/sidr.h"
+#include "cm/ids.h"
+#include "cm/ports.h"
+#include "cm/qp1.h"
+#include "cm/qp_attr.h"
+#include "cm/retry.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -41,11 +46,6 @@
 #define SIDR_HOP_LIMIT 64
 #define SIDR_UD_PDATA (SRN_CM_SIDR_REQ_PDATA - SRN_CMA_HDR_LEN)
 
-uint32_t srn_cm_ud_qkey(const struct srn_cm_id *id)
-{
-	return id->qkey ? id->qkey : RDMA_UDP_QKEY;
-}
-
 void srn_cm_ud_ah_attr(const struct srn_cm_id *id, const uint8_t gid[16], struct ibv_ah_attr *ah)
 {
 	memset(ah, 0, sizeof(*ah));
@@ -55,31 +55,6 @@ void srn_cm_ud_ah_attr(const struct srn_cm_id *id, const uint8_t gid[16], struct
 	ah->grh.sgid_index = 0;
 	ah->grh.hop_limit = SIDR_HOP_LIMIT;
 	ah->grh.traffic_class = id->tos;
-}
-
-/* UD QPs (cma_ib_init_qp_attr, ucma_init_ud_qp): INIT takes P_Key index,
- * port and the id's Q_Key; RTR nothing more; RTS an SQ PSN of 0.  (The
- * kernel answers every state with the INIT set, whose port a QP in INIT
- * would refuse; these are what the transitions need.) */
-int srn_cm_ud_init_qp_attr(struct srn_cm_id *id, struct ibv_qp_attr *a, int *mask)
-{
-	switch (a->qp_state) {
-	case IBV_QPS_INIT:
-		a->pkey_index = 0;
-		a->port_num = 1;
-		a->qkey = srn_cm_ud_qkey(id);
-		*mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY;
-		return 0;
-	case IBV_QPS_RTR:
-		*mask = IBV_QP_STATE;
-		return 0;
-	case IBV_QPS_RTS:
-		a->sq_psn = 0;
-		*mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
-		return 0;
-	default:
-		return -EINVAL;
-	}
 }
 
 static uint32_t new_request_id(void)
@@ -147,7 +122,7 @@ static int send_rep(struct srn_cm_id *id, uint8_t status, uint32_t qpn, const vo
 static void answered(struct srn_cm_id *id, enum srn_cm_state s)
 {
 	/* The listener's backlog was given back when the request was
-	 * fetched (id.c, as ucma counts it). */
+	 * fetched (ids.c, as ucma counts it). */
 	id->listener = NULL;
 	id->state = s;
 }

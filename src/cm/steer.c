@@ -8,7 +8,7 @@
  * passes each on to the CM it belongs to:
  *
  * - a REQ or SIDR_REQ to the process that holds the listening port (the
- *   port files, cm/port_files.c, name its pid), unless that is us;
+ *   port files, cm/ports.c, name its pid), unless that is us;
  * - anything else (REP, RTU, DREQ, REJ, MRA, SIDR_REP ...) names a
  *   communication ID only its owner knows: it goes to every other CM
  *   behind the address, and each one that does not know the ID drops it
@@ -23,7 +23,8 @@
  * costs nothing that matters; a full socket (10 datagrams) loses a MAD,
  * which its sender retries.
  */
-#include "cm/cm.h"
+#include "cm/steer.h"
+#include "cm/qp1.h"
 
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -40,7 +41,7 @@
 
 #include "cm/mad.h"
 
-#define PORTS_DIR_FMT "/dev/shm/softrnic-cm-%u-%llx"        /* cm/port_files.c's */
+#define PORTS_DIR_FMT "/dev/shm/softrnic-cm-%u-%llx"        /* cm/ports.c's */
 #define STEER_DIR_FMT "/dev/shm/softrnic-cmsteer-%u-%llx"
 #define STEER_MAGIC 0x52454554u         /* "TEER" */
 
@@ -204,7 +205,7 @@ bool srn_cm_steer_mad(struct srn_cm_dev *d, const uint8_t *mad, size_t len,
 
 /* An epoll event of the CM thread: one of our sockets?  Then handle what
  * other CMs passed to us.  Must hold srn_cm.lock. */
-bool srn_cm_steer_fired(void *ptr)
+bool srn_cm_steer_fired(void *ptr, srn_cm_mad_fn *deliver)
 {
 	if ((char *)ptr < (char *)socks || (char *)ptr >= (char *)(socks + SRN_CM_MAX_DEV))
 		return false;
@@ -220,7 +221,7 @@ bool srn_cm_steer_fired(void *ptr)
 		if (n != (ssize_t)sizeof(m) || m.magic != STEER_MAGIC || m.len > SRN_MAD_LEN ||
 		    memcmp(m.dev_gid, d->gid, 16))
 			continue;
-		srn_cm_recv(d, m.mad, m.len, m.src_gid);
+		deliver(d, m.mad, m.len, m.src_gid);
 	}
 	return true;
 }

@@ -177,7 +177,7 @@ SRN_RDMACM_EXPORT int rdma_bind_addr(struct rdma_cm_id *id, struct sockaddr *add
 	if (!ret) {
 		memcpy(&p->id.route.addr.src_storage, &ss, sizeof(ss));
 		/* An explicit port is also held against this user's other
-		 * processes (port_files.c). */
+		 * processes (ports.c). */
 		if (((struct sockaddr_in *)addr)->sin_port)
 			ret = srn_cm_port_reserve(p, false);
 		if (ret) {

@@ -1,30 +1,26 @@
 /*
- * gsi.c - each device's QP1 and the CM thread.
+ * qp1.c - each device's QP1: the CM's state, device addresses, QP1 open,
+ * MAD post and send, the CM's counters, and the doorbell of the CM thread.
  *
  * At the first rdma_cm call the CM opens every softrnic device (as
  * librdmacm opens every RDMA device), reads its address from GID 0 and
- * gives it a GSI QP: QPN 1, UD, Q_Key 0x80010000, 64 receive buffers of
- * GRH + MAD, 64 send slots.  One thread per process sleeps in epoll on the
- * devices' completion channels, a kick eventfd and the earliest CM timer;
- * it receives MADs and runs timers under srn_cm.lock.  Packets reach QP1
- * through the nic like any UD packet, so the nic's own progress (an
- * application's poll or the nic's thread) is what delivers them.
+ * gives it a GSI QP: QPN 1, UD, Q_Key 0x80010000, SRN_CM_NRECV receive
+ * buffers of GRH + MAD, SRN_CM_NSEND send slots.  One thread per process (thread.c) sleeps in
+ * epoll on the devices' completion channels, a kick eventfd and the
+ * earliest CM timer; it receives MADs and runs timers under srn_cm.lock.
+ * Packets reach QP1 through the nic like any UD packet, so the nic's own
+ * progress (an application's poll or the nic's thread) is what delivers
+ * them.
  */
-#include "cm/cm.h"
+#include "cm/qp1.h"
+#include "diag/counters.h"
 #include "diag/memcheck.h"
-#include "diag/thread.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <stdatomic.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/epoll.h>
-#include <sys/random.h>
-#include <sys/eventfd.h>
-#include <time.h>
 #include <unistd.h>
 
 /* libibverbs.so.1's private entry point (src/verbs/verbs_gsi.c). */
@@ -155,7 +151,7 @@ static int post_recv(struct srn_cm_dev *d, uint32_t slot)
 	return ibv_post_recv(d->qp, &wr, &bad);
 }
 
-static int dev_open(struct srn_cm_dev *d, struct ibv_device *ibdev)
+int srn_cm_qp1_open(struct srn_cm_dev *d, struct ibv_device *ibdev)
 {
 	union ibv_gid gid;
 	struct ibv_device_attr da;
@@ -278,7 +274,7 @@ int srn_cm_send(struct srn_cm_dev *d, const uint8_t gid[16], const uint8_t mad[S
 	return 0;
 }
 
-static void dev_poll(struct srn_cm_dev *d)
+void srn_cm_qp1_poll(struct srn_cm_dev *d, srn_cm_mad_fn *on_mad)
 {
 	struct ibv_wc wc[16];
 	int n;
@@ -302,71 +298,12 @@ static void dev_poll(struct srn_cm_dev *d)
 				}
 				srn_cm_addr_to_gid((struct sockaddr *)&ss, src);
 				srn_cm.cnt[SRN_CM_CNT_RX_MAD]++;
-				if (!srn_cm_steer_mad(d, g + SRN_UD_GRH_LEN,
-						      wc[i].byte_len - SRN_UD_GRH_LEN, src))
-					srn_cm_recv(d, g + SRN_UD_GRH_LEN,
-						    wc[i].byte_len - SRN_UD_GRH_LEN, src);
+				on_mad(d, g + SRN_UD_GRH_LEN, wc[i].byte_len - SRN_UD_GRH_LEN, src);
 			}
 			if (wc[i].status != IBV_WC_WR_FLUSH_ERR)
 				post_recv(d, slot);
 		}
 	}
-}
-
-void srn_cm_dev_drain(struct srn_cm_dev *d)
-{
-	dev_poll(d);
-}
-
-static void *cm_thread(void *arg)
-{
-	(void)arg;
-	for (;;) {
-		pthread_mutex_lock(&srn_cm.lock);
-		uint64_t now = srn_now_ns();
-		uint64_t next = srn_cm_timers(now);
-		pthread_mutex_unlock(&srn_cm.lock);
-		int tmo = -1;
-		if (next) {
-			now = srn_now_ns();
-			tmo = next <= now ? 0 : (int)((next - now + 999999) / 1000000);
-		}
-		struct epoll_event ev[SRN_CM_MAX_DEV + 1];
-		int n = epoll_wait(srn_cm.epfd, ev, SRN_CM_MAX_DEV + 1, tmo);
-		if (atomic_load(&srn_cm.stop))
-			return NULL;
-		if (n < 0 && errno != EINTR) {
-			/* Nothing mends this but the thread must not end: every
-			 * connection's timers live here.  Say so once and
-			 * retry at a pace that costs no CPU. */
-			if (!srn_cm.wait_failed)
-				dprintf(STDERR_FILENO,
-					"softrnic: rdma_cm thread: epoll_wait: %s; retrying every 100 ms\n",
-					strerror(errno));
-			srn_cm.wait_failed = true;
-			nanosleep(&(struct timespec){ .tv_nsec = 100000000 }, NULL);
-			continue;
-		}
-		pthread_mutex_lock(&srn_cm.lock);
-		for (int i = 0; i < n; i++) {
-			if (ev[i].data.ptr == NULL) {
-				uint64_t v;
-				if (read(srn_cm.kick_fd, &v, sizeof(v)) < 0) { /* nothing to do */ }
-				continue;
-			}
-			if (srn_cm_watch_fired(ev[i].data.ptr) || srn_cm_steer_fired(ev[i].data.ptr))
-				continue;
-			struct srn_cm_dev *d = ev[i].data.ptr;
-			struct ibv_cq *cq;
-			void *ctx;
-			if (ibv_get_cq_event(d->ch, &cq, &ctx) == 0)
-				ibv_ack_cq_events(cq, 1);
-			ibv_req_notify_cq(d->cq, 0);
-			dev_poll(d);
-		}
-		pthread_mutex_unlock(&srn_cm.lock);
-	}
-	return NULL;
 }
 
 void srn_cm_kick(void)
@@ -375,72 +312,29 @@ void srn_cm_kick(void)
 	if (srn_cm.kick_fd >= 0 && write(srn_cm.kick_fd, &one, sizeof(one)) < 0) { /* full: already kicked */ }
 }
 
-/* Must hold srn_cm.lock. */
-int srn_cm_init(void)
+/*
+ * The CM's MADs in the device counters that `softrnic stat` shows: by
+ * type (REQ .. SIDR_REP), sent, received, and received but dropped; and
+ * MADs the parser refused.  The counters live in the nic's
+ * diagnostic segment (diag/counters.h), reached through libibverbs.so.1's
+ * private softrnic_cm_count.  srn_cm.cnt keeps the CM's own finer reasons.
+ */
+
+/* libibverbs.so.1's private entry point (src/verbs/verbs_gsi.c). */
+void softrnic_cm_count(struct ibv_context *ctx, unsigned counter);
+
+_Static_assert(SRN_CNT_CM_MALFORMED - SRN_CNT_CM_FIRST ==
+	       (SRN_CM_ATTR_SIDR_REP - SRN_CM_ATTR_REQ + 1) * SRN_CM_COUNT_DIRS,
+	       "three counters per MAD type from REQ to SIDR_REP, then malformed");
+
+void srn_cm_count_mad(const struct srn_cm_dev *dev, uint16_t attr, enum srn_cm_count_dir dir)
 {
-	if (srn_cm.inited)
-		return srn_cm.init_err;
-	srn_cm.inited = true;
-	srn_cm.kick_fd = -1;
-	uint32_t r;
-	srn_cm.next_comm_id = (getrandom(&r, sizeof(r), 0) == sizeof(r) ? r : (uint32_t)srn_now_ns()) | 1;
-	int n = 0, ret = 0;
-	struct ibv_device **list = ibv_get_device_list(&n);
-	if (!list || n == 0) {
-		srn_cm.init_err = -ENODEV;
-		return srn_cm.init_err;
-	}
-	srn_cm.epfd = epoll_create1(EPOLL_CLOEXEC);
-	srn_cm.kick_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	struct epoll_event kev = { .events = EPOLLIN, .data.ptr = NULL };
-	epoll_ctl(srn_cm.epfd, EPOLL_CTL_ADD, srn_cm.kick_fd, &kev);
-	for (int i = 0; i < n && srn_cm.ndev < SRN_CM_MAX_DEV; i++) {
-		struct srn_cm_dev *d = &srn_cm.dev[srn_cm.ndev];
-		ret = dev_open(d, list[i]);
-		if (ret)
-			break;
-		struct epoll_event ev = { .events = EPOLLIN, .data.ptr = d };
-		epoll_ctl(srn_cm.epfd, EPOLL_CTL_ADD, d->ch->fd, &ev);
-		srn_cm.ndev++;
-	}
-	ibv_free_device_list(list);
-	if (!ret)
-		srn_cm_steer_open();
-	if (!ret && srn_thread_spawn(&srn_cm.thread, "srn-cm", cm_thread, NULL))
-		ret = -EAGAIN;
-	srn_cm.thread_started = !ret;
-	srn_cm.pid = getpid();
-	srn_cm.init_err = ret;
-	return ret;
+	if (!dev || attr < SRN_CM_ATTR_REQ || attr > SRN_CM_ATTR_SIDR_REP)
+		return;                /* LAP/APR and the rest: not counted by type */
+	softrnic_cm_count(dev->ctx, SRN_CNT_CM_FIRST + (unsigned)(attr - SRN_CM_ATTR_REQ) * SRN_CM_COUNT_DIRS + dir);
 }
 
-/* At exit the CM thread must be gone before libibverbs.so.1's destructor
- * closes the devices under it (ours runs first: we depend on it).  A
- * program that exits with connections open ends them on the wire first
- * (srn_cm_exit_abort), as the kernel does for a process that exits. */
-__attribute__((destructor)) static void srn_cm_fini(void)
+void srn_cm_count_malformed(const struct srn_cm_dev *dev)
 {
-	/* A forked child has no CM thread: joining the parent's id is undefined. */
-	if (!srn_cm.thread_started || srn_cm.pid != getpid())
-		return;
-	pthread_mutex_lock(&srn_cm.lock);
-	srn_cm_exit_abort();
-	srn_cm_steer_close();
-	pthread_mutex_unlock(&srn_cm.lock);
-	atomic_store(&srn_cm.stop, true);
-	/* Kick until it has ended: a pass that was already running may read
-	 * this kick (taking it for a timer's) and then sleep again. */
-	for (;;) {
-		srn_cm_kick();
-		struct timespec ts;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += 10000000;
-		if (ts.tv_nsec >= 1000000000) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000;
-		}
-		if (pthread_timedjoin_np(srn_cm.thread, NULL, &ts) == 0)
-			break;
-	}
-	srn_cm.thread_started = false;
+	softrnic_cm_count(dev->ctx, SRN_CNT_CM_MALFORMED);
 }

@@ -1,11 +1,14 @@
 /*
- * port_files.c - rdma_cm ports held across the processes of one user.
+ * ports.c - rdma_cm ports: the kernel's port rules among this process's
+ * ids, which listener takes a request, and the ports held across the
+ * processes of one user.
  *
- * The kernel keeps one rdma_cm port space per network namespace, so a
- * second rdma_bind_addr or rdma_listen on a port another process holds
- * fails, and two processes binding port 0 never get the same port.  Here
- * every process has its own CM, so every port an id holds (explicit or
- * ephemeral) is also written down in a directory of our own:
+ * The port files.  The kernel keeps one rdma_cm port space per network
+ * namespace, so a second rdma_bind_addr or rdma_listen on a port another
+ * process holds fails, and two processes binding port 0 never get the
+ * same port.  Here every process has its own CM, so every port an id
+ * holds (explicit or ephemeral) is also written down in a directory of
+ * our own:
  *
  *   /dev/shm/softrnic-cm-<euid>-<netns inode>/     0700, ours (checked on the fd)
  *     lock                                         0600, flock'ed while one
@@ -41,8 +44,10 @@
  * a dead process keeps its port out of the ephemeral choice until a
  * process's first reservation sweeps it.  Must hold srn_cm.lock.
  */
-#include "cm/cm.h"
+#include "cm/ports.h"
+#include "cm/qp1.h"
 
+#include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -52,6 +57,89 @@
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+uint16_t srn_cm_id_port(const struct srn_cm_id *id)
+{
+	return ntohs(id->id.route.addr.src_sin.sin_port);
+}
+
+static bool is_any(const struct sockaddr *a)
+{
+	if (a->sa_family == AF_INET)
+		return ((const struct sockaddr_in *)a)->sin_addr.s_addr == INADDR_ANY;
+	return IN6_IS_ADDR_UNSPECIFIED(&((const struct sockaddr_in6 *)a)->sin6_addr);
+}
+
+static bool addr_match(const struct sockaddr *bound, const struct sockaddr *a)
+{
+	if (is_any(bound))
+		return true;
+	if (bound->sa_family != a->sa_family)
+		return false;
+	if (a->sa_family == AF_INET)
+		return ((const struct sockaddr_in *)bound)->sin_addr.s_addr ==
+		       ((const struct sockaddr_in *)a)->sin_addr.s_addr;
+	return memcmp(&((const struct sockaddr_in6 *)bound)->sin6_addr,
+		      &((const struct sockaddr_in6 *)a)->sin6_addr, 16) == 0;
+}
+
+bool srn_cm_port_in_use(enum rdma_port_space ps, const struct sockaddr *a, const struct srn_cm_id *except)
+{
+	uint16_t port = ntohs(((const struct sockaddr_in *)a)->sin_port);
+	for (struct srn_cm_id *id = srn_cm.ids; id; id = id->next) {
+		if (id == except || id->destroying || !id->owns_port || id->id.ps != ps ||
+		    srn_cm_id_port(id) != port)
+			continue;
+		const struct sockaddr *b = &id->id.route.addr.src_addr;
+		if (addr_match(b, a) || addr_match(a, b))
+			return true;
+	}
+	return false;
+}
+
+static bool same_addr(const struct sockaddr *x, const struct sockaddr *y)
+{
+	if (x->sa_family != y->sa_family)
+		return false;
+	if (x->sa_family == AF_INET)
+		return ((const struct sockaddr_in *)x)->sin_addr.s_addr ==
+		       ((const struct sockaddr_in *)y)->sin_addr.s_addr;
+	const struct sockaddr_in6 *a = (const void *)x, *b = (const void *)y;
+	return memcmp(&a->sin6_addr, &b->sin6_addr, 16) == 0 && a->sin6_scope_id == b->sin6_scope_id;
+}
+
+int srn_cm_port_rule(const struct sockaddr *a, bool reuse, bool afonly, const struct srn_cm_binding *cur)
+{
+	const struct sockaddr *c = (const struct sockaddr *)&cur->addr;
+	if (reuse && cur->reuseaddr)
+		return 0;
+	if (afonly && cur->afonly && a->sa_family != c->sa_family)
+		return 0;
+	if (is_any(a) || is_any(c))
+		return -EADDRNOTAVAIL;
+	return same_addr(a, c) ? -EADDRINUSE : 0;
+}
+
+/* The kernel's check of an explicit port against this process's ids that
+ * hold it.  A listener holds its address alone (its reuseaddr is gone). */
+static int check_local(const struct srn_cm_id *id, const struct sockaddr *a, bool reuse)
+{
+	uint16_t port = ntohs(((const struct sockaddr_in *)a)->sin_port);
+	for (struct srn_cm_id *o = srn_cm.ids; o; o = o->next) {
+		if (o == id || o->destroying || !o->owns_port || o->id.ps != id->id.ps ||
+		    srn_cm_id_port(o) != port)
+			continue;
+		struct srn_cm_binding b = { .reuseaddr = o->reuseaddr && o->state != SRN_CMS_LISTEN,
+					    .afonly = o->afonly };
+		memcpy(&b.addr, &o->id.route.addr.src_storage, sizeof(b.addr));
+		int ret = srn_cm_port_rule(a, reuse, id->afonly, &b);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+/* ---- the port files ---- */
 
 #define PORT_DIR_FMT "/dev/shm/softrnic-cm-%u-%llx"
 #define PORT_REC_MAGIC 0x32504d434e5253ull   /* "SRNCMP2" */
@@ -397,4 +485,69 @@ void srn_cm_port_release(struct srn_cm_id *id)
 	if (dir_fd >= 0)
 		unlinkat(dir_fd, id->port_name, 0);
 	id->port_file = false;
+}
+
+/* ---- binding and listening ---- */
+
+int srn_cm_listen_check(struct srn_cm_id *id)
+{
+	int ret = check_local(id, &id->id.route.addr.src_addr, false);
+	if (!ret)
+		ret = srn_cm_port_reserve(id, true);
+	if (!ret)
+		id->reuseaddr = false;    /* as the kernel's rdma_listen */
+	return ret;
+}
+
+int srn_cm_port_alloc(struct srn_cm_id *id, struct sockaddr *a)
+{
+	struct sockaddr_in *s = (void *)a;
+	if (s->sin_port) {
+		int ret = check_local(id, a, id->reuseaddr);
+		if (ret)
+			return ret;
+		id->owns_port = true;
+		return 0;
+	}
+	/* Ephemeral: free here and in this user's other processes. */
+	int ret = srn_cm_port_ephemeral(id, a);
+	if (!ret)
+		id->owns_port = true;
+	return ret;
+}
+
+struct srn_cm_id *srn_cm_listener_for(uint64_t service_id, const struct sockaddr *dst)
+{
+	uint16_t ps = (uint16_t)(service_id >> 16), port = (uint16_t)service_id;
+	struct srn_cm_id *any = NULL;
+	for (struct srn_cm_id *id = srn_cm.ids; id; id = id->next) {
+		if (id->state != SRN_CMS_LISTEN || id->destroying || (uint16_t)id->id.ps != ps ||
+		    srn_cm_id_port(id) != port)
+			continue;
+		const struct sockaddr *b = &id->id.route.addr.src_addr;
+		if (is_any(b)) {
+			/* AF_INET6 wildcard takes IPv4 too unless AFONLY. */
+			if (b->sa_family == dst->sa_family || (b->sa_family == AF_INET6 && !id->afonly))
+				any = id;
+		} else if (addr_match(b, dst)) {
+			return id;
+		}
+	}
+	return any;
+}
+
+int srn_cm_listener_take(struct srn_cm_dev *dev, uint64_t service_id, const uint8_t *pdata, size_t len,
+			 struct srn_cma_hdr *h, struct srn_cm_id **out)
+{
+	if ((service_id & SRN_CMA_SID_PREFIX_MASK) != SRN_CMA_SID_PREFIX)
+		return -ENOENT;        /* not an RDMA IP CM service ID */
+	if (srn_cma_hdr_parse(pdata, len, (uint16_t)service_id, h))
+		return -EINVAL;
+	struct srn_cm_id *l = srn_cm_listener_for(service_id, (struct sockaddr *)&h->dst);
+	if (!l || (l->dev && l->dev != dev))
+		return -ENOENT;
+	if (l->pending >= l->backlog)
+		return -ENOBUFS;       /* backlog full */
+	*out = l;
+	return 0;
 }
