@@ -185,6 +185,23 @@ static int plan(struct srn_egress *e, int i, struct srn_tx_msg *m, int *npkts)
 			niov += e->pkt[i + run].niov;
 			run++;
 		}
+		/* A shorter packet to the same peer may end the run: UDP GSO
+		 * cuts the buffer into gso_size pieces and the last may be
+		 * short (GRO hands it back the same way, link/gso.c).  A
+		 * Write's last packets and the Send that follows it in the
+		 * same post (the block store's write: Write FIRST, MIDDLE..,
+		 * LAST, then a 64-byte Send) then leave as two datagrams
+		 * instead of three.  Only after a run of two or more: a
+		 * single packet followed by a shorter one (a ping-pong's
+		 * answer and an ACK) stays two datagrams, so the first is not
+		 * held back until the second is through the stack. */
+		if (run > 1 && i + run < e->n && e->pkt[i + run].len < k->len &&
+		    same_dst(k, &e->pkt[i + run]) && total + e->pkt[i + run].len <= SRN_GSO_MAX_BYTES &&
+		    niov + e->pkt[i + run].niov <= SRN_GSO_MAX_IOVS && run < SRN_GSO_MAX_SEGS) {
+			total += e->pkt[i + run].len;
+			niov += e->pkt[i + run].niov;
+			run++;
+		}
 		for (int s = 0; s < run; s++)
 			seal(e, &e->pkt[i + s], (uint16_t)s);
 		m[nm] = (struct srn_tx_msg){ k->dst, k->dstlen, &e->iov[k->iov_first], (int)niov,
