@@ -149,6 +149,33 @@ void srn_ack_flush_held(struct srn_nic *nic)
 		srn_ack_flush(nic);
 }
 
+struct srn_qp *srn_ack_take_others(struct srn_nic *nic, struct srn_qp *qp)
+{
+	struct srn_qp *others = NULL, **pp = &nic->lists.ack;
+	while (*pp) {
+		struct srn_qp *q = *pp;
+		if (q != qp) {
+			*pp = q->resp.ack_next;
+			q->resp.ack_next = others;
+			others = q;
+		} else {
+			pp = &q->resp.ack_next;
+		}
+	}
+	return others;
+}
+
+void srn_ack_put_back(struct srn_nic *nic, struct srn_qp *others)
+{
+	while (others) {
+		struct srn_qp *q = others;
+		others = q->resp.ack_next;
+		q->resp.ack_next = nic->lists.ack;
+		nic->lists.ack = q;
+	}
+	srn_ack_flush(nic);
+}
+
 void srn_ack_flush(struct srn_nic *nic)
 {
 	struct srn_qp *keep = NULL;

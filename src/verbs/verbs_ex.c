@@ -492,8 +492,11 @@ static int wr_complete(struct ibv_qp_ex *q)
 		if (qp->state == IBV_QPS_ERR) {
 			srn_qp_flush(qp);
 		} else {
+			struct srn_qp *others = srn_ack_take_others(qp->nic, qp);
 			srn_ack_flush_held(qp->nic);
 			srn_req_push(qp);
+			if (others)
+				srn_ack_put_back(qp->nic, others);
 		}
 	}
 	srn_nic_unlock(qp->nic);

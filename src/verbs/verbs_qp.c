@@ -445,8 +445,11 @@ int srn_verbs_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_
 	if (qp->state == IBV_QPS_ERR) {
 		srn_qp_flush(qp);
 	} else {
+		struct srn_qp *others = srn_ack_take_others(qp->nic, qp);
 		srn_ack_flush_held(qp->nic);
 		srn_req_push(qp);
+		if (others)
+			srn_ack_put_back(qp->nic, others);
 	}
 out:
 	srn_nic_unlock(qp->nic);
