@@ -39,6 +39,21 @@ void srn_cq_fini(struct srn_cq *cq)
 	cq->ts = NULL;
 }
 
+/* Queue the armed CQ's event on its channel and disarm. */
+static void srn_cq_fire(struct srn_cq *cq)
+{
+	cq->fired_arm = cq->arm;
+	cq->event_maybe_pending = true;
+	cq->arm = SRN_CQ_DISARMED;
+	cq->nic->engine.events_fired++;
+	/* Which thread made it: the one-wake-up work (a sleeping
+	 * application woken by the packet itself) is measured so. */
+	bool bg = srn_diag_tid() == atomic_load_explicit(&cq->nic->diag.busy->progress_tid,
+							  memory_order_relaxed);
+	srn_count(cq->nic->diag.cnt, bg ? SRN_CNT_EVENTS_BY_PROGRESS : SRN_CNT_EVENTS_BY_APP, 1);
+	srn_channel_notify(cq->channel, cq);
+}
+
 int srn_cq_push(struct srn_cq *cq, const struct ibv_wc *wc, bool solicited)
 {
 	/* Usable depth is what the application asked for (ibcq.cqe); more
@@ -52,19 +67,29 @@ int srn_cq_push(struct srn_cq *cq, const struct ibv_wc *wc, bool solicited)
 	cq->ring[cq->head++ & (cq->size - 1)] = *wc;
 	bool fire = cq->arm == SRN_CQ_ARM_NEXT ||
 		    (cq->arm == SRN_CQ_ARM_SOLICITED && (solicited || wc->status != IBV_WC_SUCCESS));
-	if (fire && cq->channel) {
-		cq->fired_arm = cq->arm;
-		cq->event_maybe_pending = true;
-		cq->arm = SRN_CQ_DISARMED;
-		cq->nic->engine.events_fired++;
-		/* Which thread made it: the one-wake-up work (a sleeping
-		 * application woken by the packet itself) is measured so. */
-		bool bg = srn_diag_tid() == atomic_load_explicit(&cq->nic->diag.busy->progress_tid,
-								  memory_order_relaxed);
-		srn_count(cq->nic->diag.cnt, bg ? SRN_CNT_EVENTS_BY_PROGRESS : SRN_CNT_EVENTS_BY_APP, 1);
-		srn_channel_notify(cq->channel, cq);
+	if (fire && cq->channel && cq->app_polling) {
+		/* The thread that will pop this is the one receiving it.  A
+		 * CQ stays armed in a program that polls (arm, poll once
+		 * more, find something, go on polling: the withdrawal
+		 * re-arms it), and every completion then cost an eventfd
+		 * write here and a read in the withdrawal, two system calls
+		 * on the latency path per completion (the block store's
+		 * polled write: four per request on each side). */
+		cq->fire_deferred = true;
+		return 0;
 	}
+	if (fire && cq->channel)
+		srn_cq_fire(cq);
 	return 0;
+}
+
+void srn_cq_fire_deferred(struct srn_cq *cq)
+{
+	if (!cq->fire_deferred)
+		return;
+	cq->fire_deferred = false;
+	if (cq->tail != cq->head && cq->arm != SRN_CQ_DISARMED)
+		srn_cq_fire(cq);
 }
 
 int srn_cq_pop(struct srn_cq *cq, int n, struct ibv_wc *wc)

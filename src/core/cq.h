@@ -59,6 +59,12 @@ struct srn_cq {
 	enum srn_cq_arm fired_arm;     /* the arm that raised the pending event */
 	bool event_maybe_pending;      /* an event may wait unread in the channel */
 	bool armed_looked;             /* polled empty since the last arm */
+	/* ibv_poll_cq of this CQ is receiving in its own thread (under
+	 * nic->lock): an event its completions raise waits for the pop that
+	 * follows (srn_cq_fire_deferred) instead of being written to the
+	 * channel and, the ring drained, withdrawn again. */
+	bool app_polling;
+	bool fire_deferred;            /* an event is due once that pop is done */
 	bool overflowed;
 	int nqps;                      /* QPs using this CQ */
 	unsigned events_queued;
@@ -95,6 +101,12 @@ static inline bool srn_cq_armed_look(struct srn_cq *cq, int got)
  * Returns -ENOSPC on overflow (completion lost, CQ marked in error). */
 int srn_cq_push(struct srn_cq *cq, const struct ibv_wc *wc, bool solicited);
 int srn_cq_pop(struct srn_cq *cq, int n, struct ibv_wc *wc);
+/* End of an ibv_poll_cq pass that received with app_polling set: the
+ * event its completions deferred is raised now if completions are left
+ * in the ring; none is (and the arm stays as it was) if the poll took
+ * them all, which is what the channel would hold after the event was
+ * written and then withdrawn by srn_cq_drained. */
+void srn_cq_fire_deferred(struct srn_cq *cq);
 /* The ring just became empty by polling: an event still unread in the
  * channel announces completions the application has already taken.
  * Withdraw it and re-arm as before, so the application neither wakes for

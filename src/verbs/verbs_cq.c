@@ -152,8 +152,11 @@ int srn_verbs_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 		/* Empty (or short): do the NIC's work in this thread, then
 		 * look again. */
 		srn_count(nic->diag.cnt, SRN_CNT_APP_PROGRESS, 1);
+		cq->app_polling = true;
 		srn_progress_poll(nic, SRN_POLL_APP);
+		cq->app_polling = false;
 		got += srn_cq_pop(cq, n - got, wc + got);
+		srn_cq_fire_deferred(cq);
 	} else {
 		srn_progress_held_acks_due(nic, now);
 	}
