@@ -2,9 +2,10 @@
  * mr_map.c - registered regions against the process's own mappings: the
  * mapping check of registration and the revocation the unmap hooks do.
  *
- * Lock order: the list lock is never held while a nic->lock is taken (a
- * library thread holding nic->lock may itself munmap a ring and so come
- * through the hooks); regions leave the list lock with map_users raised,
+ * Lock order: the list lock is never held while a nic->lock is taken,
+ * and nothing holding a nic->lock comes through the hooks (the library's
+ * own mappings are made by system call, diag/raw_mem.h), so the two
+ * locks never nest; regions leave the list lock with map_users raised,
  * which keeps untrack (and so dereg) from freeing them meanwhile.
  */
 #include "core/direct_pub.h"

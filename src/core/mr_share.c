@@ -9,6 +9,7 @@
  * the hooks, which would take the list lock we hold.
  */
 #include "core/mr_share.h"
+#include "diag/raw_mem.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -168,7 +169,7 @@ static int move_pages(uintptr_t base, size_t len, int *fdp, uint64_t *ino)
 		close(fd);
 		return ret;
 	}
-	void *tmp = (void *)syscall(SYS_mmap, NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	void *tmp = srn_raw_mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (tmp == MAP_FAILED) {
 		int ret = -errno;
 		close(fd);
@@ -176,7 +177,7 @@ static int move_pages(uintptr_t base, size_t len, int *fdp, uint64_t *ino)
 	}
 	int uf = protect_begin(base, len, false);
 	if (uf < 0) {
-		syscall(SYS_munmap, tmp, len);
+		srn_raw_munmap(tmp, len);
 		close(fd);
 		return uf;
 	}
@@ -190,7 +191,7 @@ static int move_pages(uintptr_t base, size_t len, int *fdp, uint64_t *ino)
 	if (got != (ssize_t)len) {
 		int ret = got < 0 ? -errno : -EFAULT;
 		protect_undo(uf, base, len);
-		syscall(SYS_munmap, tmp, len);
+		srn_raw_munmap(tmp, len);
 		close(fd);
 		return ret;
 	}
@@ -201,7 +202,7 @@ static int move_pages(uintptr_t base, size_t len, int *fdp, uint64_t *ino)
 	if (at == MAP_FAILED) {
 		int ret = -errno;
 		protect_undo(uf, base, len);
-		syscall(SYS_munmap, tmp, len);
+		srn_raw_munmap(tmp, len);
 		close(fd);
 		return ret;
 	}
@@ -221,13 +222,13 @@ static int move_pages(uintptr_t base, size_t len, int *fdp, uint64_t *ino)
  * -errno: then it stays on the memfd.  Must hold the list lock. */
 static int unshare_pages(uintptr_t base, size_t len)
 {
-	void *tmp = (void *)syscall(SYS_mmap, NULL, len, PROT_READ | PROT_WRITE,
+	void *tmp = srn_raw_mmap(NULL, len, PROT_READ | PROT_WRITE,
 				    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (tmp == MAP_FAILED)
 		return -errno;
 	int uf = protect_begin(base, len, true);
 	if (uf < 0) {
-		syscall(SYS_munmap, tmp, len);
+		srn_raw_munmap(tmp, len);
 		return uf;
 	}
 	struct iovec to = { tmp, len }, from = { (void *)base, len };
@@ -239,7 +240,7 @@ static int unshare_pages(uintptr_t base, size_t len)
 	if (at == MAP_FAILED) {
 		int ret = got != (ssize_t)len && got < 0 ? -errno : -EFAULT;
 		protect_undo(uf, base, len);
-		syscall(SYS_munmap, tmp, len);
+		srn_raw_munmap(tmp, len);
 		return ret;
 	}
 	close(uf);

@@ -22,6 +22,7 @@
  *   process touches only as many slot pages as it has objects.
  */
 #include "diag/shm.h"
+#include "diag/raw_mem.h"
 #include "diag/clock.h"
 #include "diag/seg_file.h"
 
@@ -152,7 +153,7 @@ static int open_file(struct srn_diag *d, const char *devname, int pid, uint64_t 
 	snprintf(d->path, sizeof(d->path), "%s/%s", dir, name);
 	int ret = back_pages(d, 0, offsetof(struct srn_diag_seg, slots));
 	if (!ret) {
-		void *p = mmap(NULL, sizeof(struct srn_diag_seg), PROT_READ | PROT_WRITE, MAP_SHARED,
+		void *p = srn_raw_mmap(NULL, sizeof(struct srn_diag_seg), PROT_READ | PROT_WRITE, MAP_SHARED,
 			       d->fd, 0);
 		if (p == MAP_FAILED)
 			ret = -errno;
@@ -231,7 +232,7 @@ struct srn_diag *srn_diag_create(const char *devname, const uint8_t gid[16], cha
 	char note[400] = "";
 	if (!want_file || open_file(d, devname, pid, start_ticks, note, sizeof(note), err, errlen)) {
 		/* Private and anonymous: same layout, nobody else sees it. */
-		void *p = mmap(NULL, sizeof(struct srn_diag_seg), PROT_READ | PROT_WRITE,
+		void *p = srn_raw_mmap(NULL, sizeof(struct srn_diag_seg), PROT_READ | PROT_WRITE,
 			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if (p == MAP_FAILED) {
 			snprintf(err, errlen, "diagnostics: %s", strerror(errno));
@@ -294,7 +295,7 @@ void srn_diag_close(struct srn_diag *d)
 		close(d->fd);
 		close(d->dirfd);
 	}
-	munmap(d->seg, sizeof(struct srn_diag_seg));
+	srn_raw_munmap(d->seg, sizeof(struct srn_diag_seg));
 	free(d);
 }
 

@@ -29,6 +29,7 @@
  * one sees the other side's store.
  */
 #include "link/direct.h"
+#include "diag/raw_mem.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -104,7 +105,7 @@ static struct mr_rec *mr_rec(struct srn_direct_tab *t, uint32_t slot)
 
 static struct srn_direct_tab *map_tab(int fd)
 {
-	void *p = mmap(NULL, TAB_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	void *p = srn_raw_mmap(NULL, TAB_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (p == MAP_FAILED)
 		return NULL;
 	/* A forked child does not use the parent's device (as link/shm.c). */
@@ -186,7 +187,7 @@ void srn_direct_own_close(struct srn_direct_own *o)
 	if (o->pid == getpid()) {
 		atomic_store(&o->tab->h.closed, 1);
 		srn_direct_own_fence(o);
-		munmap(o->tab, TAB_BYTES);
+		srn_raw_munmap(o->tab, TAB_BYTES);
 	}
 	close(o->fd);
 	o->tab = NULL;
@@ -268,7 +269,7 @@ static struct srn_direct_tab *open_tab(int32_t pid, int32_t fd, uint64_t cookie)
 	    t->h.layout != DIRECT_LAYOUT || t->h.owner_pid != pid || t->h.cookie != cookie ||
 	    t->h.nqps != SRN_DIRECT_QPS || t->h.nmrs != SRN_DIRECT_MRS ||
 	    t->h.nslots != SRN_DIRECT_SLOTS || atomic_load(&t->h.closed)) {
-		munmap(t, TAB_BYTES);
+		srn_raw_munmap(t, TAB_BYTES);
 		return NULL;
 	}
 	return t;
@@ -298,7 +299,7 @@ static bool claim_slot(struct srn_direct_tab *t, uint32_t *slot)
 static void unmap_one(struct srn_direct_map *m)
 {
 	if (m->at)
-		munmap(m->at, m->len);
+		srn_raw_munmap(m->at, m->len);
 	memset(m, 0, sizeof(*m));
 }
 
@@ -309,7 +310,7 @@ static void drop_peer(struct srn_direct_peer *p)
 	if (p->tab) {
 		uint64_t me = (uint64_t)getpid();
 		atomic_compare_exchange_strong(&p->tab->slot[p->slot].claim, &me, 0);
-		munmap(p->tab, TAB_BYTES);
+		srn_raw_munmap(p->tab, TAB_BYTES);
 	}
 	memset(p, 0, sizeof(*p));
 }
@@ -357,7 +358,7 @@ struct srn_direct_peer *srn_direct_peer_get(struct srn_direct_req *r, int32_t pi
 	free_->cookie = cookie;
 	free_->tab = open_tab(pid, fd, cookie);
 	if (free_->tab && !claim_slot(free_->tab, &free_->slot)) {
-		munmap(free_->tab, TAB_BYTES);
+		srn_raw_munmap(free_->tab, TAB_BYTES);
 		free_->tab = NULL;
 	}
 	if (!free_->tab) {
@@ -448,7 +449,7 @@ static uint8_t *map_share(const struct srn_direct_peer *p, const struct srn_dire
 	struct stat st;
 	void *at = MAP_FAILED;
 	if (!fstat(fd, &st) && (uint64_t)st.st_ino == m->share_ino)
-		at = mmap(NULL, (size_t)m->share_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		at = srn_raw_mmap(NULL, (size_t)m->share_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	close(fd);
 	if (at == MAP_FAILED)
 		return NULL;

@@ -5,6 +5,7 @@
  * a shared page when one is.
  */
 #include "link/pause.h"
+#include "diag/raw_mem.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -94,7 +95,7 @@ const struct srn_pause_rec *srn_pause_map(const char *path, char *err, size_t er
 		close(fd);
 		return NULL;
 	}
-	m = mmap(NULL, sizeof(struct srn_pause_rec), PROT_READ, MAP_SHARED, fd, 0);
+	m = srn_raw_mmap(NULL, sizeof(struct srn_pause_rec), PROT_READ, MAP_SHARED, fd, 0);
 	close(fd);
 	if (m == MAP_FAILED) {
 		snprintf(err, errlen, "%s: mmap: %s", path, strerror(errno));
@@ -103,7 +104,7 @@ const struct srn_pause_rec *srn_pause_map(const char *path, char *err, size_t er
 	const struct srn_pause_rec *r = m;
 	if (r->magic != SRN_PAUSE_MAGIC || r->version != SRN_PAUSE_VERSION) {
 		snprintf(err, errlen, "%s: not a softrnic pause record (magic/version)", path);
-		munmap(m, sizeof(struct srn_pause_rec));
+		srn_raw_munmap(m, sizeof(struct srn_pause_rec));
 		return NULL;
 	}
 	return r;

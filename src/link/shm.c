@@ -19,6 +19,7 @@
  * anyone touches them: no fault later can find no page to give.
  */
 #include "link/shm.h"
+#include "diag/raw_mem.h"
 #include "link/shm_bell.h"
 
 #include <arpa/inet.h>
@@ -140,7 +141,7 @@ static bool same_addr(const struct sockaddr_storage *a, socklen_t alen, const st
 
 static struct srn_shm_seg *map_seg(int fd, size_t len)
 {
-	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	void *p = srn_raw_mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (p == MAP_FAILED)
 		return NULL;
 	/* A forked child does not use the parent's device; it must not keep
@@ -184,7 +185,7 @@ static int create_inbox(struct srn_shm *s)
 					  s->in_name,
 					  sizeof(s->in_name), s->note, sizeof(s->note));
 	if (ret) {
-		munmap(g, seg_bytes(ring));
+		srn_raw_munmap(g, seg_bytes(ring));
 		close(fd);
 		return ret;
 	}
@@ -227,7 +228,7 @@ static void detach(struct srn_shm_peer *p)
 	uint64_t me = (uint64_t)getpid();
 	/* Free the slot; whoever claims it next continues from its indices. */
 	atomic_compare_exchange_strong(&p->seg->h.slot[p->slot].claim, &me, 0);
-	munmap(p->seg, seg_bytes(p->ring));
+	srn_raw_munmap(p->seg, seg_bytes(p->ring));
 	p->seg = NULL;
 	if (p->owner_fd >= 0)
 		close(p->owner_fd);
@@ -265,7 +266,7 @@ void srn_shm_close(struct srn_shm *s)
 		detach(&s->peer[i]);
 	if (s->in) {
 		srn_shm_exit(s);
-		munmap(s->in, seg_bytes(s->in_ring));
+		srn_raw_munmap(s->in, seg_bytes(s->in_ring));
 		close(s->in_fd);
 		s->in = NULL;
 		s->in_fd = -1;
@@ -368,7 +369,7 @@ static int attach_inbox(struct srn_shm *s, struct srn_shm_peer *p,
 	return 0;
 fail:
 	if (g)
-		munmap(g, seg_bytes(ring));
+		srn_raw_munmap(g, seg_bytes(ring));
 	if (fd >= 0)
 		close(fd);
 	if (p->owner_fd >= 0)
