@@ -204,19 +204,26 @@ bool srn_channel_forget(struct srn_channel *ch, struct srn_cq *cq)
 	return removed != 0;
 }
 
-int srn_channel_take(struct srn_channel *ch, struct srn_cq **cq)
+/* The next event and its count on the fd, if one is queued.  Must hold
+ * ch->lock.  Each queued event holds one count (notify), so the read
+ * never blocks, whatever the fd's flags. */
+static bool pop_locked(struct srn_channel *ch, struct srn_cq **cq)
 {
-	pthread_mutex_lock(&ch->lock);
-	if (ch->head == ch->tail) {
-		pthread_mutex_unlock(&ch->lock);
-		return -EAGAIN;
-	}
+	if (ch->head == ch->tail)
+		return false;
 	*cq = ch->events[ch->tail++ & (ch->cap - 1)];
 	uint64_t v;
 	while (read(ch->ibch.fd, &v, sizeof(v)) < 0 && errno == EINTR)
 		;
+	return true;
+}
+
+int srn_channel_take(struct srn_channel *ch, struct srn_cq **cq)
+{
+	pthread_mutex_lock(&ch->lock);
+	bool got = pop_locked(ch, cq);
 	pthread_mutex_unlock(&ch->lock);
-	return 0;
+	return got ? 0 : -EAGAIN;
 }
 
 bool srn_channel_own(struct srn_channel *ch, uint32_t tid, int bell_fd)
@@ -261,11 +268,7 @@ int srn_channel_get(struct srn_channel *ch, struct srn_cq **cq)
 	 * (SA_RESTART) exactly as it would the kernel's fd. */
 	for (;;) {
 		pthread_mutex_lock(&ch->lock);
-		if (ch->head != ch->tail) {
-			*cq = ch->events[ch->tail++ & (ch->cap - 1)];
-			uint64_t v;
-			while (read(ch->ibch.fd, &v, sizeof(v)) < 0 && errno == EINTR)
-				;
+		if (pop_locked(ch, cq)) {
 			pthread_mutex_unlock(&ch->lock);
 			return 0;
 		}
