@@ -4,6 +4,7 @@
 # given one SOFTRNIC_DEVICES address, on loopback and 4 + 4 across two
 # network namespaces (root; skipped otherwise).
 srn_unit_test(test_udp_group ${CMAKE_CURRENT_LIST_DIR}/test_udp_group.c)
+srn_unit_test(test_udp_group_prog ${CMAKE_CURRENT_LIST_DIR}/test_udp_group_prog.c)
 foreach(mode loopback netns)
   add_test(NAME shared_addr_${mode} COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/test_shared_addr.sh ${mode})
   set_tests_properties(shared_addr_${mode} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600
@@ -12,4 +13,4 @@ foreach(mode loopback netns)
 endforeach()
 
 # The fast tier (each under ~2 s; ctest -L fast).
-set_property(TEST test_udp_group APPEND PROPERTY LABELS fast)
+set_property(TEST test_udp_group test_udp_group_prog APPEND PROPERTY LABELS fast)

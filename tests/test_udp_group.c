@@ -23,6 +23,7 @@
 #include "link/gso.h"
 #include "link/udp.h"
 #include "link/udp_group.h"
+#include "wire/gsi_route.h"
 
 #ifndef SO_DETACH_REUSEPORT_BPF
 #define SO_DETACH_REUSEPORT_BPF 68
@@ -102,6 +103,53 @@ static void check_steering(const char *what, int tx)
 	CHECK(got == want && !wrong, "%s: %d of %d on their member's socket, %d elsewhere", what, got,
 	      want, wrong);
 	printf("%s: %d packets, each on its member's socket\n", what, got);
+}
+
+/* A CM MAD to QP1 for member m: a REP (the receiver's comm ID at MAD
+ * data bytes 4..7) or a SIDR_REP (the request ID at bytes 0..3), each
+ * with our member number in the ID's top byte (wire/gsi_route.h). */
+static void send_mad_to(int fd, unsigned m, bool sidr)
+{
+	uint8_t p[SRN_GSI_MAD_OFF + 256 + 4] = { 0x64 };      /* UD SEND only */
+	p[7] = SRN_GSI_QPN;
+	p[SRN_GSI_CLASS_OFF] = SRN_GSI_CLASS_CM;
+	p[SRN_GSI_ATTR_OFF + 1] = sidr ? SRN_GSI_ATTR_SIDR_REP : 0x13;
+	p[sidr ? SRN_GSI_SIDR_ID_OFF : SRN_GSI_RCV_ID_OFF] = (uint8_t)m;
+	p[SRN_GSI_DATA_OFF + 3] = 0x5a;                        /* the sender's own ID */
+	sendto(fd, p, sizeof(p), 0, (const struct sockaddr *)&dev[0].local, dev[0].local_len);
+}
+
+/* QP1 belongs to no member: the program reads who a MAD is for. */
+static void check_gsi_steering(int tx)
+{
+	int want = 0, got = 0, wrong = 0;
+	for (unsigned m = 0; m < NDEV; m++)
+		if (live[m]) {
+			send_mad_to(tx, m, false);
+			send_mad_to(tx, m, true);
+			want += 2;
+		}
+	uint64_t end = srn_now_ns() + 2000000000ull;
+	while (got + wrong < want && srn_now_ns() < end) {
+		for (unsigned m = 0; m < NDEV; m++) {
+			if (!live[m])
+				continue;
+			uint8_t buf[512];
+			ssize_t n;
+			while ((n = recv(dev[m].fd, buf, sizeof(buf), MSG_DONTWAIT)) > 0) {
+				struct srn_gsi_route r = srn_gsi_route(buf, (uint32_t)n);
+				if (qpn_of(buf) == SRN_GSI_QPN && r.kind == SRN_GSI_ROUTE_MEMBER &&
+				    r.member == m)
+					got++;
+				else
+					wrong++;
+			}
+		}
+		usleep(1000);
+	}
+	CHECK(got == want && !wrong, "QP1 MADs: %d of %d on their member's socket, %d elsewhere",
+	      got, want, wrong);
+	printf("QP1 MADs: %d, each on the socket of the member its comm ID names\n", got);
 }
 
 /* Steering off: every packet must still reach its member through
@@ -286,6 +334,7 @@ int main(void)
 	rc = open_member(err, sizeof(err));
 	CHECK(rc == 1, "newcomer: %d %s", rc, err);
 	check_steering("member 1 again", tx);
+	check_gsi_steering(tx);
 
 	/* The kernel's order is now members 0, 3, 2, 1. */
 	const uint8_t order[NDEV] = { 0, 3, 2, 1 };

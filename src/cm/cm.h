@@ -24,7 +24,9 @@
  * Locking: one mutex (srn_cm.lock) guards every id, channel, connection
  * and device of the CM; the CM thread (thread.c) takes it to process MADs
  * and timers.  Verbs calls made under it take the nic lock below it, and
- * nothing under the nic lock calls up, so the order is cm lock → nic lock.
+ * nothing under the nic lock takes the cm lock, so the order is cm lock →
+ * nic lock.  (The one call up under the nic lock, srn_cm_port_holder, by
+ * which the link routes a REQ behind a shared address, reads files only.)
  */
 #ifndef SRN_CM_CM_H
 #define SRN_CM_CM_H

@@ -58,12 +58,16 @@ static struct srn_cm_id *by_local(uint32_t comm_id)
 	return NULL;
 }
 
-static uint32_t new_comm_id(void)
+/* A comm ID no id of ours uses, with the device's member number in its
+ * top byte: MADs to it find this process behind a shared address. */
+static uint32_t new_comm_id(const struct srn_cm_dev *dev)
 {
-	do
+	uint32_t c;
+	do {
 		srn_cm.next_comm_id += 2;
-	while (srn_cm.next_comm_id == 0 || by_local(srn_cm.next_comm_id));
-	return srn_cm.next_comm_id;
+		c = srn_cm_comm_id(dev, srn_cm.next_comm_id);
+	} while (c == 0 || by_local(c));
+	return c;
 }
 
 static void set_conn_param(struct rdma_conn_param *c, uint8_t rr, uint8_t id, uint8_t fc,
@@ -91,7 +95,7 @@ int srn_cm_connect(struct srn_cm_id *id, const struct rdma_conn_param *p)
 		return -EINVAL;
 	struct srn_cm_msg m = { .attr = SRN_CM_ATTR_REQ };
 	struct srn_cm_req *r = &m.req;
-	id->local_comm_id = new_comm_id();
+	id->local_comm_id = new_comm_id(id->dev);
 	id->tid = (uint64_t)id->local_comm_id << 32 | rand24();
 	id->recv_psn = rand24();
 	id->retry_count = p->retry_count > 7 ? 7 : p->retry_count;
@@ -398,7 +402,7 @@ int srn_cm_req_in(struct srn_cm_dev *dev, const struct srn_cm_msg *m, const uint
 		srn_cm_rej_req(dev, gid, m, SRN_CM_REJ_CONSUMER_DEFINED);
 		return 0;
 	}
-	id->local_comm_id = new_comm_id();
+	id->local_comm_id = new_comm_id(dev);
 	id->remote_comm_id = r->local_comm_id;
 	id->tid = m->tid;
 	id->remote_qpn = r->qpn;

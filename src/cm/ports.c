@@ -51,6 +51,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/file.h>
@@ -168,11 +169,10 @@ static bool file_ours(int fd, off_t size)
 	       (st.st_mode & 07777) == 0600 && st.st_nlink == 1 && (size < 0 || st.st_size == size);
 }
 
-static int port_dir(void)
+/* Open the port files' directory, created if missing: a descriptor, or -1
+ * when the name is not a directory of ours. */
+static int port_dir_open(void)
 {
-	if (dir_fd != -2)
-		return dir_fd;
-	dir_fd = -1;
 	struct stat st;
 	char path[96];
 	unsigned long long netns = stat("/proc/self/ns/net", &st) == 0 ? (unsigned long long)st.st_ino : 0;
@@ -188,7 +188,13 @@ static int port_dir(void)
 		close(fd);
 		return -1;
 	}
-	dir_fd = fd;
+	return fd;
+}
+
+static int port_dir(void)
+{
+	if (dir_fd == -2)
+		dir_fd = port_dir_open();
 	return dir_fd;
 }
 
@@ -550,4 +556,63 @@ int srn_cm_listener_take(struct srn_cm_dev *dev, uint64_t service_id, const uint
 		return -ENOBUFS;       /* backlog full */
 	*out = l;
 	return 0;
+}
+
+/* ---- who holds a request's port, for the link (any thread) ---- */
+
+long srn_cm_port_holder(const uint8_t *mad, size_t len)
+{
+	struct srn_cm_msg m;
+	if (len > SRN_MAD_LEN)
+		len = SRN_MAD_LEN;
+	if (srn_cm_mad_parse(mad, len, &m))
+		return 0;
+	uint64_t sid;
+	const uint8_t *pdata;
+	size_t plen;
+	if (m.attr == SRN_CM_ATTR_REQ) {
+		sid = m.req.service_id;
+		pdata = m.req.pdata;
+		plen = sizeof(m.req.pdata);
+	} else if (m.attr == SRN_CM_ATTR_SIDR_REQ) {
+		sid = m.sidr_req.service_id;
+		pdata = m.sidr_req.pdata;
+		plen = sizeof(m.sidr_req.pdata);
+	} else {
+		return 0;
+	}
+	struct srn_cma_hdr h;
+	if ((sid & SRN_CMA_SID_PREFIX_MASK) != SRN_CMA_SID_PREFIX ||
+	    srn_cma_hdr_parse(pdata, plen, (uint16_t)sid, &h))
+		return 0;
+	uint16_t ps = (uint16_t)(sid >> 16), port = (uint16_t)sid;
+	/* A descriptor of its own: dir_fd belongs to the CM thread. */
+	int dfd = port_dir_open();
+	if (dfd < 0)
+		return 0;
+	DIR *d = fdopendir(dfd);
+	if (!d) {
+		close(dfd);
+		return 0;
+	}
+	long found = 0;
+	struct dirent *e;
+	while (!found && (e = readdir(d))) {
+		unsigned fps, fport;
+		int pid;
+		if (sscanf(e->d_name, "%4x-%5u-%d-", &fps, &fport, &pid) != 3 || fps != ps ||
+		    fport != port || pid <= 0 || kill(pid, 0))
+			continue;
+		int fd = openat(dfd, e->d_name, O_RDONLY | OPEN_SAFE);
+		if (fd < 0)
+			continue;
+		struct port_rec r;
+		if (file_ours(fd, sizeof(r)) && pread(fd, &r, sizeof(r), 0) == (ssize_t)sizeof(r) &&
+		    r.magic == PORT_REC_MAGIC && r.ps == ps && r.port == port && r.pid == pid &&
+		    addr_match((const struct sockaddr *)&r.addr, (const struct sockaddr *)&h.dst))
+			found = pid;
+		close(fd);
+	}
+	closedir(d);
+	return found;
 }

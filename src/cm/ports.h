@@ -53,4 +53,11 @@ struct srn_cm_id *srn_cm_listener_for(uint64_t service_id, const struct sockaddr
 int srn_cm_listener_take(struct srn_cm_dev *dev, uint64_t service_id, const uint8_t *pdata, size_t len,
 			 struct srn_cma_hdr *h, struct srn_cm_id **out);
 
+/* The live process that holds the port a REQ or SIDR_REQ (the MAD) asks
+ * for, on its destination address or a wildcard; 0 when none.  Reads the
+ * port files only, with no lock: the link calls it from any thread to
+ * route a request to the process behind a shared address that listens
+ * (link/udp_group.h, srn_udp_group_set_gsi). */
+long srn_cm_port_holder(const uint8_t *mad, size_t len);
+
 #endif

@@ -21,6 +21,7 @@
 
 #include "cm/mad.h"
 #include "diag/clock.h"
+#include "wire/gsi_route.h"
 
 #define SRN_CM_MAX_DEV 8
 /* QP1's queues, as deep as the kernel's MAD layer makes them
@@ -57,6 +58,7 @@ struct srn_cm_dev {
 	uint8_t *buf;                  /* NRECV × (GRH + MAD), then NSEND × MAD */
 	uint32_t send_next, send_busy;
 	uint8_t gid[16];
+	unsigned member;               /* behind a shared address: the top byte of our comm IDs */
 	struct sockaddr_storage addr;  /* the device's IP (from GID 0) */
 	uint64_t guid;
 	enum ibv_mtu mtu;
@@ -71,6 +73,13 @@ struct srn_cm_dev {
 
 struct srn_cm_id;
 struct srn_cm_chan;
+
+/* A communication ID (or SIDR request ID) of ours on d from a counter:
+ * the device's member number in the top byte (wire/gsi_route.h). */
+static inline uint32_t srn_cm_comm_id(const struct srn_cm_dev *d, uint32_t counter)
+{
+	return d->member << SRN_GSI_ID_MEMBER_SHIFT | (counter & ((1u << SRN_GSI_ID_MEMBER_SHIFT) - 1));
+}
 
 struct srn_cm {
 	pthread_mutex_t lock;

@@ -57,11 +57,11 @@ void srn_cm_ud_ah_attr(const struct srn_cm_id *id, const uint8_t gid[16], struct
 	ah->grh.traffic_class = id->tos;
 }
 
-static uint32_t new_request_id(void)
+static uint32_t new_request_id(const struct srn_cm_dev *dev)
 {
 	for (;;) {
 		srn_cm.next_comm_id += 2;
-		uint32_t c = srn_cm.next_comm_id;
+		uint32_t c = srn_cm_comm_id(dev, srn_cm.next_comm_id);
 		bool used = c == 0;
 		for (struct srn_cm_id *id = srn_cm.ids; id && !used; id = id->next)
 			used = id->local_comm_id == c;
@@ -81,7 +81,7 @@ int srn_cm_sidr_connect(struct srn_cm_id *id, const struct rdma_conn_param *p)
 	uint32_t rnd = 0;
 	if (getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd))
 		rnd = (uint32_t)srn_now_ns();
-	id->local_comm_id = new_request_id();
+	id->local_comm_id = new_request_id(id->dev);
 	id->remote_comm_id = 0;
 	id->tid = (uint64_t)id->local_comm_id << 32 | rnd;
 	r->request_id = id->local_comm_id;

@@ -1,12 +1,11 @@
 /*
  * thread.c - the CM thread, the top of the CM: init and fini, the epoll
  * loop, the dispatcher every received MAD goes through, the timers, and
- * what the thread does when a peer process dies (peer_watch.c) or another
- * CM passes a MAD on (steer.c).
+ * what the thread does when a peer process dies (peer_watch.c).
  *
  * One thread per process sleeps in epoll on the devices' completion
- * channels (qp1.c), the kick eventfd, the peer watches, the steering
- * sockets and the earliest CM timer; it receives MADs and runs timers
+ * channels (qp1.c), the kick eventfd, the peer watches and the earliest
+ * CM timer; it receives MADs and runs timers
  * under srn_cm.lock.
  */
 #include "cm/thread.h"
@@ -14,8 +13,8 @@
 #include "cm/conn.h"
 #include "cm/held.h"
 #include "cm/peer_watch.h"
+#include "cm/ports.h"
 #include "cm/qp1.h"
-#include "cm/steer.h"
 #include "diag/thread.h"
 
 #include <errno.h>
@@ -45,18 +44,11 @@ static void dispatch(struct srn_cm_dev *dev, const uint8_t *mad, size_t len, con
 		srn_cm_held_add(dev, &m, gid);
 }
 
-/* A MAD from the wire: to the CM of the process it belongs to (steer.c),
- * else ours. */
-static void wire_mad(struct srn_cm_dev *dev, const uint8_t *mad, size_t len, const uint8_t gid[16])
-{
-	if (!srn_cm_steer_mad(dev, mad, len, gid))
-		dispatch(dev, mad, len, gid);
-}
-
-/* Receive and handle every MAD that has reached d. */
+/* Receive and handle every MAD that has reached d.  Behind a shared
+ * address the link has already routed each to the process it is for. */
 static void dev_drain(struct srn_cm_dev *d)
 {
-	srn_cm_qp1_poll(d, wire_mad);
+	srn_cm_qp1_poll(d, dispatch);
 }
 
 /* A same-host peer process died (peer_watch.c): end every connection to it. */
@@ -131,8 +123,6 @@ static void *cm_thread(void *arg)
 					peer_died(dead);
 				continue;
 			}
-			if (srn_cm_steer_fired(ev[i].data.ptr, dispatch))
-				continue;
 			struct srn_cm_dev *d = ev[i].data.ptr;
 			struct ibv_cq *cq;
 			void *ctx;
@@ -145,6 +135,9 @@ static void *cm_thread(void *arg)
 	}
 	return NULL;
 }
+
+/* libibverbs.so.1's private entry point (src/verbs/verbs_gsi.c). */
+int softrnic_gsi_serve(struct ibv_context *ctx, long (*listener)(const uint8_t *mad, size_t len));
 
 /* Must hold srn_cm.lock. */
 int srn_cm_init(void)
@@ -175,8 +168,12 @@ int srn_cm_init(void)
 		srn_cm.ndev++;
 	}
 	ibv_free_device_list(list);
-	if (!ret)
-		srn_cm_steer_open();
+	/* QP1 is ours to serve: REQs behind a shared address route through
+	 * our port files, the rest by the member number in our comm IDs. */
+	for (int i = 0; !ret && i < srn_cm.ndev; i++) {
+		int m = softrnic_gsi_serve(srn_cm.dev[i].ctx, srn_cm_port_holder);
+		srn_cm.dev[i].member = m > 0 ? (unsigned)m : 0;
+	}
 	if (!ret && srn_thread_spawn(&srn_cm.thread, "srn-cm", cm_thread, NULL))
 		ret = -EAGAIN;
 	srn_cm.thread_started = !ret;
@@ -196,7 +193,8 @@ __attribute__((destructor)) static void srn_cm_fini(void)
 		return;
 	pthread_mutex_lock(&srn_cm.lock);
 	srn_cm_exit_abort();
-	srn_cm_steer_close();
+	for (int i = 0; i < srn_cm.ndev; i++)
+		softrnic_gsi_serve(srn_cm.dev[i].ctx, NULL);
 	pthread_mutex_unlock(&srn_cm.lock);
 	atomic_store(&srn_cm.stop, true);
 	/* Kick until it has ended: a pass that was already running may read

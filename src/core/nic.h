@@ -32,6 +32,7 @@
 #include "link/shm.h"
 #include "link/udp.h"
 #include "link/udp_group.h"
+#include "wire/gsi_route.h"     /* SRN_GSI_QPN */
 #include "wire/icrc.h"
 
 struct srn_device;
@@ -205,7 +206,6 @@ int srn_nic_qp_add(struct srn_nic *nic, struct srn_qp *qp, uint32_t *qpn);
 void srn_nic_qp_del(struct srn_nic *nic, uint32_t qpn);
 /* The GSI QP (QP1) of this nic, for the connection manager: -EBUSY when
  * the nic has one already.  Must hold nic->lock. */
-#define SRN_GSI_QPN 1u
 int srn_nic_qp_add_gsi(struct srn_nic *nic, struct srn_qp *qp, uint32_t *qpn);
 struct srn_qp *srn_nic_qp_lookup(struct srn_nic *nic, uint32_t qpn);
 

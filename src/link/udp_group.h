@@ -26,15 +26,20 @@
  *   file; each packet carries the group's secret from the 0600 order
  *   file, so other users' datagrams are dropped), and the owner's receive
  *   path takes it as if from the wire.  A packet whose owner has no
- *   forwarding socket is kept (QP1 when member 0 is gone: the local CM
- *   answers).  A member leaving passes on what its socket still holds.
+ *   forwarding socket is kept (a MAD for a member that is gone: the
+ *   local CM answers).  A member leaving passes on what its socket still holds.
  * - Same-host rings stay: each member has its own inbox, named with its
  *   member number (link/shm_file.h), and senders pick it from the
  *   destination QPN.  Doorbells for a member k > 0 go to its forwarding
  *   socket: an empty datagram carries no QPN to steer by (the program
  *   gives those to member 0).
- *
- * QP1 (the CM) is member 0's: MADs reach member 0, whose CM serves them.
+ * - QP1 belongs to no member: every member's CM has its own, and a CM MAD
+ *   goes to the CM it is for (wire/gsi_route.h).  The program reads the
+ *   receiver's communication ID, whose top byte our CMs make their member
+ *   number; a REQ or SIDR_REQ goes by hash to any member, which asks its
+ *   CM who listens on the service ID (srn_udp_group_set_gsi) and forwards
+ *   it there.  A member without a CM forwards it to one that has one,
+ *   marked to be routed once more.
  */
 #ifndef SRN_LINK_UDP_GROUP_H
 #define SRN_LINK_UDP_GROUP_H
@@ -49,7 +54,7 @@
 struct srn_udp;
 struct srn_rx_batch;
 
-#define SRN_GRP_MEMBER_BITS 4
+#define SRN_GRP_MEMBER_BITS 8
 #define SRN_GRP_MEMBERS (1u << SRN_GRP_MEMBER_BITS)   /* processes per address */
 #define SRN_QPN_MEMBER_SHIFT (24 - SRN_GRP_MEMBER_BITS)
 #define SRN_QPN_MCAST 0xffffffu                        /* IBTA: multicast destination QP */
@@ -109,10 +114,18 @@ struct srn_udp_group_stats {
 };
 const struct srn_udp_group_stats *srn_udp_group_stats(const struct srn_udp *u);
 
-/* The classic BPF program for a group whose kernel socket order is
- * order[0..n) (member numbers).  prog holds at least SRN_GRP_PROG_MAX
- * instructions; returns their number.  Exposed for the unit test. */
-#define SRN_GRP_PROG_MAX (16 + 2 * SRN_GRP_MEMBERS)
+/* This process's CM serves QP1 on this device: fn names the pid of the
+ * process that listens for a REQ or SIDR_REQ (the MAD, len bytes), or 0
+ * when none is known.  NULL: no CM any more.  fn runs in the receiving
+ * thread, under the nic's lock. */
+typedef long srn_gsi_listener_fn(const uint8_t *mad, size_t len);
+void srn_udp_group_set_gsi(struct srn_udp *u, srn_gsi_listener_fn *fn);
+
+/* The classic BPF program (udp_group_prog.c) for a group whose kernel
+ * socket order is order[0..n) (member numbers).  prog holds at least
+ * SRN_GRP_PROG_MAX instructions; returns their number.  Exposed for the
+ * unit test. */
+#define SRN_GRP_PROG_MAX (40 + 4 * SRN_GRP_MEMBERS)
 struct sock_filter;
 int srn_udp_group_prog(const uint8_t *order, unsigned n, struct sock_filter *prog);
 

@@ -24,6 +24,7 @@
 #include "core/device.h"
 #include "core/nic.h"
 #include "core/qp.h"
+#include "engine/nic.h"
 #include "diag/counters.h"
 #include "link/shm_file.h"
 #include "link/udp.h"
@@ -39,6 +40,26 @@ SRN_EXPORT struct ibv_qp *softrnic_create_gsi_qp(struct ibv_pd *pd, struct ibv_q
 		return srn_null_errno(-EINVAL);
 	int ret = srn_qp_create_at(pd->context, pd, init, NULL, true, &qp);
 	return ret ? srn_null_errno(ret) : &qp->ibqp_ex.qp_base;
+}
+
+SRN_EXPORT int softrnic_gsi_serve(struct ibv_context *ctx, srn_gsi_listener_fn *listener);
+
+/* The CM serves QP1 of this device (NULL: no more): it routes the REQs
+ * that reach this process but are for another behind the same address
+ * with `listener` (link/udp_group.h).  Returns the device's member number,
+ * which the CM puts in the top byte of its communication IDs so the
+ * other MADs route by themselves (wire/gsi_route.h); 0 when the address
+ * is not shared. */
+SRN_EXPORT int softrnic_gsi_serve(struct ibv_context *ctx, srn_gsi_listener_fn *listener)
+{
+	if (!ctx)
+		return -EINVAL;
+	struct srn_nic *nic = srn_ctx(ctx)->nic;
+	srn_nic_lock(nic);
+	srn_udp_group_set_gsi(&nic->link.udp, listener);
+	int member = (int)srn_udp_member(&nic->link.udp);
+	srn_nic_unlock(nic);
+	return member;
 }
 
 SRN_EXPORT int softrnic_peer_pid(struct ibv_context *ctx, const union ibv_gid *gid);

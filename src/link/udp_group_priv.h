@@ -1,0 +1,108 @@
+/*
+ * udp_group_priv.h - what udp_group.c (joining, leaving, the order and
+ * the program) and udp_group_fwd.c (forwarding, doorbells, QP1's MADs)
+ * share about a shared address's group.  Not for other files.
+ */
+#ifndef SRN_LINK_UDP_GROUP_PRIV_H
+#define SRN_LINK_UDP_GROUP_PRIV_H
+
+#include <netinet/in.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "link/udp.h"
+#include "link/udp_group.h"
+
+
+
+#define GRP_DIR_FMT "/dev/shm/softrnic-grp-%u-%llx"
+#define ORDER_MAGIC 0x31505247u         /* "GRP1" */
+#define FWD_MAGIC 0x32445746u           /* "FWD2" */
+#define RESTEER_MAGIC 0x31545352u       /* "RST1": a leaver asks a member to steer again */
+#define FWD_SOCKBUF (4u << 20)          /* a burst of forwarded packets */
+#define SLOT_MAGIC 0x32544c53u          /* "SLT2" */
+#define SLOT_GSI 1u                     /* slot_rec.flags: its CM serves QP1 */
+#define FWD_ROUTE 1u                    /* fwd_hdr.flags: a REQ for the receiver's CM to route */
+
+struct order_file {
+	uint32_t magic;
+	uint32_t n;                     /* sockets in the group */
+	uint64_t secret;                /* random, at the group's first join: forwarded packets carry it */
+	uint8_t member[SRN_GRP_MEMBERS];  /* member[i]: the member at kernel index i */
+};
+
+/* A member slot file: who holds it and where it takes forwarded packets. */
+struct slot_rec {
+	uint32_t magic;
+	int32_t pid;
+	struct sockaddr_in fwd;         /* 127.0.0.1:port */
+	uint32_t flags;                 /* SLOT_GSI */
+};
+
+/* What precedes a forwarded packet.  The forwarding socket is a UDP port
+ * on loopback that any local user can reach; the group's secret, in a
+ * file only our user can read, tells our members' packets apart. */
+struct fwd_hdr {
+	uint32_t magic;
+	uint32_t srclen;
+	uint32_t flags;                 /* FWD_ROUTE */
+	uint64_t secret;
+	struct sockaddr_storage src;    /* the packet's source on the wire */
+};
+
+/* A member that finds another's packet on its socket while steering is
+ * on re-reads the group's order and attaches the program again (the
+ * order changed under it: a member left or died), at most this often. */
+#define RESTEER_GAP_NS 1000000ull
+
+struct srn_udp_group {
+	unsigned member;
+	int slot_fd;                    /* flock'ed: our member slot */
+	int fwd_fd;                     /* our forwarding socket, -1: none */
+	struct slot_rec rec;            /* what our slot file says */
+	_Atomic(srn_gsi_listener_fn *) gsi_fn;  /* our CM's listener lookup */
+	unsigned gsi_hint;              /* the member whose CM took the last REQ we could not */
+	uint64_t secret;
+	char dir[96];
+	char key[INET6_ADDRSTRLEN + 8];
+	/* Member k's slot file, open: read on every forward, because a
+	 * member number changes hands and the old holder's port is dead. */
+	int peer_fd[SRN_GRP_MEMBERS];   /* -1: not open yet */
+	struct sockaddr_in peer_to;     /* the last answer of peer_fwd */
+	bool steer;                     /* the program steers (not SOFTRNIC_GROUP_STEER=0) */
+	bool foreign_seen;              /* the socket gave us another member's packet */
+	bool resteer_asked;             /* a leaver's note came */
+	uint64_t resteer_ns;
+	struct srn_udp_group_stats st;
+	uint64_t fwd_polled_ns;         /* last look at the forwarding socket */
+	bool fwd_busy;                  /* and it had something */
+	struct fwd_hdr rx_hdr[SRN_RX_BATCH];
+};
+
+/* With steering right nothing is forwarded, and a look at an empty
+ * forwarding socket on every poll would double the receive path's system
+ * calls (half the bandwidth of a lone shared process): look every 20 us
+ * unless the last look found packets.  The progress thread's epoll
+ * watches the socket, so a sleeping process still wakes at once. */
+#define FWD_POLL_GAP_NS 20000ull
+
+/* udp_group.c */
+int srn_grp_addr_key(const struct sockaddr *a, char *out, size_t n);
+void srn_grp_dir_name(char *out, size_t n);
+/* Open (create) the 0600 file <dir>/<key><suffix> of ours. */
+int srn_grp_open_ours(const struct srn_udp_group *g, const char *suffix);
+/* The same file if it exists, not created. */
+int srn_grp_open_existing(const struct srn_udp_group *g, const char *suffix);
+/* Attach the group's program again from the order file (udp_group.c). */
+void srn_grp_resteer(struct srn_udp *u);
+
+/* udp_group_fwd.c */
+const struct sockaddr_in *srn_grp_peer_fwd(struct srn_udp_group *g, unsigned k);
+int srn_grp_fwd_send(int from, const struct sockaddr_in *to, uint32_t magic, uint32_t flags,
+		     uint64_t secret, const struct sockaddr *src, socklen_t srclen,
+		     const uint8_t *data, uint32_t len);
+void srn_grp_drain_for_others(struct srn_udp *u);
+
+#endif
