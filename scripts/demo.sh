@@ -1,6 +1,6 @@
 #!/bin/bash
 # scripts/demo.sh - install, build, and show softrnic working: two endpoints
-# on this host's loopback (each process gets its own 127.0.0.N), Debian's
+# on this host's loopback (both share 127.0.0.1, as on a NIC), Debian's
 # unmodified ibv_rc_pingpong run through `softrnic run`, first as a
 # latency pingpong, then as a bandwidth run, with each endpoint's NIC
 # counters printed when it closes the device (SOFTRNIC_STATS=1).

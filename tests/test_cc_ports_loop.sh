@@ -19,6 +19,8 @@ command -v python3 >/dev/null || { echo "SKIP: python3 not installed"; exit 77; 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 fail=0
+# Each side its own address: the trace check counts QPs per address.
+export SOFTRNIC_DEVICES=name=softrnic0,addr=auto,share=0
 
 asan_env() {
     [ -n "${SRN_ASAN_PRELOAD:-}" ] && echo "LD_PRELOAD=$SRN_ASAN_PRELOAD ASAN_OPTIONS=detect_leaks=0:abort_on_error=1"

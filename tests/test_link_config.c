@@ -128,7 +128,7 @@ static const struct bad_case bad[] = {
 	  "SOFTRNIC_DEVICES: entry 2: 'adr': unknown key (expected name, addr, port, mtu)" },
 	{ "name=x",
 	  "SOFTRNIC_DEVICES: entry 1: 'addr' is missing (give an IP address of this host, "
-	  "or addr=auto for a free loopback address)" },
+	  "or addr=auto for the host's loopback address)" },
 	{ "addr=10.0.0.1,port=70000",
 	  "SOFTRNIC_DEVICES: entry 1: port '70000': not a number in 1..65535" },
 	{ "addr=10.0.0.1;addr=10.0.0.2,port=0",

@@ -23,6 +23,9 @@ check=$SRN_BUILD/bin/pcap_icrc_check
 
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
+# Each side its own address, so the traces tell them apart (both would
+# share 127.0.0.1 by default, as on a NIC).
+export SOFTRNIC_DEVICES=name=softrnic0,addr=auto,share=0
 iters=50 size=5000 mtu=1024
 per_msg=$(( (size + mtu - 1) / mtu ))
 

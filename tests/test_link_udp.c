@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "link/udp.h"
+#include "link/udp_group.h"
 #include "check.h"
 #include "diag/clock.h"
 
@@ -21,6 +22,7 @@
 
 static struct srn_rx_batch rx;
 
+/* addr=auto,share=0: a free 127.0.0.N of the device's own. */
 static struct srn_dev_cfg auto_cfg(const char *name, uint16_t port)
 {
 	struct srn_dev_cfg c;
@@ -29,7 +31,41 @@ static struct srn_dev_cfg auto_cfg(const char *name, uint16_t port)
 	c.family = AF_INET;
 	c.port = port;
 	c.auto_loopback = true;
+	c.exclusive = true;
 	return c;
+}
+
+/* addr=auto, the default: every device of the user on one address, as on
+ * a NIC, told apart by member number (link/udp_group.h). */
+static void test_auto_shared(void)
+{
+	struct srn_dev_cfg ca = auto_cfg("softrnicS", 0), cb = auto_cfg("softrnicT", 0);
+	/* A port of our own, so other suites on 4791 do not interfere. */
+	int probe = socket(AF_INET, SOCK_DGRAM, 0);
+	struct sockaddr_in pa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t pl = sizeof(pa);
+	CHECK(probe >= 0 && bind(probe, (struct sockaddr *)&pa, sizeof(pa)) == 0 &&
+	      getsockname(probe, (struct sockaddr *)&pa, &pl) == 0, "probe port");
+	close(probe);
+	ca.port = cb.port = ntohs(pa.sin_port);
+	ca.exclusive = cb.exclusive = false;
+	struct srn_udp a, b;
+	char err[256], s1[SRN_SOCKADDR_STRLEN];
+	int rc = srn_udp_open(&a, &ca, err, sizeof(err));
+	CHECK(rc == 0, "shared auto A: %d %s", rc, err);
+	rc = srn_udp_open(&b, &cb, err, sizeof(err));
+	CHECK(rc == 0, "shared auto B: %d %s", rc, err);
+	if (srn_check_failures)
+		return;
+	const struct sockaddr_in *la = (const void *)&a.local, *lb = (const void *)&b.local;
+	CHECK(la->sin_addr.s_addr == lb->sin_addr.s_addr && la->sin_port == lb->sin_port,
+	      "shared auto: two addresses");
+	CHECK(srn_udp_member(&a) != srn_udp_member(&b), "shared auto: one member number twice");
+	printf("auto_shared: A and B both on %s, members %u and %u\n",
+	       srn_sockaddr_str((struct sockaddr *)&a.local, s1, sizeof(s1)), srn_udp_member(&a),
+	       srn_udp_member(&b));
+	srn_udp_close(&b);
+	srn_udp_close(&a);
 }
 
 static struct srn_dev_cfg fixed_cfg(const char *name, const char *addr, uint16_t port)
@@ -450,6 +486,7 @@ int main(void)
 	}
 	test_gid();
 	test_auto_loopback();
+	test_auto_shared();
 	test_bad_address();
 	test_ipv6();
 	srn_rx_batch_free(&rx);

@@ -242,7 +242,7 @@ int srn_config_parse_entry(const char *entry, int index, struct srn_dev_cfg *cfg
 	if (!seen_addr)
 		return cfg_error(err, errlen, where,
 						 "'addr' is missing (give an IP address of this host, or addr=auto "
-						 "for a free loopback address)");
+						 "for the host's loopback address)");
 	return 0;
 }
 

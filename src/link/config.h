@@ -3,12 +3,13 @@
  *
  * A softrnic device is configured, not discovered. The sources, first match
  * wins: the SOFTRNIC_DEVICES environment variable, else the file named by
- * SOFTRNIC_CONFIG, else one zero-config device "softrnic0" on a free loopback
- * address (see srn_udp_open). Entry syntax, in both places:
+ * SOFTRNIC_CONFIG, else one zero-config device "softrnic0" on the host's
+ * loopback address, shared by every process (addr=auto; see srn_udp_open). Entry syntax, in both places:
  *
  *     name=softrnic0,addr=10.0.0.1,port=4791,mtu=1500,share=1
  *
- * addr is required ("auto" asks for a free 127.0.0.N at open time; IPv6
+ * addr is required ("auto": 127.0.0.1 shared by the user's processes, as
+ * a NIC's address is, or with share=0 a free 127.0.0.N of its own; IPv6
  * addresses may be written bare, in brackets, or with a %ifname scope);
  * name defaults to softrnicN (N = device index), port to 4791, mtu to the
  * MTU of the interface that carries addr, share to 1: other processes of
@@ -47,7 +48,7 @@ struct srn_dev_cfg {
 	struct sockaddr_storage addr;  /* local address (port field unused) */
 	uint16_t port;                 /* UDP port, host order; also the port peers are sent to */
 	uint32_t link_mtu;             /* IP MTU of the interface carrying addr */
-	bool auto_loopback;            /* pick the first free 127.0.0.N at open */
+	bool auto_loopback;            /* at open: the host's shared 127.0.0.N (share=0: a free one) */
 	bool exclusive;                /* share=0: no other process may bind addr:port (udp_group.h) */
 };
 

@@ -26,6 +26,7 @@
 #include "diag/memcheck.h"
 #include "link/gso.h"
 #include "link/udp_group.h"
+#include "wire/gsi_route.h"
 #include "wire/opcode.h"
 
 struct srn_egress *srn_egress_create(struct srn_udp *udp, struct srn_shm *shm,
@@ -88,9 +89,12 @@ int srn_egress_add(struct srn_egress *e, const struct sockaddr *dst, socklen_t d
 	 * not.  The payload is the program's memory, read from here on as
 	 * a NIC's DMA reads it, unjudged (diag/memcheck.h). */
 	SRN_MEM_CHECK_DEFINED(hdr, hl);
-	if (e->shm->enabled) {
+	uint32_t dqpn = hl >= 8 ? (uint32_t)hdr[5] << 16 | hdr[6] << 8 | hdr[7] : 0;
+	/* QP1's MADs take the socket: behind a shared address the receiving
+	 * group routes each to the CM it is for (udp_group.h), which a ring,
+	 * chosen by QPN alone, cannot.  They are few: connection setup. */
+	if (e->shm->enabled && dqpn != SRN_GSI_QPN) {
 		/* Which process behind dst: its QPN says (BTH bytes 5..7). */
-		uint32_t dqpn = hl >= 8 ? (uint32_t)hdr[5] << 16 | hdr[6] << 8 | hdr[7] : 0;
 		struct srn_shm_peer *sp = srn_shm_route(e->shm, dst, dstlen, srn_qpn_member(dqpn));
 		if (sp && sp->fresh) {
 			/* Packets queued for UDP before the ring was found go

@@ -18,8 +18,9 @@
  * - IPV6_V6ONLY: an IPv6 device must not collide with, or receive for, an
  *   IPv4 device on the same port.
  * - No SO_REUSEADDR: a failed bind is how auto_loopback learns that another
- *   process already owns 127.0.0.N:port.  A configured address is bound
- *   with SO_REUSEPORT (udp_group.h): processes of one user share it.
+ *   user, or an exclusive process, owns 127.0.0.N:port.  A configured or
+ *   auto address is bound with SO_REUSEPORT (udp_group.h): processes of
+ *   one user share it.
  *
  * The fault injector and the pcap trace hook in behind u->hooked: with
  * neither configured, each data-path call costs one untaken branch. With
@@ -145,20 +146,30 @@ static socklen_t fill_local(struct sockaddr_storage *ss, const struct srn_dev_cf
 	return sizeof(*sin6);
 }
 
-/* Two processes on one host each need their own address to own the same
- * port: walk 127.0.0.1..254 and keep the first one nobody holds. */
+/* addr=auto, the default: like a NIC, one address for every process of
+ * the host (of this user, in this network namespace), the first of
+ * 127.0.0.1..254 whose group we may join: another user's processes, or
+ * an exclusive one, hold theirs alone (udp_group.h).  With share=0 each
+ * process keeps the first address nobody holds, its own. */
 static int bind_auto(struct srn_udp *u, struct srn_dev_cfg *cfg, char *err, size_t errlen)
 {
 	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(cfg->port) };
 	int e = 0;
 	for (uint32_t n = 1; n <= SRN_AUTO_LOOPBACK_LAST; n++) {
 		sin.sin_addr.s_addr = htonl((IN_LOOPBACKNET << 24) | n);
-		if (bind(u->fd, (struct sockaddr *)&sin, sizeof(sin)) == 0)
+		int rc;
+		if (cfg->exclusive)
+			rc = bind(u->fd, (struct sockaddr *)&sin, sizeof(sin)) ? -errno : 0;
+		else
+			rc = srn_udp_group_bind(u, cfg, (struct sockaddr *)&sin, sizeof(sin), err, errlen);
+		if (rc == 0)
 			return 0;
-		e = errno;
+		e = -rc;
 		if (e != EADDRINUSE)
 			break;
 	}
+	if (err[0])
+		return -e;              /* the group explained it */
 	char target[96];
 	snprintf(target, sizeof(target), "any of 127.0.0.1-127.0.0.%d on port %u",
 			 SRN_AUTO_LOOPBACK_LAST, cfg->port);
