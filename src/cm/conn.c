@@ -142,7 +142,8 @@ int srn_cm_connect(struct srn_cm_id *id, const struct rdma_conn_param *p)
 	}
 	srn_cm_timer_arm(id, 2 * cm_ms(CMA_PACKET_LIFETIME) + cm_ms(CMA_CM_RESPONSE_TIMEOUT),
 			 CMA_MAX_CM_RETRIES);
-	srn_cm_watch_peer(id);
+	/* The peer is watched from its REP on: behind a shared address only
+	 * its QPN says which process it is. */
 	return 0;
 }
 
@@ -462,6 +463,7 @@ static void on_rep(const struct srn_cm_msg *m)
 	id->resp_res = r->init_depth;
 	id->init_depth = r->resp_res;
 	id->rnr_retry = r->rnr_retry;
+	srn_cm_watch_peer(id);
 	struct rdma_conn_param cp = { 0 };
 	set_conn_param(&cp, r->init_depth, r->resp_res, r->flow_ctrl, 0, r->rnr_retry, r->srq, id->remote_qpn);
 	if (!id->id.qp) {

@@ -37,7 +37,7 @@
 #define SRN_CM_NWATCH 32
 
 /* libibverbs.so.1's private entry point (src/verbs/verbs_gsi.c). */
-int softrnic_peer_pid(struct ibv_context *ctx, const union ibv_gid *gid);
+int softrnic_peer_pid(struct ibv_context *ctx, const union ibv_gid *gid, uint32_t qpn);
 
 struct peer_watch {
 	int fd;                        /* pidfd, in srn_cm.epfd; -1: slot free */
@@ -92,7 +92,7 @@ void srn_cm_watch_peer(struct srn_cm_id *id)
 		return;
 	union ibv_gid g;
 	memcpy(g.raw, id->peer_gid, 16);
-	int pid = softrnic_peer_pid(id->dev->ctx, &g);
+	int pid = softrnic_peer_pid(id->dev->ctx, &g, id->remote_qpn);
 	if (pid <= 0 || pid == getpid())
 		return;                /* another host, no rings, or ourselves */
 	for (int i = 0; i < SRN_CM_NWATCH; i++)
@@ -105,7 +105,7 @@ void srn_cm_watch_peer(struct srn_cm_id *id)
 		return;
 	/* The pid may have been reused between the look-up and the open: the
 	 * locator must still name it now that the pidfd pins the process. */
-	if (softrnic_peer_pid(id->dev->ctx, &g) != pid) {
+	if (softrnic_peer_pid(id->dev->ctx, &g, id->remote_qpn) != pid) {
 		close(fd);
 		return;
 	}

@@ -10,7 +10,7 @@
  * One per nic: a second call fails with EBUSY.
  *
  * softrnic_peer_pid tells the CM which process on this host owns a peer's
- * device, so it can watch that process die (a kernel's CM learns it from
+ * QP, so it can watch that process die (a kernel's CM learns it from
  * the kernel; ours has no kernel): the owner named by the peer's inbox
  * locator, under the same checks the same-host link applies (our user,
  * mode 0600, this network namespace, alive).
@@ -62,11 +62,13 @@ SRN_EXPORT int softrnic_gsi_serve(struct ibv_context *ctx, srn_gsi_listener_fn *
 	return member;
 }
 
-SRN_EXPORT int softrnic_peer_pid(struct ibv_context *ctx, const union ibv_gid *gid);
+SRN_EXPORT int softrnic_peer_pid(struct ibv_context *ctx, const union ibv_gid *gid, uint32_t qpn);
 
-/* The pid (> 0) of the live process on this host whose device has gid, or
- * -ENOENT (another host, no inbox: SOFTRNIC_SHM=0), -EINVAL. */
-SRN_EXPORT int softrnic_peer_pid(struct ibv_context *ctx, const union ibv_gid *gid)
+/* The pid (> 0) of the live process on this host whose device has gid and
+ * owns QP qpn (behind a shared address, its member number says which:
+ * link/udp_group.h), or -ENOENT (another host, no inbox: SOFTRNIC_SHM=0),
+ * -EINVAL. */
+SRN_EXPORT int softrnic_peer_pid(struct ibv_context *ctx, const union ibv_gid *gid, uint32_t qpn)
 {
 	if (!ctx || !gid)
 		return -EINVAL;
@@ -76,17 +78,11 @@ SRN_EXPORT int softrnic_peer_pid(struct ibv_context *ctx, const union ibv_gid *g
 	/* The port and netns are set when the nic is created and never change. */
 	if (srn_gid_to_sockaddr(gid->raw, nic->link.udp.port, nic->link.udp.family, &dst, &len))
 		return -EINVAL;
-	/* Several live processes behind the address (link/udp_group.h):
-	 * which one holds the connection is not known here, so watch none. */
-	for (unsigned m = 1; m < SRN_GRP_MEMBERS; m++) {
-		struct srn_shm_locator loc;
-		if (srn_shm_locator_read(nic->link.shm.netns, (struct sockaddr *)&dst, m, 0, &loc) == 0 &&
-		    srn_shm_pid_alive(loc.pid))
-			return -ENOENT;
-	}
+	unsigned member = srn_qpn_member(qpn);
 	for (unsigned k = 0; k < SRN_SHM_NAMES; k++) {
 		struct srn_shm_locator loc;
-		if (srn_shm_locator_read(nic->link.shm.netns, (struct sockaddr *)&dst, 0, k, &loc) == 0 &&
+		if (srn_shm_locator_read(nic->link.shm.netns, (struct sockaddr *)&dst, member, k,
+					 &loc) == 0 &&
 		    srn_shm_pid_alive(loc.pid))
 			return loc.pid;
 	}
