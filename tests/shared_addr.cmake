@@ -12,5 +12,12 @@ foreach(mode loopback netns)
     LABELS e2e)
 endforeach()
 
+# 64 processes behind one address, a third killed (the first included),
+# rdma_cm pairs connecting before and after: bench/shared_many.sh runs 256.
+add_executable(test_shared_many ${CMAKE_CURRENT_LIST_DIR}/test_shared_many.c)
+target_link_libraries(test_shared_many PRIVATE rdmacm ibverbs)
+add_test(NAME shared_many COMMAND test_shared_many 64)
+set_tests_properties(shared_many PROPERTIES TIMEOUT 420 LABELS e2e COST 60)
+
 # The fast tier (each under ~2 s; ctest -L fast).
 set_property(TEST test_udp_group test_udp_group_prog APPEND PROPERTY LABELS fast)
