@@ -21,3 +21,7 @@ set_tests_properties(shared_many PROPERTIES TIMEOUT 420 LABELS e2e COST 60)
 
 # The fast tier (each under ~2 s; ctest -L fast).
 set_property(TEST test_udp_group test_udp_group_prog APPEND PROPERTY LABELS fast)
+
+# No variable set: rdma_cm programs reach each other at 127.0.0.1 in any
+# start order, next to an unrelated softrnic process.
+srn_script_test(default_addr test_default_addr.sh LABELS e2e)

@@ -132,6 +132,9 @@ user)
     cd "$TMP"
     # Not 65534: that is the overflow uid, which `run` refuses to map.
     USER_AS="setpriv --reuid=4242 --regid=4242 --clear-groups"
+    # An address of its own: with the default, whichever user's processes
+    # come first take 127.0.0.1, and the suite's other tests expect root's.
+    export SOFTRNIC_DEVICES="name=softrnic0,addr=127.$((RANDOM % 200 + 20)).$((RANDOM % 250 + 1)).$((RANDOM % 250 + 1))"
     # Both join one user namespace, so the same-host rings still work
     # between them (sibling namespaces could not open each other's inbox).
     export SOFTRNIC_STATS=1

@@ -150,12 +150,14 @@ static socklen_t fill_local(struct sockaddr_storage *ss, const struct srn_dev_cf
  * the host (of this user, in this network namespace), the first of
  * 127.0.0.1..254 whose group we may join: another user's processes, or
  * an exclusive one, hold theirs alone (udp_group.h).  With share=0 each
- * process keeps the first address nobody holds, its own. */
+ * process keeps the first address nobody holds, its own, from 127.0.0.2:
+ * 127.0.0.1 stays the host's, or an exclusive process that took it while
+ * the group was empty would move every other process's address. */
 static int bind_auto(struct srn_udp *u, struct srn_dev_cfg *cfg, char *err, size_t errlen)
 {
 	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(cfg->port) };
 	int e = 0;
-	for (uint32_t n = 1; n <= SRN_AUTO_LOOPBACK_LAST; n++) {
+	for (uint32_t n = cfg->exclusive ? 2 : 1; n <= SRN_AUTO_LOOPBACK_LAST; n++) {
 		sin.sin_addr.s_addr = htonl((IN_LOOPBACKNET << 24) | n);
 		int rc;
 		if (cfg->exclusive)
@@ -171,8 +173,8 @@ static int bind_auto(struct srn_udp *u, struct srn_dev_cfg *cfg, char *err, size
 	if (err[0])
 		return -e;              /* the group explained it */
 	char target[96];
-	snprintf(target, sizeof(target), "any of 127.0.0.1-127.0.0.%d on port %u",
-			 SRN_AUTO_LOOPBACK_LAST, cfg->port);
+	snprintf(target, sizeof(target), "any of 127.0.0.%d-127.0.0.%d on port %u",
+			 cfg->exclusive ? 2 : 1, SRN_AUTO_LOOPBACK_LAST, cfg->port);
 	bind_error(cfg, target, e, err, errlen);
 	return -e;
 }
