@@ -141,6 +141,24 @@ void srn_channel_fini(struct srn_channel *ch)
 	pthread_mutex_destroy(&ch->lock);
 }
 
+/* An event the waiting owner queued in its own pass holds no count on the
+ * fd: the owner takes it before it returns (engine/wait.c), so the count
+ * would be written and read back at once, two system calls a hop for a
+ * readability nobody could see.  Such an entry carries this tag in its
+ * low bit (a struct srn_cq is ours, from calloc: aligned).  Should one
+ * still be queued when the owner leaves, srn_channel_unown counts it. */
+#define EV_UNCOUNTED ((uintptr_t)1)
+
+static struct srn_cq *ev_cq(struct srn_cq *e)
+{
+	return (struct srn_cq *)((uintptr_t)e & ~EV_UNCOUNTED);
+}
+
+static bool ev_counted(struct srn_cq *e)
+{
+	return !((uintptr_t)e & EV_UNCOUNTED);
+}
+
 void srn_channel_notify(struct srn_channel *ch, struct srn_cq *cq)
 {
 	uint64_t one = 1;
@@ -161,10 +179,13 @@ void srn_channel_notify(struct srn_channel *ch, struct srn_cq *cq)
 		ch->head = ch->cap;
 		ch->cap *= 2;
 	}
-	ch->events[ch->head++ & (ch->cap - 1)] = cq;
-	/* Counted under the lock: the count never falls below the queue's
-	 * length, which is what lets forget and get read without blocking. */
-	if (write(ch->ibch.fd, &one, sizeof(one)) < 0) {
+	bool owners = ch->owner_tid && ch->owner_tid == srn_diag_tid();
+	ch->events[ch->head++ & (ch->cap - 1)] =
+		owners ? (struct srn_cq *)((uintptr_t)cq | EV_UNCOUNTED) : cq;
+	/* Counted under the lock: the count never falls below the number of
+	 * counted events queued, which is what lets forget and get read
+	 * without blocking. */
+	if (!owners && write(ch->ibch.fd, &one, sizeof(one)) < 0) {
 		/* cannot overflow: bounded by the queue */
 	}
 	if (ch->waiters && write(ch->wait_fd, &one, sizeof(one)) < 0) {
@@ -182,11 +203,13 @@ void srn_channel_notify(struct srn_channel *ch, struct srn_cq *cq)
 bool srn_channel_forget(struct srn_channel *ch, struct srn_cq *cq)
 {
 	pthread_mutex_lock(&ch->lock);
-	unsigned w = ch->tail, before = ch->head - ch->tail;
+	unsigned w = ch->tail, before = ch->head - ch->tail, counted = 0;
 	for (unsigned r = ch->tail; r != ch->head; r++) {
 		struct srn_cq *c = ch->events[r & (ch->cap - 1)];
-		if (c != cq)
+		if (ev_cq(c) != cq)
 			ch->events[w++ & (ch->cap - 1)] = c;
+		else
+			counted += ev_counted(c);
 	}
 	ch->head = w;
 	unsigned removed = before - (ch->head - ch->tail);
@@ -195,7 +218,7 @@ bool srn_channel_forget(struct srn_channel *ch, struct srn_cq *cq)
 	 * blocking ibv_get_cq_event would sleep until the next completion.
 	 * Each queued event holds one count (notify), so these reads find
 	 * one each and never block, whatever the fd's flags. */
-	for (unsigned i = 0; i < removed; i++) {
+	for (unsigned i = 0; i < counted; i++) {
 		uint64_t v;
 		if (read(ch->ibch.fd, &v, sizeof(v)) < 0 && errno == EINTR)
 			i--;
@@ -211,9 +234,10 @@ static bool pop_locked(struct srn_channel *ch, struct srn_cq **cq)
 {
 	if (ch->head == ch->tail)
 		return false;
-	*cq = ch->events[ch->tail++ & (ch->cap - 1)];
+	struct srn_cq *e = ch->events[ch->tail++ & (ch->cap - 1)];
+	*cq = ev_cq(e);
 	uint64_t v;
-	while (read(ch->ibch.fd, &v, sizeof(v)) < 0 && errno == EINTR)
+	while (ev_counted(e) && read(ch->ibch.fd, &v, sizeof(v)) < 0 && errno == EINTR)
 		;
 	return true;
 }
@@ -240,8 +264,19 @@ bool srn_channel_own(struct srn_channel *ch, uint32_t tid, int bell_fd)
 
 void srn_channel_unown(struct srn_channel *ch)
 {
+	uint64_t one = 1;
 	pthread_mutex_lock(&ch->lock);
 	ch->owner_tid = 0;
+	/* What the owner queued and left behind is anyone's now: counted. */
+	for (unsigned r = ch->tail; r != ch->head; r++) {
+		struct srn_cq **e = &ch->events[r & (ch->cap - 1)];
+		if (!ev_counted(*e)) {
+			*e = ev_cq(*e);
+			if (write(ch->ibch.fd, &one, sizeof(one)) < 0) {
+				/* cannot overflow: bounded by the queue */
+			}
+		}
+	}
 	pthread_mutex_unlock(&ch->lock);
 }
 

@@ -25,7 +25,7 @@ struct srn_channel {
 	struct ibv_comp_channel ibch;
 	struct srn_context *ctx;
 	pthread_mutex_t lock;
-	struct srn_cq **events;        /* FIFO of CQs with a pending event */
+	struct srn_cq **events;        /* FIFO of CQs with a pending event (cq.c: tagged) */
 	unsigned head, tail, cap;      /* free-running, cap a power of two */
 	int ncqs;                      /* CQs bound to this channel */
 	int wait_fd;                   /* eventfd blocking ibv_get_cq_event sleeps in */

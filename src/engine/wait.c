@@ -118,6 +118,11 @@ int srn_wait_event(struct srn_nic *nic, struct srn_channel *ch, struct srn_cq **
 	};
 	nfds_t nfd = pfd[3].fd >= 0 ? 4 : 3;
 	int ret;
+	/* Owner of the channel from the first sleep to the return: events
+	 * other threads queue ring the bell, and the events this thread's
+	 * own passes queue hold no count on the fd (core/cq.c), since it
+	 * takes them at the top of the loop. */
+	bool owned = false;
 	for (;;) {
 		if (srn_channel_take(ch, cq) == 0) {
 			ret = 0;
@@ -132,19 +137,18 @@ int srn_wait_event(struct srn_nic *nic, struct srn_channel *ch, struct srn_cq **
 			srn_txq_flush(nic);
 			srn_nic_unlock(nic);
 		}
-		if (!srn_channel_own(ch, me, nic->engine.bell_fd))
+		if (!owned && !srn_channel_own(ch, me, nic->engine.bell_fd))
 			continue;   /* queued meanwhile */
+		owned = true;
 		/* Same-host senders ring the socket while this is raised;
 		 * rings that already hold packets are served first. */
 		if (!srn_shm_sleep_begin(&nic->link.shm)) {
-			srn_channel_unown(ch);
 			serve(nic, false);
 			continue;
 		}
 		int n = poll(pfd, nfd, -1);
 		int err = errno;
 		srn_shm_sleep_end(&nic->link.shm);
-		srn_channel_unown(ch);
 		if (n < 0) {
 			if (err == EINTR && !restart_after_signal()) {
 				ret = -EINTR;
@@ -174,6 +178,8 @@ int srn_wait_event(struct srn_nic *nic, struct srn_channel *ch, struct srn_cq **
 		if (pfd[0].revents || pfd[2].revents || fwd)
 			serve(nic, pfd[0].revents || fwd);
 	}
+	if (owned)
+		srn_channel_unown(ch);   /* counts what this thread queued and left */
 	leave(nic);
 	return ret;
 }
