@@ -289,8 +289,8 @@ void srn_udp_group_set_gsi(struct srn_udp *u, srn_gsi_listener_fn *fn)
 	atomic_store_explicit(&g->gsi_fn, fn, memory_order_release);
 	/* Tell the others, for REQs they have no CM to route. */
 	g->rec.flags = fn ? g->rec.flags | SLOT_GSI : g->rec.flags & ~SLOT_GSI;
-	if (g->rec.magic == SLOT_MAGIC &&
-	    pwrite(g->slot_fd, &g->rec, sizeof(g->rec), 0) != (ssize_t)sizeof(g->rec)) {
+	struct slot_rec r = g->rec;
+	if (r.magic == SLOT_MAGIC && pwrite(g->slot_fd, &r, sizeof(r), 0) != (ssize_t)sizeof(r)) {
 		/* Then REQs reach us by the program or from a CM member only. */
 	}
 }
