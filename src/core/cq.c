@@ -102,6 +102,26 @@ int srn_cq_pop(struct srn_cq *cq, int n, struct ibv_wc *wc)
 	return i;
 }
 
+void srn_cq_clean(struct srn_cq *cq, uint32_t qpn)
+{
+	uint32_t mask = cq->size - 1, to = cq->tail;
+	for (uint32_t from = cq->tail; from != cq->head; from++) {
+		if (cq->ring[from & mask].qp_num == qpn)
+			continue;
+		if (to != from) {
+			cq->ring[to & mask] = cq->ring[from & mask];
+			if (cq->ts)
+				cq->ts[to & mask] = cq->ts[from & mask];
+		}
+		to++;
+	}
+	bool emptied = to == cq->tail && cq->head != cq->tail;
+	cq->head = to;
+	/* Its event, if one waits, now announces nothing. */
+	if (emptied)
+		srn_cq_drained(cq);
+}
+
 void srn_cq_drained(struct srn_cq *cq)
 {
 	if (!cq->event_maybe_pending)

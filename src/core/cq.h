@@ -101,6 +101,10 @@ static inline bool srn_cq_armed_look(struct srn_cq *cq, int got)
  * Returns -ENOSPC on overflow (completion lost, CQ marked in error). */
 int srn_cq_push(struct srn_cq *cq, const struct ibv_wc *wc, bool solicited);
 int srn_cq_pop(struct srn_cq *cq, int n, struct ibv_wc *wc);
+/* Remove every completion of QP qpn still in the ring, keeping the order
+ * of the others (the QP went to RESET: libmlx5's mlx5_cq_clean).  Must
+ * hold nic->lock. */
+void srn_cq_clean(struct srn_cq *cq, uint32_t qpn);
 /* End of an ibv_poll_cq pass that received with app_polling set: the
  * event its completions deferred is raised now if completions are left
  * in the ring; none is (and the arm stays as it was) if the poll took

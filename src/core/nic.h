@@ -106,6 +106,7 @@ struct srn_nic_engine {
 	/* The progress thread sleeps until a packet or a kick (not a timer):
 	 * it would not notice held ACKs, so none may be held. */
 	_Atomic bool bg_deep_sleep;
+	_Atomic bool life_held;        /* the progress thread holds the liveness mutex */
 	/* epoll_pwait2 is missing (old kernel, valgrind): the progress
 	 * thread sleeps with epoll_wait.  Its own. */
 	bool epoll_ms;

@@ -167,6 +167,7 @@ int srn_qp_apply(struct srn_qp *qp, const struct ibv_qp_attr *attr, int mask)
 			return -EINVAL;
 		}
 		qp->attr.ah_attr = attr->ah_attr;
+		qp->path.peer_sport = 0;   /* a new peer: its port is learned anew */
 	}
 	if (next == IBV_QPS_RESET) {
 		reset(qp);

@@ -217,6 +217,10 @@ struct srn_path {
 	socklen_t peer_len;
 	struct srn_ip_meta tx_meta;    /* IP/UDP facts for the ICRC of what we send */
 	uint32_t mtu;                  /* path MTU in bytes */
+	/* The UDP source port the peer QP sends from, learned by rx.c from
+	 * its packets the transport took in sequence; 0 until then.  A CNP
+	 * must come from it (or from the peer device's port, or port 0). */
+	uint16_t peer_sport;
 };
 
 struct srn_qp {

@@ -74,6 +74,7 @@ enum srn_counter {
 	SRN_CNT_DIRECT_FALLBACK,    /* eligible Writes/Reads that took the rings after all (a check failed) */
 	SRN_CNT_DIRECT_FENCE_WAITS, /* dereg/revoke/QP changes that waited for a peer's placement */
 	SRN_CNT_DIRECT_FENCE_TIMEOUTS, /* ... and gave up on a stopped peer (SRN_DIRECT_FENCE_MAX_NS) */
+	SRN_CNT_DIRECT_PEER_DEAD,   /* direct placements refused or undone: the target's process died */
 	SRN_CNT_RX_PAUSE,           /* rx_pause (mlx5): pauses the emulated switch sent us (link/pause.h) */
 	SRN_CNT_RX_PAUSE_DURATION,  /* rx_pause_duration (mlx5): microseconds the link was paused */
 	/* Names mlx5 uses for error completions by cause (`rdma statistic`)
@@ -113,6 +114,8 @@ enum srn_counter {
 	SRN_CNT_NP_ECN_MARKED,           /* np_ecn_marked_roce_packets: CE-marked packets received */
 	SRN_CNT_RP_CNP_IGNORED,          /* rp_cnp_ignored: CNPs received with the RP off (or for
 					  * a QP it does not pace: not RC/UC, unknown, not its peer) */
+	SRN_CNT_RP_CNP_BAD_SOURCE,       /* of those: from the peer's address but a UDP source
+					  * port its QP does not send from (forged, transport/rx.c) */
 	/* The connection manager's MADs (librdmacm, src/cm/), by type in
 	 * attribute-ID order (0x10 REQ .. 0x18 SIDR_REP), each sent, received,
 	 * and received but dropped (no such connection, a state that takes no

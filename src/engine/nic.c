@@ -132,6 +132,10 @@ void srn_nic_destroy(struct srn_nic *nic)
 {
 	if (!nic)
 		return;
+	/* Peers stop placing before the progress thread lets go of the
+	 * liveness mutex (link/direct.h): else they would read a device
+	 * closing as a process dying. */
+	srn_direct_own_retire(&nic->link.direct);
 	srn_progress_stop(nic);
 	/* ACKs held for a post that never came still leave. */
 	srn_nic_lock(nic);

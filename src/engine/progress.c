@@ -286,6 +286,11 @@ static void *progress_main(void *arg)
 
 	/* So a post-mortem tells this thread from the program's. */
 	atomic_store_explicit(&nic->diag.busy->progress_tid, srn_diag_tid(), memory_order_relaxed);
+	/* Same-host peers place directly only while this thread lives
+	 * (link/direct.h "Liveness"): the kernel marks the mutex when the
+	 * process dies. */
+	srn_direct_own_hold(&nic->link.direct);
+	atomic_store_explicit(&nic->engine.life_held, true, memory_order_release);
 
 	uint32_t epoch_seen = 0;
 	uint64_t aside_ns = 0;
@@ -396,6 +401,7 @@ static void *progress_main(void *arg)
 		if (bg_pass(nic, &woke))
 			busy_poll(nic, woke);
 	}
+	srn_direct_own_unhold(&nic->link.direct);
 	return NULL;
 }
 
@@ -436,6 +442,14 @@ int srn_progress_start(struct srn_nic *nic)
 		goto fail;
 	}
 	nic->engine.thread_started = true;
+	/* Peers may already have found the inbox (published at open): until
+	 * the thread holds the liveness mutex they read the target as
+	 * "unsure" and send packets, which is right but slow, and under load
+	 * the thread may take long to run.  The open returns once it holds
+	 * it (bounded: the thread only has to be scheduled). */
+	for (int i = 0; i < 5000 && !atomic_load_explicit(&nic->engine.life_held,
+							  memory_order_acquire); i++)
+		usleep(200);
 	return 0;
 fail:;
 	int err = errno;

@@ -33,6 +33,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/futex.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdalign.h>
 #include <stdatomic.h>
@@ -49,7 +51,14 @@
 #include "link/shm_file.h"
 
 #define DIRECT_MAGIC 0x3154434552494453ull   /* "SDIRECT1", little-endian */
-#define DIRECT_LAYOUT 2u                     /* 2: QP max_dest_rd_atomic, region share */
+#define DIRECT_LAYOUT 3u                     /* 2: QP max_dest_rd_atomic, region share; 3: alive page */
+#ifndef MFD_NOEXEC_SEAL
+#define MFD_NOEXEC_SEAL 0x0008U        /* Linux 6.3; older glibc lacks the name */
+#endif
+#ifndef F_SEAL_FUTURE_WRITE
+#define F_SEAL_FUTURE_WRITE 0x0010     /* Linux 5.1 */
+#endif
+#define ALIVE_BYTES 4096u                    /* the liveness page */
 #define READ_TRIES 64                        /* a seqlock read gives up after this many */
 #define PEER_RETRY_NS 1000000000ull          /* a target without a usable table: look again in 1 s */
 
@@ -60,6 +69,12 @@ struct tab_hdr {
 	uint64_t cookie;                     /* the inbox's (locator) cookie */
 	_Atomic uint32_t closed;
 	uint32_t nqps, nmrs, nslots;
+	/* The liveness page (see "Liveness" in direct.h): its descriptor
+	 * in the owner (+1), inode, and the futex word's offset in it
+	 * (where the owner's libc keeps a mutex's lock word). */
+	int32_t alive_fd;
+	uint32_t alive_off;
+	uint64_t alive_ino;
 };
 
 struct tab_slot {
@@ -147,20 +162,85 @@ static bool seq_read(_Atomic uint32_t *seq, const uint64_t *src, void *dst, size
 	return false;
 }
 
-int srn_direct_own_open(struct srn_direct_own *o)
+/* The liveness page: a memfd of one page, 0600, holding a robust
+ * process-shared mutex, mapped here read-write and then sealed
+ * F_SEAL_FUTURE_WRITE, so peers (who open it through /proc/PID/fd as the
+ * table) can map it only read-only: the mutex's robust-list pointers,
+ * which glibc follows when it unlocks, are ours alone.  0 or -errno. */
+static int alive_open(struct srn_direct_own *o, uint64_t *ino)
 {
-	memset(o, 0, sizeof(*o));
-	o->fd = -1;
-	o->pid = getpid();
-	int fd = srn_shm_memfd_create(TAB_BYTES, HEAD_BYTES);
+	int fd = memfd_create("softrnic-alive", MFD_CLOEXEC | MFD_ALLOW_SEALING | MFD_NOEXEC_SEAL);
+	if (fd < 0 && errno == EINVAL)
+		fd = memfd_create("softrnic-alive", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (fd < 0)
-		return fd;
-	struct srn_direct_tab *t = map_tab(fd);
-	if (!t) {
-		int ret = -errno;
+		return -errno;
+	void *at = MAP_FAILED;
+	struct stat st;
+	/* Reserved, so the page never faults for lack of memory. */
+	if (!fchmod(fd, 0600) && !ftruncate(fd, ALIVE_BYTES) && !fallocate(fd, 0, 0, ALIVE_BYTES))
+		at = srn_raw_mmap(NULL, ALIVE_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	int ret = at == MAP_FAILED ? -errno : 0;
+	if (!ret) {
+		pthread_mutexattr_t a;
+		pthread_mutexattr_init(&a);
+		pthread_mutexattr_setpshared(&a, PTHREAD_PROCESS_SHARED);
+		pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST);
+		ret = -pthread_mutex_init(at, &a);
+		pthread_mutexattr_destroy(&a);
+	}
+	/* F_SEAL_FUTURE_WRITE: Linux 5.1.  Without it no page, no table:
+	 * direct placement is off. */
+	if (!ret && (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_FUTURE_WRITE |
+					       F_SEAL_SEAL) || fstat(fd, &st)))
+		ret = -errno;
+	if (ret) {
+		if (at != MAP_FAILED)
+			srn_raw_munmap(at, ALIVE_BYTES);
 		close(fd);
 		return ret;
 	}
+	madvise(at, ALIVE_BYTES, MADV_DONTFORK);
+	o->alive = at;
+	o->alive_fd = fd;
+	*ino = (uint64_t)st.st_ino;
+	return 0;
+}
+
+static void alive_close(struct srn_direct_own *o)
+{
+	if (o->alive && o->pid == getpid())
+		srn_raw_munmap(o->alive, ALIVE_BYTES);
+	if (o->alive_fd >= 0)
+		close(o->alive_fd);
+	o->alive = NULL;
+	o->alive_fd = -1;
+}
+
+int srn_direct_own_open(struct srn_direct_own *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->fd = o->alive_fd = -1;
+	o->pid = getpid();
+	uint64_t ino = 0;
+	int ret = alive_open(o, &ino);
+	if (ret)
+		return ret;
+	int fd = srn_shm_memfd_create(TAB_BYTES, HEAD_BYTES);
+	if (fd < 0) {
+		alive_close(o);
+		return fd;
+	}
+	struct srn_direct_tab *t = map_tab(fd);
+	if (!t) {
+		ret = -errno;
+		close(fd);
+		alive_close(o);
+		return ret;
+	}
+	t->h.alive_fd = o->alive_fd + 1;
+	t->h.alive_ino = ino;
+	/* glibc's futex word: the robust list's futex_offset points there. */
+	t->h.alive_off = (uint32_t)offsetof(pthread_mutex_t, __data.__lock);
 	t->h.layout = DIRECT_LAYOUT;
 	t->h.owner_pid = o->pid;
 	t->h.nqps = SRN_DIRECT_QPS;
@@ -180,18 +260,40 @@ void srn_direct_own_publish(struct srn_direct_own *o, uint64_t cookie)
 	atomic_store_explicit(&o->tab->h.magic, DIRECT_MAGIC, memory_order_release);
 }
 
+void srn_direct_own_retire(struct srn_direct_own *o)
+{
+	if (!o->tab || o->pid != getpid())
+		return;
+	atomic_store(&o->tab->h.closed, 1);
+	srn_direct_own_fence(o);
+}
+
 void srn_direct_own_close(struct srn_direct_own *o)
 {
 	if (!o->tab)
 		return;
-	if (o->pid == getpid()) {
-		atomic_store(&o->tab->h.closed, 1);
-		srn_direct_own_fence(o);
+	srn_direct_own_retire(o);
+	if (o->pid == getpid())
 		srn_raw_munmap(o->tab, TAB_BYTES);
-	}
 	close(o->fd);
 	o->tab = NULL;
 	o->fd = -1;
+	alive_close(o);
+}
+
+void srn_direct_own_hold(struct srn_direct_own *o)
+{
+	/* Never contended (peers only read it; one progress thread per
+	 * device), so this does not block.  A failure leaves it unheld:
+	 * peers then take the rings, which is safe. */
+	if (o->alive)
+		pthread_mutex_lock(o->alive);
+}
+
+void srn_direct_own_unhold(struct srn_direct_own *o)
+{
+	if (o->alive)
+		pthread_mutex_unlock(o->alive);
 }
 
 void srn_direct_own_set_qp(struct srn_direct_own *o, uint32_t slot,
@@ -275,6 +377,57 @@ static struct srn_direct_tab *open_tab(int32_t pid, int32_t fd, uint64_t cookie)
 	return t;
 }
 
+/* Map the target's liveness page read-only (the owner sealed it against
+ * writable mappings), checked as the table plus the inode the table
+ * names.  NULL: none, and no direct placement to this target. */
+static const void *open_alive(int32_t pid, const struct srn_direct_tab *t, uint32_t *off_out)
+{
+	/* Read once: the table is the peer's to rewrite. */
+	uint32_t off = __atomic_load_n(&t->h.alive_off, __ATOMIC_RELAXED);
+	*off_out = off;
+	int32_t afd = __atomic_load_n(&t->h.alive_fd, __ATOMIC_RELAXED);
+	if (afd <= 0 || off > ALIVE_BYTES - sizeof(uint32_t) || (off & 3))
+		return NULL;
+	int fd = srn_shm_peer_fd_open(pid, afd - 1, ALIVE_BYTES);
+	if (fd < 0)
+		return NULL;
+	struct stat st;
+	void *at = MAP_FAILED;
+	if (!fstat(fd, &st) && (uint64_t)st.st_ino == t->h.alive_ino)
+		at = srn_raw_mmap(NULL, ALIVE_BYTES, PROT_READ, MAP_SHARED, fd, 0);
+	close(fd);
+	if (at == MAP_FAILED)
+		return NULL;
+	madvise(at, ALIVE_BYTES, MADV_DONTFORK);
+	return at;
+}
+
+enum srn_direct_life srn_direct_peer_life(const struct srn_direct_peer *p)
+{
+	/* Acquire: pairs with nothing of ours, it is the kernel's word; it
+	 * keeps the caller's later loads after it.  After a copy, ask
+	 * srn_direct_peer_alive_after instead. */
+	uint32_t w = __atomic_load_n((const uint32_t *)((const uint8_t *)p->alive + p->alive_off),
+				     __ATOMIC_ACQUIRE);
+	if (w & FUTEX_OWNER_DIED)
+		return SRN_DIRECT_DEAD;
+	return (w & FUTEX_TID_MASK) ? SRN_DIRECT_ALIVE : SRN_DIRECT_UNSURE;
+}
+
+bool srn_direct_peer_alive_after(struct srn_direct_peer *p)
+{
+	/* Our stores, then the word: a store-to-load order, which only a
+	 * full barrier gives.  A sequentially consistent read-modify-write
+	 * of a line of our own is one (x86: a locked instruction drains the
+	 * store buffer), and ThreadSanitizer models it, which it does not a
+	 * fence (see the top of this file).  The word can only be read:
+	 * the page is mapped read-only. */
+	atomic_fetch_add_explicit(&p->life_checks, 1, memory_order_seq_cst);
+	uint32_t w = __atomic_load_n((const uint32_t *)((const uint8_t *)p->alive + p->alive_off),
+				     __ATOMIC_SEQ_CST);
+	return !(w & FUTEX_OWNER_DIED) && (w & FUTEX_TID_MASK);
+}
+
 /* Claim a requester slot: a free one, else one whose owner died.  A slot
  * taken over mid-placement is made even (its placement is over). */
 static bool claim_slot(struct srn_direct_tab *t, uint32_t *slot)
@@ -307,6 +460,8 @@ static void drop_peer(struct srn_direct_peer *p)
 {
 	for (unsigned i = 0; i < SRN_DIRECT_MAPS; i++)
 		unmap_one(&p->map[i]);
+	if (p->alive)
+		srn_raw_munmap((void *)p->alive, ALIVE_BYTES);
 	if (p->tab) {
 		uint64_t me = (uint64_t)getpid();
 		atomic_compare_exchange_strong(&p->tab->slot[p->slot].claim, &me, 0);
@@ -336,6 +491,8 @@ struct srn_direct_peer *srn_direct_peer_get(struct srn_direct_req *r, int32_t pi
 		p = NULL;
 	}
 	if (p) {
+		/* A dead one is returned: the caller reads its word, says so
+		 * and drops it (transport/direct.c). */
 		if (p->tab && !atomic_load_explicit(&p->tab->h.closed, memory_order_relaxed))
 			return p;
 		if (p->tab) {
@@ -357,7 +514,11 @@ struct srn_direct_peer *srn_direct_peer_get(struct srn_direct_req *r, int32_t pi
 	free_->fd = fd;
 	free_->cookie = cookie;
 	free_->tab = open_tab(pid, fd, cookie);
-	if (free_->tab && !claim_slot(free_->tab, &free_->slot)) {
+	free_->alive = free_->tab ? open_alive(pid, free_->tab, &free_->alive_off) : NULL;
+	if (free_->tab && (!free_->alive || !claim_slot(free_->tab, &free_->slot))) {
+		if (free_->alive)
+			srn_raw_munmap((void *)free_->alive, ALIVE_BYTES);
+		free_->alive = NULL;
 		srn_raw_munmap(free_->tab, TAB_BYTES);
 		free_->tab = NULL;
 	}
@@ -366,6 +527,12 @@ struct srn_direct_peer *srn_direct_peer_get(struct srn_direct_req *r, int32_t pi
 		return NULL;
 	}
 	return free_;
+}
+
+void srn_direct_peer_drop(struct srn_direct_peer *p)
+{
+	if (p->pid)
+		drop_peer(p);
 }
 
 void srn_direct_req_close(struct srn_direct_req *r)

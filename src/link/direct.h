@@ -46,6 +46,19 @@
  * target's responder executes ring and UDP atomics with the same
  * instructions on the same physical page, so all are atomic together.
  *
+ * Liveness.  A mapping keeps a dead target's memfd alive, so a copy
+ * through it "succeeds" whatever became of the target, and a pid names
+ * another process once the dead one is reaped.  So the target's progress
+ * thread holds, for the device's life, a robust process-shared mutex in
+ * a page of its own (a second memfd, sealed F_SEAL_FUTURE_WRITE after
+ * the owner mapped it: peers can only map it read-only).  When the
+ * process dies, however it dies, the kernel walks each exiting thread's
+ * robust list and marks that mutex's futex word FUTEX_OWNER_DIED (the
+ * robust-futex ABI, Documentation/locking/robust-futex-ABI.rst), before
+ * the process is reported dead: a requester reads one word, no system
+ * call, before and after each placement (srn_direct_peer_life), and
+ * treats anything but "held by a live thread" as "not now".
+ *
  * Trust: the table is found as the inbox is (link/shm_file.h: the
  * locator names pid and descriptor, /proc/PID/fd/N opens only for the
  * same user, the file must be ours, 0600, sealed, of the exact size, with
@@ -111,6 +124,8 @@ struct srn_direct_own {
 	struct srn_direct_tab *tab;   /* NULL: no table (direct placement off) */
 	int fd;
 	int pid;
+	void *alive;                  /* the liveness page (a robust mutex), mapped here */
+	int alive_fd;
 	uint64_t fence_waits;         /* fences that found a placement in flight */
 	uint64_t fence_timeouts;      /* fences that gave up on a stopped peer */
 };
@@ -130,6 +145,9 @@ struct srn_direct_peer {
 	int32_t fd;
 	uint64_t cookie;
 	struct srn_direct_tab *tab;   /* NULL: none usable (until retry_ns) */
+	const void *alive;            /* its liveness page, mapped read-only */
+	uint32_t alive_off;           /* where in it the futex word lies */
+	_Atomic uint64_t life_checks; /* srn_direct_peer_alive_after's barrier */
 	uint32_t slot;
 	uint64_t retry_ns;
 	struct srn_direct_map map[SRN_DIRECT_MAPS];
@@ -148,6 +166,14 @@ int srn_direct_own_open(struct srn_direct_own *o);
 void srn_direct_own_publish(struct srn_direct_own *o, uint64_t cookie);
 /* Mark closed (peers stop at once), fence, unmap. */
 void srn_direct_own_close(struct srn_direct_own *o);
+/* The progress thread, as it starts: hold the liveness mutex for the
+ * device's life (peers place directly only while it is held). */
+void srn_direct_own_hold(struct srn_direct_own *o);
+/* The same thread, as it stops (after srn_direct_own_retire). */
+void srn_direct_own_unhold(struct srn_direct_own *o);
+/* Mark the table closed and fence, before the progress thread stops, so
+ * no peer reads a released mutex as a death while we still answer. */
+void srn_direct_own_retire(struct srn_direct_own *o);
 /* Write an entry (seqlock; its one writer is the owner under nic->lock).
  * A slot out of range is ignored (never published: the rings serve it). */
 void srn_direct_own_set_qp(struct srn_direct_own *o, uint32_t slot,
@@ -163,8 +189,22 @@ bool srn_direct_own_fence(struct srn_direct_own *o);
  * locator), opened and a slot claimed on first use; NULL: none usable. */
 struct srn_direct_peer *srn_direct_peer_get(struct srn_direct_req *r, int32_t pid, int32_t fd,
 					    uint64_t cookie, uint64_t now_ns);
+/* Forget a target (its process died): release the slot, unmap its table,
+ * its liveness page and its regions' memfds. */
+void srn_direct_peer_drop(struct srn_direct_peer *p);
 /* Release every claimed slot and unmap (device close). */
 void srn_direct_req_close(struct srn_direct_req *r);
+
+/* Is the target's process alive?  One load of the word its progress
+ * thread holds (see "Liveness" above).  UNSURE: not held (the thread not
+ * started yet, or stopped at close): place nothing, take the rings.
+ * DEAD: the kernel marked the holder dead, the process is gone or going. */
+enum srn_direct_life { SRN_DIRECT_ALIVE, SRN_DIRECT_UNSURE, SRN_DIRECT_DEAD };
+enum srn_direct_life srn_direct_peer_life(const struct srn_direct_peer *p);
+/* After a copy or an atomic into the target: was it alive once every
+ * store this thread made before the call was visible?  (A full barrier,
+ * then the word.)  True only for ALIVE. */
+bool srn_direct_peer_alive_after(struct srn_direct_peer *p);
 
 /* A placement: enter (slot odd), read entries, move bytes, leave.  The
  * reads return false when the entry could not be read consistently or

@@ -407,6 +407,12 @@ static void forget(struct srn_shm *s, struct srn_shm_peer *p, uint64_t retry_ns)
 	p->retry_ns = retry_ns;
 }
 
+void srn_shm_peer_gone(struct srn_shm *s, struct srn_shm_peer *p)
+{
+	if (p->seg)
+		forget(s, p, srn_clock_ns(CLOCK_MONOTONIC_COARSE) + SRN_SHM_RETRY_NS);
+}
+
 bool srn_shm_unread(struct srn_shm *s, const struct sockaddr *dst, socklen_t dstlen,
 		    unsigned member)
 {

@@ -119,6 +119,11 @@ void srn_shm_exit(struct srn_shm *s);
  * of the destination QPN, link/udp_group.h), or NULL: take UDP. */
 struct srn_shm_peer *srn_shm_route(struct srn_shm *s, const struct sockaddr *dst,
 				   socklen_t dstlen, unsigned member);
+/* p's receiver is known dead (the direct-placement table's liveness
+ * word, link/direct.h): forget its ring now rather than at the next
+ * owner check, so the transport's retries run on UDP, where nobody
+ * answers, and its ACK timeouts are not taken for a slow peer. */
+void srn_shm_peer_gone(struct srn_shm *s, struct srn_shm_peer *p);
 /* Do packets this device published to the ring of dst's process `member`
  * still wait there, unread by a live owner?  The ring loses nothing, so
  * an ACK timeout while they wait means the receiver has not run yet, not

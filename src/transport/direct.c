@@ -45,6 +45,16 @@
  * The target's expected PSN never sees the gap.  A trace records the
  * WQE's packets with the PSNs it held, before they go back: the next
  * real packet reuses them.
+ *
+ * A dead target: nothing would refuse a copy into its pages (our mapping
+ * keeps its memfd; a reaped pid may name another process), so its
+ * liveness word (link/direct.h "Liveness") is read before any WQE goes
+ * direct and again after each batch or piece has moved, behind a full
+ * barrier: a completion is given only when the target was alive after the
+ * bytes landed.  Otherwise the WQE takes the packets, which nobody
+ * answers: retries, then RETRY_EXC_ERR, as for a responder that vanished.
+ * A word, not a system call: per batch it costs a locked add on a line of
+ * our own and one load of a line nobody writes until the death.
  */
 #include "transport/direct.h"
 
@@ -73,6 +83,17 @@
 #define SRN_DIRECT_BATCH 64            /* Writes per batch */
 #define SRN_DIRECT_BATCH_BYTES (64u << 10)
 #define SRN_DIRECT_BATCH_IOV 256       /* local pieces per batch */
+
+/* Was the target alive after what we just placed?  Our stores (the
+ * mapped copy, an atomic) are visible before the word is read (a full
+ * barrier, link/direct.c), and the word turns only as the target's
+ * threads exit, before the process counts as dead: "alive" means the
+ * bytes landed in a live process.  (A system-call copy is complete when
+ * the call returns.) */
+static bool still_alive(struct srn_direct_peer *dp)
+{
+	return srn_direct_peer_alive_after(dp);
+}
 
 /* Our side of the transfer: the inline copy or the SGEs through their
  * lkeys (local write for a Read).  False: an lkey fails, and the packet
@@ -197,6 +218,8 @@ static int place(struct srn_direct_peer *dp, const struct srn_qp *qp, const stru
 		} else if (at) {
 			ret = srn_direct_copy(dp, write, part, np, at + done, len);
 		}
+		if (!ret && !still_alive(dp))
+			ret = -EPIPE;   /* also the check before the next piece */
 		srn_direct_leave(dp);
 		if (ret)
 			return ret;
@@ -266,6 +289,8 @@ static unsigned place_writes(struct srn_direct_peer *dp, struct srn_qp *qp, stru
 		SRN_DMA_READ_END();
 		ret = got == (ssize_t)total ? 0 : -EIO;
 	}
+	if (!ret && !still_alive(dp))
+		ret = -EPIPE;
 	srn_direct_leave(dp);
 	return ret ? 0 : k;
 }
@@ -301,8 +326,12 @@ static int place_atomic(struct srn_direct_peer *dp, const struct srn_qp *qp,
 			*orig = __atomic_fetch_add(t, w->compare_add, __ATOMIC_SEQ_CST);
 		}
 	}
+	/* Executed in a process that died meanwhile: the packets carry it
+	 * to nobody (it ran only if the target was alive just before, in
+	 * srn_direct_try, so a live one never sees it twice). */
+	bool alive = t && still_alive(dp);
 	srn_direct_leave(dp);
-	return t ? 0 : -EACCES;
+	return !t ? -EACCES : alive ? 0 : -EPIPE;
 }
 
 /* The original value into the local buffer (8 bytes, host order, as the
@@ -359,6 +388,19 @@ static void shift_later(struct srn_qp *qp, uint32_t from, uint32_t n)
 	qp->req.next_psn = srn_psn_add(qp->req.next_psn, back);
 }
 
+/* The target's liveness word says it died: count it, forget its ring,
+ * so the packets go where nobody answers and the retries count (link/shm.h
+ * srn_shm_peer_gone), and its table and mappings.  Alive or unsure:
+ * nothing to do. */
+static void target_gone(struct srn_nic *nic, struct srn_shm_peer *sp, struct srn_direct_peer *dp)
+{
+	if (srn_direct_peer_life(dp) != SRN_DIRECT_DEAD)
+		return;
+	srn_count(nic->diag.cnt, SRN_CNT_DIRECT_PEER_DEAD, 1);
+	srn_shm_peer_gone(&nic->link.shm, sp);
+	srn_direct_peer_drop(dp);       /* its mappings pin a dead process's memory */
+}
+
 bool srn_direct_try(struct srn_qp *qp, struct srn_swqe *w)
 {
 	struct srn_nic *nic = qp->nic;
@@ -392,6 +434,12 @@ bool srn_direct_try(struct srn_qp *qp, struct srn_swqe *w)
 							 sp->direct_fd, sp->cookie, srn_now_ns());
 	if (!dp)
 		return false;
+	/* Before anything moves: a system-call copy must not reach a pid
+	 * reaped and reused, an atomic must not run in a dead process. */
+	if (srn_direct_peer_life(dp) != SRN_DIRECT_ALIVE) {
+		target_gone(nic, sp, dp);
+		return false;
+	}
 	struct iovec iov[SRN_MAX_SGE];
 	int niov;
 	if (!local_iov(qp, w, !write, iov, &niov))
@@ -413,6 +461,7 @@ bool srn_direct_try(struct srn_qp *qp, struct srn_swqe *w)
 		/* A refused check or a failed copy (the target died, its
 		 * pages went): the packets carry it and get the answer. */
 		srn_count(nic->diag.cnt, SRN_CNT_DIRECT_FALLBACK, 1);
+		target_gone(nic, sp, dp);
 		return false;
 	}
 	qp->req.placed_direct = true;

@@ -7,9 +7,16 @@
  * off the ACK, transmit and timer lists, the asynchronous events
  * (LAST_WQE_REACHED, SQ_DRAINED), and transmission resumed in RTS.  Must
  * hold nic->lock.
+ *
+ * RESET also takes the QP's completions out of its CQs, unread ones
+ * included, as libmlx5 and libmlx4 do (mlx5_modify_qp: mlx5_cq_clean):
+ * a QP restated after an error must not hand its flushes to the next
+ * round (rdma-core's test_mr_rereg_pd and _addr poll after a restate
+ * and fail on them).
  */
 #include "transport/qp_effects.h"
 
+#include "core/cq.h"
 #include "core/nic.h"
 #include "core/qp.h"
 #include "transport/complete.h"
@@ -52,6 +59,12 @@ int srn_qp_modify(struct srn_qp *qp, const struct ibv_qp_attr *attr, int mask)
 
 	if (next == IBV_QPS_RESET) {
 		unlink_lists(qp);       /* no transport state survives RESET */
+		if (cur != IBV_QPS_RESET) {
+			if (qp->rcq)
+				srn_cq_clean(qp->rcq, qp->qpn);
+			if (qp->scq && qp->scq != qp->rcq)
+				srn_cq_clean(qp->scq, qp->qpn);
+		}
 		return 0;
 	}
 	if (next == IBV_QPS_ERR && cur != IBV_QPS_ERR) {

@@ -16,6 +16,7 @@
 #include "diag/shm.h"
 #include "transport/cc.h"
 #include "transport/completer.h"
+#include "link/udp_ports.h"
 #include "transport/responder.h"
 #include "wire/ecn.h"
 #include "wire/icrc.h"
@@ -71,6 +72,41 @@ static bool from_peer(const struct srn_qp *qp, const struct sockaddr *src)
 	}
 	const struct sockaddr_in6 *a = (const void *)src, *b = (const void *)&qp->path.peer;
 	return memcmp(&a->sin6_addr, &b->sin6_addr, 16) == 0;
+}
+
+static uint16_t port_of(const struct sockaddr *sa)
+{
+	return ntohs(sa->sa_family == AF_INET ? ((const struct sockaddr_in *)sa)->sin_port
+					      : ((const struct sockaddr_in6 *)sa)->sin6_port);
+}
+
+/* A CNP slows its QP down, so it must come from the QP's peer: its
+ * address, and a UDP source port only the peer (or root) can send from.
+ * The RoCEv2 annex (A17.9.3) fixes the CNP's destination port, not its
+ * source; hardware sends from port 0 (the ConnectX-4 Lx capture, wire
+ * vector E1) or from the flow's port, softrnic from the notifying QP's
+ * own port (cc.c).  So the ports taken are:
+ *  - 0, which only a raw socket (CAP_NET_RAW) can send from;
+ *  - the peer device's port, the destination of our packets, which the
+ *    peer holds (bound without SO_REUSEADDR, link/udp.c);
+ *  - the port the peer QP's packets come from (path.peer_sport), learned
+ *    from packets the transport took in sequence, which a forger would
+ *    have to guess PSNs to make; before one came (a UC QP whose peer
+ *    never sends), the port rxe's formula gives the peer QP
+ *    (link/udp_ports.h), which the peer binds when its QP first sends.
+ * Another local user can bind the peer's address (any 127.0.0.x) but
+ * none of those ports.  A CNP through a same-host ring is the peer
+ * user's own word, as every ring packet is. */
+static bool cnp_from_peer(const struct srn_qp *qp, const struct sockaddr *src, bool from_ring)
+{
+	if (!from_peer(qp, src))
+		return false;
+	if (from_ring)
+		return true;
+	uint16_t sp = port_of(src);
+	return sp == 0 || sp == port_of((const struct sockaddr *)&qp->path.peer) ||
+	       sp == qp->path.peer_sport ||
+	       (!qp->path.peer_sport && sp == srn_rxe_src_port(qp->attr.dest_qp_num));
 }
 
 static uint8_t transport_of_qp(const struct srn_qp *qp)
@@ -136,7 +172,11 @@ static void rx_packet(struct srn_nic *nic, const uint8_t *data, uint32_t len,
 		 * point takes it, whatever its own ECN bits say. */
 		if (p.opcode == SRN_OP_CNP) {
 			struct srn_qp *slow = srn_nic_qp_lookup(nic, p.dqpn);
-			srn_cc_rx_cnp(nic, slow, slow && from_peer(slow, src));
+			bool ok = slow && cnp_from_peer(slow, src, from_ring);
+			/* From the peer's address, not from its ports: forged. */
+			if (slow && !ok && from_peer(slow, src))
+				srn_count(nic->diag.cnt, SRN_CNT_RP_CNP_BAD_SOURCE, 1);
+			srn_cc_rx_cnp(nic, slow, ok);
 		}
 		else
 			srn_count(nic->diag.cnt, SRN_CNT_MALFORMED, 1);
@@ -175,10 +215,19 @@ static void rx_packet(struct srn_nic *nic, const uint8_t *data, uint32_t len,
 	uint64_t va = p.info->flags & SRN_OPF_ATOMIC ? p.atm_va : p.reth_va;
 	srn_diag_busy(nic->diag.busy, is_req ? SRN_DIAG_STAGE_RESPONDER : SRN_DIAG_STAGE_COMPLETER,
 		      qp->qpn, p.opcode, p.psn, va, p.paylen);
+	/* The peer QP's source port, for its CNPs (cnp_from_peer): from a
+	 * packet that moved the responder's expected PSN or the completer's
+	 * oldest unacknowledged one, so never from a forger's guess. */
+	uint32_t epsn = qp->resp.epsn, una = qp->comp.una;
 	if (is_req)
 		srn_resp_packet(qp, &p, src);
 	else
 		srn_comp_packet(qp, &p);
+	if (!from_ring && (qp->resp.epsn != epsn || qp->comp.una != una)) {
+		uint16_t sp = port_of(src);
+		if (qp->path.peer_sport != sp)
+			qp->path.peer_sport = sp;
+	}
 }
 
 void srn_rx_packet(struct srn_nic *nic, const uint8_t *data, uint32_t len,
