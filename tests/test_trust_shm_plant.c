@@ -57,7 +57,7 @@ int main(int argc, char **argv)
 	}
 	/* Layout 1 kept a shm_open name ("/softrnic-link-..."), later ones
 	 * a full path. */
-	char path[256];
+	char path[sizeof(s.in_name) + 16];
 	snprintf(path, sizeof(path), "%s%s", strncmp(s.in_name, "/dev/shm/", 9) ? "/dev/shm" : "",
 		 s.in_name);
 	if (chmod(path, (mode_t)strtoul(argv[3], NULL, 8))) {

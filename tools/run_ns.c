@@ -63,6 +63,7 @@
 
 #include "core/limits.h"
 #include "link/config.h"
+#include "link/rundir.h"
 #include "wire/roce_hdr.h"
 #include "run_ns.h"
 
@@ -363,19 +364,36 @@ static void vouch_diag_dir(void)
  * (the kernel's ptrace check, cap_ptrace_access_check, wants the same
  * namespace or CAP_SYS_PTRACE over the other): the same-host link, which
  * opens its peer's inbox memfd through /proc/PID/fd, would fall back to
- * UDP. So the first `run` anchors its namespace in a marker
- * (/dev/shm/softrnic-userns-<uid>: "pid ns-inode", ours, 0600) and later
+ * UDP. So the first `run` anchors its namespace in a marker ("userns":
+ * "pid ns-inode", ours, 0600) in the user's run directory
+ * (link/rundir.h: /dev/shm/softrnic-run-<uid>/, 0700, or a fallback when
+ * another user took that name: a marker in /dev/shm itself could be
+ * squatted, and every run then got a namespace of its own), and later
  * ones join it with setns, which its owner may do from outside. Each
  * then makes its own mount namespace. A marker whose process is gone, or
  * whose namespace is not that process's any more, is replaced.
  */
-#define NS_MARKER_FMT "/dev/shm/softrnic-userns-%u"
+#define NS_MARKER "userns"
+
+/* The run directory, or -1; its fallback (or none) said once. */
+static int marker_dir(void)
+{
+	static bool said;
+	const struct srn_rundir *d = srn_rundir_get(SRN_RUNDIR_RUN);
+	if (d->note[0] && !said) {
+		said = true;
+		fprintf(stderr, "softrnic run: warning: %s\n", d->note);
+	}
+	return d->fd;
+}
 
 static int join_user_ns(uid_t uid)
 {
 	char path[64], buf[64];
-	snprintf(path, sizeof(path), NS_MARKER_FMT, (unsigned)uid);
-	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	int dfd = marker_dir();
+	if (dfd < 0)
+		return -EPERM;
+	int fd = openat(dfd, NS_MARKER, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
 	struct stat st;
@@ -421,24 +439,24 @@ static int join_user_ns(uid_t uid)
 	return ret;
 }
 
-static void anchor_user_ns(uid_t uid)
+static void anchor_user_ns(void)
 {
-	char path[64], tmp[80], text[64];
+	char tmp[32], text[64];
 	struct stat st;
-	if (stat("/proc/self/ns/user", &st))
+	int dfd = marker_dir();
+	if (dfd < 0 || stat("/proc/self/ns/user", &st))
 		return;
-	snprintf(path, sizeof(path), NS_MARKER_FMT, (unsigned)uid);
-	snprintf(tmp, sizeof(tmp), "%s.%d", path, (int)getpid());
+	snprintf(tmp, sizeof(tmp), NS_MARKER ".%d", (int)getpid());
 	int n = snprintf(text, sizeof(text), "%d %llu\n", (int)getpid(),
 			 (unsigned long long)st.st_ino);
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	int fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return;
 	bool ok = write(fd, text, (size_t)n) == n;
 	close(fd);
-	/* rename replaces only a name we may replace: ours (sticky dir). */
-	if (!ok || rename(tmp, path))
-		unlink(tmp);
+	/* The directory is ours alone: the rename cannot meet another's file. */
+	if (!ok || renameat(dfd, tmp, dfd, NS_MARKER))
+		unlinkat(dfd, tmp, 0);
 }
 
 static int make_namespace(char *err, size_t errlen)
@@ -494,7 +512,7 @@ static int make_namespace(char *err, size_t errlen)
 			 (unsigned)uid, strerror(-ret));
 		return ret;
 	}
-	anchor_user_ns(uid);
+	anchor_user_ns();
 mounts:
 	if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL)) {
 		snprintf(err, errlen, "cannot make mounts private: %s", strerror(errno));

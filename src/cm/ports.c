@@ -10,7 +10,9 @@
  * holds (explicit or ephemeral) is also written down in a directory of
  * our own:
  *
- *   /dev/shm/softrnic-cm-<euid>-<netns inode>/     0700, ours (checked on the fd)
+ *   /dev/shm/softrnic-cm-<euid>-<netns inode>/     0700, ours (checked on the fd);
+ *                                                  elsewhere when another user
+ *                                                  took the name (link/rundir.h)
  *     lock                                         0600, flock'ed while one
  *                                                  process checks and adds
  *     alive-<pid>-<token>                          0600, one per process, kept
@@ -32,8 +34,10 @@
  * and removed only under the directory's lock, so a checker never sees
  * an alive file before its lock is taken.  Other users get their own
  * directory: their ports do not collide with ours (the trust rules give
- * them nothing of ours to read), and where the directory name is taken
- * by someone else only this process's ids are checked.
+ * them nothing of ours to read).  Where another user took the name, the
+ * directory is one of its fallbacks (link/rundir.h), and the device log
+ * says which; only where every name is taken are this process's ids
+ * checked alone, and the log says that too.
  *
  * Ephemeral ports (bind to port 0, an implicit bind in rdma_resolve_addr):
  * under the lock a process picks, from the kernel's ephemeral range
@@ -58,6 +62,8 @@
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include "link/rundir.h"
 
 uint16_t srn_cm_id_port(const struct srn_cm_id *id)
 {
@@ -142,7 +148,6 @@ static int check_local(const struct srn_cm_id *id, const struct sockaddr *a, boo
 
 /* ---- the port files ---- */
 
-#define PORT_DIR_FMT "/dev/shm/softrnic-cm-%u-%llx"
 #define PORT_REC_MAGIC 0x32504d434e5253ull   /* "SRNCMP2" */
 #define OPEN_SAFE (O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC)
 
@@ -169,32 +174,19 @@ static bool file_ours(int fd, off_t size)
 	       (st.st_mode & 07777) == 0600 && st.st_nlink == 1 && (size < 0 || st.st_size == size);
 }
 
-/* Open the port files' directory, created if missing: a descriptor, or -1
- * when the name is not a directory of ours. */
-static int port_dir_open(void)
-{
-	struct stat st;
-	char path[96];
-	unsigned long long netns = stat("/proc/self/ns/net", &st) == 0 ? (unsigned long long)st.st_ino : 0;
-	snprintf(path, sizeof(path), PORT_DIR_FMT, (unsigned)geteuid(), netns);
-	if (mkdir(path, 0700) && errno != EEXIST)
-		return -1;
-	int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	/* Another user may have made the name first: then it is not ours. */
-	if (fstat(fd, &st) || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() ||
-	    (st.st_mode & 07777) != 0700) {
-		close(fd);
-		return -1;
-	}
-	return fd;
-}
+/* libibverbs.so.1's private entry point (src/verbs/verbs_note.c). */
+void softrnic_dev_note(struct ibv_context *ctx, const char *line);
 
 static int port_dir(void)
 {
-	if (dir_fd == -2)
-		dir_fd = port_dir_open();
+	if (dir_fd != -2)
+		return dir_fd;
+	/* Ours, held until exit; a fallback when another user took the
+	 * name, which every device's log tells once. */
+	const struct srn_rundir *d = srn_rundir_get(SRN_RUNDIR_CM);
+	dir_fd = d->fd;
+	for (int i = 0; d->note[0] && i < srn_cm.ndev; i++)
+		softrnic_dev_note(srn_cm.dev[i].ctx, d->note);
 	return dir_fd;
 }
 
@@ -586,8 +578,18 @@ long srn_cm_port_holder(const uint8_t *mad, size_t len)
 	    srn_cma_hdr_parse(pdata, plen, (uint16_t)sid, &h))
 		return 0;
 	uint16_t ps = (uint16_t)(sid >> 16), port = (uint16_t)sid;
-	/* A descriptor of its own: dir_fd belongs to the CM thread. */
-	int dfd = port_dir_open();
+	/* A descriptor of its own: dir_fd belongs to the CM thread, and this
+	 * may run before the CM made (or chose) its directory.  Only one that
+	 * exists and is ours counts (link/rundir.h). */
+	char path[SRN_RUNDIR_PATH_MAX];
+	if (!srn_rundir_peek(SRN_RUNDIR_CM, path, sizeof(path)))
+		return 0;
+	int dfd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	struct stat st;
+	if (dfd >= 0 && (fstat(dfd, &st) || st.st_uid != geteuid() || (st.st_mode & 077))) {
+		close(dfd);
+		dfd = -1;
+	}
 	if (dfd < 0)
 		return 0;
 	DIR *d = fdopendir(dfd);

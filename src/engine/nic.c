@@ -104,6 +104,9 @@ int srn_nic_create(struct srn_device *dev, struct srn_nic **out, char *err, size
 	/* A name another user holds, or no inbox at all: said once. */
 	if (nic->link.shm.note[0])
 		srn_diag_dev_log(nic->diag.seg, SRN_LOG_WARN, "%s", nic->link.shm.note);
+	/* The group directory's name another user took (link/rundir.h). */
+	if (nic->link.udp.dir_note)
+		srn_diag_dev_log(nic->diag.seg, SRN_LOG_WARN, "%s", nic->link.udp.dir_note);
 	/* Start QP numbers at a time-dependent generation so a restarted
 	 * process does not reuse the numbers its predecessor's peers knew. */
 	nic->tables.qpn_gen = (uint32_t)(srn_now_ns() >> 10) & SRN_QPN_GEN_MASK;

@@ -87,7 +87,7 @@ struct srn_shm {
 	int direct_fd;                 /* the direct-placement table the locator names, -1: none */
 	uint64_t in_ring;              /* its ring size */
 	uint64_t in_cookie;            /* in its header and its locator */
-	char in_name[128];             /* the locator's path */
+	char in_name[256];             /* the locator's path (SRN_SHM_NAME_MAX) */
 	char note[200];                /* for the device log: a name taken, no inbox */
 	uint64_t cons[SRN_SHM_SLOTS];  /* how far each slot was read */
 	uint32_t next_slot;            /* where the next poll starts */

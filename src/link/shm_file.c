@@ -23,12 +23,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "link/rundir.h"
+
 #ifndef MFD_NOEXEC_SEAL
 #define MFD_NOEXEC_SEAL 0x0008U        /* Linux 6.3; older glibc lacks the name */
 #endif
 
 #define SHM_DIR "/dev/shm/"
 #define SHM_PREFIX "softrnic-link-"
+#define SHM_DEV_NAMES (SRN_SHM_NAMES - 1)   /* in /dev/shm; the last is in the user's directory */
 /* Opening a name in /dev/shm: never through a symlink, never blocking on
  * a FIFO, never a controlling terminal, never inherited by exec. */
 #define OPEN_SAFE (O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC)
@@ -53,8 +56,9 @@ bool srn_shm_pid_alive(int32_t pid)
 	return !(rp && rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X'));
 }
 
-bool srn_shm_name(char *out, size_t n, uint64_t netns, const struct sockaddr *a, unsigned member,
-		  unsigned k)
+/* Name k under directory dir (NULL: /dev/shm's names, k < SHM_DEV_NAMES). */
+static bool name_in(char *out, size_t n, const char *dir, uint64_t netns, const struct sockaddr *a,
+		    unsigned member, unsigned k)
 {
 	char ip[INET6_ADDRSTRLEN], alt[16] = "", mem[16] = "";
 	unsigned port;
@@ -75,12 +79,25 @@ bool srn_shm_name(char *out, size_t n, uint64_t netns, const struct sockaddr *a,
 	}
 	if (k >= SRN_SHM_NAMES)
 		return false;
-	if (k)
+	if (k && !dir)
 		snprintf(alt, sizeof(alt), "-alt%u", k);
 	if (member)
 		snprintf(mem, sizeof(mem), "-m%u", member);
+	if (dir)
+		return (size_t)snprintf(out, n, "%s/%llx-%s-%u%s", dir, (unsigned long long)netns, ip,
+					port, mem) < n;
 	return (size_t)snprintf(out, n, SHM_DIR SHM_PREFIX "%llx-%s-%u%s%s", (unsigned long long)netns,
 				ip, port, mem, alt) < n;
+}
+
+bool srn_shm_name(char *out, size_t n, uint64_t netns, const struct sockaddr *a, unsigned member,
+		  unsigned k)
+{
+	char dir[SRN_RUNDIR_PATH_MAX];
+	if (k < SHM_DEV_NAMES)
+		return name_in(out, n, NULL, netns, a, member, k);
+	return srn_rundir_peek(SRN_RUNDIR_LINK, dir, sizeof(dir)) &&
+	       name_in(out, n, dir, netns, a, member, k);
 }
 
 int srn_shm_file_ours(int fd, long long size)
@@ -175,44 +192,64 @@ static void remove_if_ours(const char *path)
 		unlink(path);
 }
 
+/* Create the locator at path exclusively: 0, -EEXIST (someone's name),
+ * or another -errno. */
+static int create_at(const char *path, const struct srn_shm_locator *loc)
+{
+	/* 0600 asked, fchmod'ed below: the umask can only take bits away,
+	 * and then peers would refuse the file. */
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | OPEN_SAFE, 0600);
+	if (fd < 0)
+		return -errno;
+	int ret = fchmod(fd, 0600) ? -errno : srn_shm_file_ours(fd, 0);
+	if (!ret && pwrite(fd, loc, sizeof(*loc), 0) != (ssize_t)sizeof(*loc))
+		ret = -EIO;
+	close(fd);
+	if (ret)
+		unlink(path);
+	return ret;
+}
+
 int srn_shm_locator_publish(const struct srn_shm_locator *loc, const struct sockaddr *local,
 			    unsigned member, char *name, size_t namelen, char *note, size_t notelen)
 {
 	char path[SRN_SHM_NAMES][SRN_SHM_NAME_MAX], taken[64] = "";
-	for (unsigned k = 0; k < SRN_SHM_NAMES; k++)
-		if (!srn_shm_name(path[k], sizeof(path[k]), loc->netns, local, member, k))
+	for (unsigned k = 0; k < SHM_DEV_NAMES; k++)
+		if (!name_in(path[k], sizeof(path[k]), NULL, loc->netns, local, member, k))
 			return -EAFNOSUPPORT;
 	for (unsigned k = 0; k < SRN_SHM_NAMES; k++)
-		remove_if_ours(path[k]);
+		if (k < SHM_DEV_NAMES || srn_shm_name(path[k], sizeof(path[k]), loc->netns, local, member, k))
+			remove_if_ours(path[k]);
 	for (unsigned k = 0; k < SRN_SHM_NAMES; k++) {
-		/* 0600 asked, fchmod'ed below: the umask can only take bits
-		 * away, and then peers would refuse the file. */
-		int fd = open(path[k], O_WRONLY | O_CREAT | O_EXCL | OPEN_SAFE, 0600);
-		if (fd < 0) {
-			if (errno != EEXIST)
-				return -errno;
+		if (k == SHM_DEV_NAMES) {
+			/* Every /dev/shm name is someone else's: the user's own
+			 * directory, which nobody else can create in when it is
+			 * under a private runtime directory. */
+			const struct srn_rundir *d = srn_rundir_get(SRN_RUNDIR_LINK);
+			if (d->fd < 0 || !name_in(path[k], sizeof(path[k]), d->path, loc->netns, local,
+						  member, k))
+				break;
+		}
+		int ret = create_at(path[k], loc);
+		if (ret == -EEXIST) {
 			if (!taken[0])
 				describe(path[k], taken, sizeof(taken));
 			continue;
 		}
-		int ret = fchmod(fd, 0600) ? -errno : srn_shm_file_ours(fd, 0);
-		if (!ret && pwrite(fd, loc, sizeof(*loc), 0) != (ssize_t)sizeof(*loc))
-			ret = -EIO;
-		close(fd);
-		if (ret) {
-			unlink(path[k]);
+		if (ret)
 			return ret;
-		}
 		snprintf(name, namelen, "%s", path[k]);
 		if (k)
 			snprintf(note, notelen, "same-host inbox name %s is taken by %s: using %s",
-				 path[0] + strlen(SHM_DIR), taken, path[k] + strlen(SHM_DIR));
+				 path[0] + strlen(SHM_DIR), taken,
+				 k < SHM_DEV_NAMES ? path[k] + strlen(SHM_DIR) : path[k]);
 		return 0;
 	}
+	const char *dir_note = srn_rundir_note(SRN_RUNDIR_LINK);
 	snprintf(note, notelen,
 		 "same-host inbox name %s and its -alt1..%u are taken, the first by %s: this "
-		 "device receives over UDP only", path[0] + strlen(SHM_DIR), SRN_SHM_NAMES - 1,
-		 taken);
+		 "device receives over UDP only%s%s", path[0] + strlen(SHM_DIR), SHM_DEV_NAMES - 1,
+		 taken, dir_note ? "; " : "", dir_note ? dir_note : "");
 	return -EEXIST;
 }
 
@@ -221,7 +258,8 @@ int srn_shm_locator_read(uint64_t netns, const struct sockaddr *dst, unsigned me
 {
 	char path[SRN_SHM_NAME_MAX];
 	if (!srn_shm_name(path, sizeof(path), netns, dst, member, k))
-		return -EAFNOSUPPORT;
+		return k == SHM_DEV_NAMES && name_in(path, sizeof(path), NULL, netns, dst, member, 0) ?
+			       -ENOENT : -EAFNOSUPPORT;   /* no directory of ours: nothing there */
 	int fd = open(path, O_RDONLY | OPEN_SAFE);
 	if (fd < 0)
 		return -errno;

@@ -16,11 +16,13 @@
  * else: we never write to it, never remove it, and say so.
  *
  * Names: /dev/shm/softrnic-link-<netns>-<address>-<port>, then the same
- * with -alt1 .. -alt3 when another user holds the name before it.  Member
- * k > 0 of an address shared by several processes (udp_group.h) adds
- * -m<k> after the port.  Only
- * the process that bound the address and port creates under these names,
- * so any file of our own user under one of them is a dead owner's.
+ * with -alt1 .. -alt3 when another user holds the name before it, then
+ * <netns>-<address>-<port> in the user's inbox directory of the network
+ * namespace (link/rundir.h), which another user cannot take when the
+ * user has a private runtime directory.  Member k > 0 of an address
+ * shared by several processes (udp_group.h) adds -m<k> after the port.
+ * Only the process that bound the address and port creates under these
+ * names, so any file of our own user under one of them is a dead owner's.
  */
 #ifndef SRN_LINK_SHM_FILE_H
 #define SRN_LINK_SHM_FILE_H
@@ -30,8 +32,8 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
-#define SRN_SHM_NAMES 4                     /* the name, then -alt1 .. -alt3 */
-#define SRN_SHM_NAME_MAX 128                /* "/dev/shm/softrnic-link-" + IPv6 ... */
+#define SRN_SHM_NAMES 5                     /* the name, -alt1 .. -alt3, the user's directory */
+#define SRN_SHM_NAME_MAX 256                /* a runtime directory + "<netns>-" + IPv6 ... */
 #define SRN_SHM_LAYOUT 2                    /* the inbox header (shm.c); 1 was a file in /dev/shm */
 #define SRN_SHM_LOC_MAGIC 0x324b4e494c4e5253ull  /* "SRNLINK2", little-endian */
 #define SRN_SHM_OLD_MAGIC 0x314b4e494c4e5253ull  /* "SRNLINK1": layout 1, a mapped file */
@@ -53,7 +55,8 @@ _Static_assert(offsetof(struct srn_shm_locator, pid) == 32, "pid where layout 1 
 
 /* Inbox name k (0 .. SRN_SHM_NAMES-1) of the device bound to a, as a full
  * path.  False for addresses that never have one (multicast, other
- * families). */
+ * families), and for the last name while the user has no inbox
+ * directory (a reader's look: link/rundir.h's srn_rundir_peek). */
 bool srn_shm_name(char *out, size_t n, uint64_t netns, const struct sockaddr *a, unsigned member,
 		  unsigned k);
 

@@ -54,6 +54,7 @@ struct srn_udp {
 	struct srn_fault *fault;         /* SOFTRNIC_FAULTS, else NULL */
 	struct srn_pcap *pcap;           /* SOFTRNIC_PCAP, else NULL */
 	struct srn_udp_group *grp;       /* address shared with other processes (udp_group.h), else NULL */
+	const char *dir_note;            /* the group directory is a fallback or none (link/rundir.h): for the device log, else NULL */
 	struct srn_udp_ports *ports;     /* per-QP source ports (udp_ports.h), NULL when off */
 };
 

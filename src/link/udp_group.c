@@ -1,9 +1,10 @@
 /*
  * udp_group.c - processes sharing one device address (see udp_group.h).
  *
- * Files, all in /dev/shm/softrnic-grp-<euid>-<netns inode>/ (0700, ours,
- * checked on its descriptor before use), named after the address and
- * port, <key> = "<address>-<port>":
+ * Files, all in the user's group directory of this network namespace
+ * (link/rundir.h: /dev/shm/softrnic-grp-<euid>-<netns inode>/ unless
+ * another user took that name; 0700, ours, checked on its descriptor),
+ * named after the address and port, <key> = "<address>-<port>":
  *   <key>.order   the kernel's socket order of the group, as members
  *                 believe it, and the group's secret; flock'ed while a
  *                 member joins or leaves
@@ -36,17 +37,12 @@
 
 #include "diag/clock.h"
 #include "link/gso.h"
+#include "link/rundir.h"
 #include "link/udp.h"
 
 #ifndef SO_ATTACH_REUSEPORT_CBPF
 #define SO_ATTACH_REUSEPORT_CBPF 51
 #endif
-
-static uint64_t netns_ino(void)
-{
-	struct stat st;
-	return stat("/proc/self/ns/net", &st) == 0 ? (uint64_t)st.st_ino : 0;
-}
 
 /* The key of an address: "10.0.0.1-4791", "fd00::1-4791". */
 int srn_grp_addr_key(const struct sockaddr *a, char *out, size_t n)
@@ -67,26 +63,16 @@ int srn_grp_addr_key(const struct sockaddr *a, char *out, size_t n)
 	return (size_t)snprintf(out, n, "%s-%u", ip, port) < n ? 0 : -ENAMETOOLONG;
 }
 
-void srn_grp_dir_name(char *out, size_t n)
+/* The group directory of our user in this network namespace, found or
+ * made once per process and held until exit (link/rundir.h): 0, or
+ * -EPERM when another user holds every name it may have. */
+int srn_grp_dir_name(char *out, size_t n)
 {
-	snprintf(out, n, GRP_DIR_FMT, (unsigned)geteuid(), (unsigned long long)netns_ino());
-}
-
-/* Our private directory: created 0700 if missing; any other kind, owner
- * or mode is refused (someone else's name in world-writable /dev/shm). */
-static int dir_ensure(const char *dir)
-{
-	if (mkdir(dir, 0700) && errno != EEXIST)
-		return -errno;
-	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	struct stat st;
-	int ret = fstat(fd, &st) ? -errno : 0;
-	if (!ret && (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077)))
-		ret = -EPERM;
-	close(fd);
-	return ret;
+	const struct srn_rundir *d = srn_rundir_get(SRN_RUNDIR_GRP);
+	if (d->fd < 0)
+		return -EPERM;
+	snprintf(out, n, "%s", d->path);
+	return 0;
 }
 
 /* Open (create) a 0600 file of ours in the directory. */
@@ -257,15 +243,21 @@ int srn_udp_group_bind(struct srn_udp *u, const struct srn_dev_cfg *cfg,
 		g->peer_fd[k] = -1;
 	const char *steer = getenv("SOFTRNIC_GROUP_STEER");
 	g->steer = !steer || strcmp(steer, "0");
-	srn_grp_dir_name(g->dir, sizeof(g->dir));
 	int ret = srn_grp_addr_key(ss, g->key, sizeof(g->key));
-	if (!ret)
-		ret = dir_ensure(g->dir);
 	if (ret) {
-		snprintf(err, errlen, "%s: cannot use %s for the address's process group: %s",
-			 cfg->name, g->dir, strerror(-ret));
+		snprintf(err, errlen, "%s: no process group for this address: %s", cfg->name,
+			 strerror(-ret));
 		free(g);
 		return ret;
+	}
+	int dret = srn_grp_dir_name(g->dir, sizeof(g->dir));
+	u->dir_note = srn_rundir_note(SRN_RUNDIR_GRP);
+	if (dret) {
+		/* Another user holds every name our group directory may have:
+		 * members could not number themselves apart, so this device
+		 * binds alone, as with share=0 (the device log says why). */
+		free(g);
+		return bind(u->fd, ss, sl) ? -errno : 0;
 	}
 	int ofd = srn_grp_open_ours(g, ".order");
 	if (ofd < 0) {

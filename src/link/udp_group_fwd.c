@@ -159,7 +159,8 @@ int srn_udp_group_doorbell(struct srn_udp *u, const struct sockaddr *dst, sockle
 	} else {
 		/* Not our group: its files tell the port and the secret. */
 		memset(&tmp, 0, sizeof(tmp));
-		srn_grp_dir_name(tmp.dir, sizeof(tmp.dir));
+		if (srn_grp_dir_name(tmp.dir, sizeof(tmp.dir)))
+			return -ENOENT;
 		memcpy(tmp.key, key, sizeof(key));
 		int ofd = srn_grp_open_ours(&tmp, ".order");
 		struct order_file o;

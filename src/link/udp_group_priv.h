@@ -12,12 +12,12 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+#include "link/rundir.h"
 #include "link/udp.h"
 #include "link/udp_group.h"
 
 
 
-#define GRP_DIR_FMT "/dev/shm/softrnic-grp-%u-%llx"
 #define ORDER_MAGIC 0x31505247u         /* "GRP1" */
 #define FWD_MAGIC 0x32445746u           /* "FWD2" */
 #define RESTEER_MAGIC 0x31545352u       /* "RST1": a leaver asks a member to steer again */
@@ -65,7 +65,7 @@ struct srn_udp_group {
 	_Atomic(srn_gsi_listener_fn *) gsi_fn;  /* our CM's listener lookup */
 	unsigned gsi_hint;              /* the member whose CM took the last REQ we could not */
 	uint64_t secret;
-	char dir[96];
+	char dir[SRN_RUNDIR_PATH_MAX];
 	char key[INET6_ADDRSTRLEN + 8];
 	/* Member k's slot file, open: read on every forward, because a
 	 * member number changes hands and the old holder's port is dead. */
@@ -90,7 +90,7 @@ struct srn_udp_group {
 
 /* udp_group.c */
 int srn_grp_addr_key(const struct sockaddr *a, char *out, size_t n);
-void srn_grp_dir_name(char *out, size_t n);
+int srn_grp_dir_name(char *out, size_t n);
 /* Open (create) the 0600 file <dir>/<key><suffix> of ours. */
 int srn_grp_open_ours(const struct srn_udp_group *g, const char *suffix);
 /* The same file if it exists, not created. */
