@@ -316,6 +316,34 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* The latency line (or JSON object) from n round trips, sorted. */
+static void lat_report(const struct opts *o, const struct shape *s, const uint64_t *rtt,
+		       uint64_t n, uint64_t sum, uint64_t lost, uint64_t t_begin)
+{
+	/* Half round trip, in microseconds. */
+	double h = 2000.0, med = rtt[(n - 1) / 2] / h;
+	uint64_t p99 = (n * 99 + 99) / 100;
+	double secs = (now_ns() - t_begin) / 1e9;
+
+	if (o->json)
+		printf("{\"tool\": \"udp_pingpong\", \"test\": \"lat\", \"bytes\": %" PRIu64
+		       ", \"iters\": %" PRIu64 ", \"datagrams_per_msg\": %u"
+		       ", \"latency_kind\": \"half_round_trip\", \"wait\": \"%s\""
+		       ", \"t_min_us\": %.3f, \"t_median_us\": %.3f, \"t_p99_us\": %.3f"
+		       ", \"t_max_us\": %.3f, \"t_avg_us\": %.3f, \"bw_MBps\": %.3f"
+		       ", \"lost_rounds\": %" PRIu64 ", \"elapsed_s\": %.6f}\n",
+		       s->size, n, s->ndgrams, o->block ? "block" : "poll", rtt[0] / h, med,
+		       rtt[p99 - 1] / h,
+		       rtt[n - 1] / h, (double)sum / n / h, s->size / med, lost, secs);
+	else
+		printf("udp lat %" PRIu64 " B x %" PRIu64 ": half RTT min %.3f median %.3f "
+		       "p99 %.3f max %.3f avg %.3f us (%u datagram%s/msg, %" PRIu64
+		       " lost rounds, %s)\n",
+		       s->size, n, rtt[0] / h, med, rtt[p99 - 1] / h, rtt[n - 1] / h,
+		       (double)sum / n / h, s->ndgrams, s->ndgrams == 1 ? "" : "s", lost,
+		       o->block ? "blocking recv" : "busy-polling");
+}
+
 static int lat_client(int fd, const struct opts *o, const struct shape *s, uint64_t deadline)
 {
 	uint64_t n = o->iters, total = o->warmup + o->iters, lost = 0, sum = 0;
@@ -377,30 +405,7 @@ static int lat_client(int fd, const struct opts *o, const struct shape *s, uint6
 	qsort(rtt, n, sizeof(*rtt), cmp_u64);
 	for (uint64_t i = 0; i < n; i++)
 		sum += rtt[i];
-	{
-		/* Half round trip, in microseconds. */
-		double h = 2000.0, med = rtt[(n - 1) / 2] / h;
-		uint64_t p99 = (n * 99 + 99) / 100;
-		double secs = (now_ns() - t_begin) / 1e9;
-
-		if (o->json)
-			printf("{\"tool\": \"udp_pingpong\", \"test\": \"lat\", \"bytes\": %" PRIu64
-			       ", \"iters\": %" PRIu64 ", \"datagrams_per_msg\": %u"
-			       ", \"latency_kind\": \"half_round_trip\", \"wait\": \"%s\""
-			       ", \"t_min_us\": %.3f, \"t_median_us\": %.3f, \"t_p99_us\": %.3f"
-			       ", \"t_max_us\": %.3f, \"t_avg_us\": %.3f, \"bw_MBps\": %.3f"
-			       ", \"lost_rounds\": %" PRIu64 ", \"elapsed_s\": %.6f}\n",
-			       s->size, n, s->ndgrams, o->block ? "block" : "poll", rtt[0] / h, med,
-			       rtt[p99 - 1] / h,
-			       rtt[n - 1] / h, (double)sum / n / h, s->size / med, lost, secs);
-		else
-			printf("udp lat %" PRIu64 " B x %" PRIu64 ": half RTT min %.3f median %.3f "
-			       "p99 %.3f max %.3f avg %.3f us (%u datagram%s/msg, %" PRIu64
-			       " lost rounds, %s)\n",
-			       s->size, n, rtt[0] / h, med, rtt[p99 - 1] / h, rtt[n - 1] / h,
-			       (double)sum / n / h, s->ndgrams, s->ndgrams == 1 ? "" : "s", lost,
-			       o->block ? "blocking recv" : "busy-polling");
-	}
+	lat_report(o, s, rtt, n, sum, lost, t_begin);
 out:
 	free(rtt);
 	free(buf);
@@ -463,6 +468,31 @@ static void read_acks(int fd, struct ack *best)
 	while (recv(fd, &a, sizeof(a), MSG_DONTWAIT) == (ssize_t)sizeof(a))
 		if (a.dgrams > best->dgrams)
 			*best = a;
+}
+
+/* The bandwidth line (or JSON object) of a run from t0 to t_end. */
+static void bw_report(const struct opts *o, const struct shape *s, unsigned window,
+		      const struct ack *acked, uint64_t msgs_out, uint64_t written_off,
+		      uint64_t t0, uint64_t t_end)
+{
+	double secs = (t_end - t0) / 1e9;
+	double mbps = acked->bytes / secs / 1e6;
+	double mpps = acked->bytes / (double)s->size / secs / 1e6;
+	uint64_t lost = written_off;
+
+	if (o->json)
+		printf("{\"tool\": \"udp_pingpong\", \"test\": \"bw\", \"bytes\": %" PRIu64
+		       ", \"msgs\": %" PRIu64 ", \"datagrams\": %" PRIu64
+		       ", \"datagrams_per_msg\": %u, \"batch\": %u, \"window\": %u"
+		       ", \"elapsed_s\": %.6f, \"bw_MBps\": %.3f, \"bw_Gbps\": %.4f"
+		       ", \"msg_rate_Mpps\": %.5f, \"lost_datagrams\": %" PRIu64 "}\n",
+		       s->size, msgs_out, acked->dgrams, s->ndgrams, o->batch, window, secs,
+		       mbps, mbps * 8 / 1000, mpps, lost);
+	else
+		printf("udp bw %" PRIu64 " B: %.3f MB/s, %.4f Gb/s, %.5f Mmsg/s over %.3f s "
+		       "(%" PRIu64 " datagrams, batch %u, window %u, %" PRIu64 " lost)\n",
+		       s->size, mbps, mbps * 8 / 1000, mpps, secs, acked->dgrams, o->batch,
+		       window, lost);
 }
 
 static int bw_client(int fd, const struct opts *o, const struct shape *s, unsigned window,
@@ -540,26 +570,7 @@ static int bw_client(int fd, const struct opts *o, const struct shape *s, unsign
 		}
 	}
 	t_end = now_ns();
-	{
-		double secs = (t_end - t0) / 1e9;
-		double mbps = acked.bytes / secs / 1e6;
-		double mpps = acked.bytes / (double)s->size / secs / 1e6;
-		uint64_t lost = written_off;
-
-		if (o->json)
-			printf("{\"tool\": \"udp_pingpong\", \"test\": \"bw\", \"bytes\": %" PRIu64
-			       ", \"msgs\": %" PRIu64 ", \"datagrams\": %" PRIu64
-			       ", \"datagrams_per_msg\": %u, \"batch\": %u, \"window\": %u"
-			       ", \"elapsed_s\": %.6f, \"bw_MBps\": %.3f, \"bw_Gbps\": %.4f"
-			       ", \"msg_rate_Mpps\": %.5f, \"lost_datagrams\": %" PRIu64 "}\n",
-			       s->size, msgs_out, acked.dgrams, s->ndgrams, o->batch, window, secs,
-			       mbps, mbps * 8 / 1000, mpps, lost);
-		else
-			printf("udp bw %" PRIu64 " B: %.3f MB/s, %.4f Gb/s, %.5f Mmsg/s over %.3f s "
-			       "(%" PRIu64 " datagrams, batch %u, window %u, %" PRIu64 " lost)\n",
-			       s->size, mbps, mbps * 8 / 1000, mpps, secs, acked.dgrams, o->batch,
-			       window, lost);
-	}
+	bw_report(o, s, window, &acked, msgs_out, written_off, t0, t_end);
 	return 0;
 }
 
@@ -607,6 +618,8 @@ static int parse_size(const char *arg, uint64_t *out)
 	return 0;
 }
 
+/* The command line into o: 0, or -EINVAL for a usage error.
+ * Why long: one case per option, each a few lines. */
 static int parse_opts(int argc, char **argv, struct opts *o)
 {
 	static const struct option lo[] = {

@@ -5,7 +5,7 @@
 srn_unit_test(test_cc_dcqcn test_cc_dcqcn.c)
 srn_unit_test(test_cc_pacer_np test_cc_pacer_np.c)
 srn_unit_test(test_cc_dcqcn_env test_cc_dcqcn_env.c)
-srn_unit_test(test_cc_cnp_wire test_cc_cnp_wire.c test_wire_util.c)
+srn_unit_test(test_cc_cnp_wire test_cc_cnp_wire.c helpers/test_wire_util.c)
 target_compile_definitions(test_cc_cnp_wire PRIVATE
   SRN_FRAMES_TSV="${SRN_TESTDATA}/roce-frames.tsv")
 srn_script_test(test_cc_cnp_tshark test_cc_cnp_tshark.sh LABELS unit)

@@ -2,7 +2,7 @@
 # emulated switch's pause, ECMP spreads flows, and the three-way incast.
 #
 # The pause hook over the UDP link, two processes, no root needed.
-srn_unit_test(test_cc_pause test_cc_pause.c rc_test_conn.c
+srn_unit_test(test_cc_pause test_cc_pause.c helpers/rc_test_conn.c
   ${CMAKE_SOURCE_DIR}/tools/switch_pause.c)
 target_include_directories(test_cc_pause PRIVATE ${CMAKE_SOURCE_DIR}/tools)
 set_property(TEST test_cc_pause APPEND PROPERTY LABELS fast)

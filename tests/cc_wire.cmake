@@ -5,7 +5,7 @@ set_property(TEST test_cc_wire_ecn APPEND PROPERTY LABELS fast)
 srn_script_test(test_cc_wire_cnp test_cc_wire_cnp.sh)
 
 # Rate limits honoured: through the same-host rings and over UDP.
-add_executable(test_cc_wire_rate test_cc_wire_rate.c rc_test_conn.c)
+add_executable(test_cc_wire_rate test_cc_wire_rate.c helpers/rc_test_conn.c)
 target_link_libraries(test_cc_wire_rate PRIVATE softrnic)
 target_include_directories(test_cc_wire_rate PRIVATE ${IBVERBS_INCLUDE})
 add_test(NAME test_cc_wire_rate COMMAND test_cc_wire_rate)

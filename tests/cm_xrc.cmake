@@ -23,6 +23,5 @@ srn_script_test(cm_ephemeral test_cm_ephemeral.sh)
 # the passive side, and each XRC type's attribute sets.
 add_executable(test_cm_xrc_api test_cm_xrc_api.c)
 target_link_libraries(test_cm_xrc_api PRIVATE rdmacm ibverbs)
-target_include_directories(test_cm_xrc_api PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
 add_test(NAME test_cm_xrc_api COMMAND test_cm_xrc_api)
 set_tests_properties(test_cm_xrc_api PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 90 LABELS e2e)

@@ -4,12 +4,12 @@ srn_unit_test(test_diag_shm test_diag_shm.c)
 
 # A process that writes a segment through the diag API alone (no device,
 # no hooks): lets test_diag_tools check the tools' output exactly.
-add_executable(diag_seg_writer diag_seg_writer.c)
+add_executable(diag_seg_writer helpers/diag_seg_writer.c)
 target_link_libraries(diag_seg_writer PRIVATE srn_static)
 
 # A verbs program that registers 3 MRs, never deregisters them and sleeps:
 # what `softrnic res` must show through the library's own hooks.
-add_executable(diag_leak_prog diag_leak_prog.c)
+add_executable(diag_leak_prog helpers/diag_leak_prog.c)
 target_link_libraries(diag_leak_prog PRIVATE softrnic)
 target_include_directories(diag_leak_prog PRIVATE ${IBVERBS_INCLUDE})
 

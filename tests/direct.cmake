@@ -3,7 +3,7 @@
 # runs each mode with direct placement on and off and checks the counters
 # say which path ran.  test_direct_fence tests the table's fence and
 # seqlock alone (threads and a forked requester that dies mid-placement).
-add_executable(test_direct test_direct.c rc_test_conn.c)
+add_executable(test_direct test_direct.c helpers/rc_test_conn.c)
 target_link_libraries(test_direct PRIVATE softrnic)
 target_include_directories(test_direct PRIVATE ${IBVERBS_INCLUDE})
 srn_script_test(direct_modes test_direct.sh)

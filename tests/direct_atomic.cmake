@@ -2,7 +2,7 @@
 # test_direct_atomic runs two processes through the public verbs API; the
 # script runs each mode with direct placement on and off and checks the
 # direct_atomic counter says which path ran.
-add_executable(test_direct_atomic test_direct_atomic.c rc_test_conn.c)
+add_executable(test_direct_atomic test_direct_atomic.c helpers/rc_test_conn.c)
 target_link_libraries(test_direct_atomic PRIVATE softrnic)
 target_include_directories(test_direct_atomic PRIVATE ${IBVERBS_INCLUDE})
 srn_script_test(direct_atomic test_direct_atomic.sh)
@@ -10,10 +10,10 @@ srn_script_test(direct_atomic test_direct_atomic.sh)
 # The page move itself, with a thread of the program writing the pages
 # that move: no write lost (userfaultfd write-protects them meanwhile).
 # In the tsan label too: the writer and the move race by design.
-srn_unit_test(test_mr_share_writers test_mr_share_writers.c rc_test_conn.c)
+srn_unit_test(test_mr_share_writers test_mr_share_writers.c helpers/rc_test_conn.c)
 set_property(TEST test_mr_share_writers APPEND PROPERTY LABELS fast tsan)
 # The pages come back to private memory at dereg: fork and mremap after.
 # Not under ThreadSanitizer: its mremap interceptor does not move the
 # shadow of a grown mapping (SEGV in the runtime), and no threads race here.
-srn_unit_test(test_mr_share_release test_mr_share_release.c rc_test_conn.c)
+srn_unit_test(test_mr_share_release test_mr_share_release.c helpers/rc_test_conn.c)
 set_property(TEST test_mr_share_release APPEND PROPERTY LABELS fast)

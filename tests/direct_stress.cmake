@@ -2,7 +2,7 @@
 # two requesters that place directly and one on the UDP link, 100 000
 # mixed operations on the same QPs and regions, then dereg while all
 # three stream.  test_direct_stress.sh also checks the direct counters.
-add_executable(test_direct_stress test_direct_stress.c rc_test_conn.c)
+add_executable(test_direct_stress test_direct_stress.c helpers/rc_test_conn.c)
 target_link_libraries(test_direct_stress PRIVATE softrnic)
 target_include_directories(test_direct_stress PRIVATE ${IBVERBS_INCLUDE})
 srn_script_test(direct_stress_100k test_direct_stress.sh LABELS stress)

@@ -5,7 +5,7 @@ srn_unit_test(test_link_pcap ${CMAKE_CURRENT_LIST_DIR}/test_link_pcap.c)
 
 # Helper of test_link_pcap.sh: an independent ICRC check of every frame of
 # a capture. Not a test by itself.
-add_executable(pcap_icrc_check ${CMAKE_CURRENT_LIST_DIR}/pcap_icrc_check.c)
+add_executable(pcap_icrc_check ${CMAKE_CURRENT_LIST_DIR}/helpers/pcap_icrc_check.c)
 target_link_libraries(pcap_icrc_check PRIVATE srn_static)
 srn_script_test(test_link_pcap_pingpong test_link_pcap.sh)
 

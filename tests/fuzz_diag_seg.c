@@ -18,7 +18,7 @@
  * on: counts within the compiled maxima, NUL-terminated strings, known
  * kinds, at most the asked number of log entries, each NUL-terminated.
  *
- * CTest runs it through tests/fuzz_driver.c (tests/trust_diag.cmake).
+ * CTest runs it through tests/helpers/fuzz_driver.c (tests/trust_diag.cmake).
  */
 #include <stdint.h>
 #include <stdlib.h>

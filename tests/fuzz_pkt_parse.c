@@ -1,7 +1,7 @@
 /*
  * fuzz_pkt_parse.c - libFuzzer harness for srn_pkt_parse.
  *
- * CTest runs it through tests/fuzz_driver.c; by hand with libFuzzer:
+ * CTest runs it through tests/helpers/fuzz_driver.c; by hand with libFuzzer:
  *   clang -g -fsanitize=fuzzer,address,undefined -Isrc \
  *         tests/fuzz_pkt_parse.c src/wire/pkt.c src/wire/opcode.c
  * Run: ./fuzz_pkt_parse -max_len=512 [corpus_dir]

@@ -1,10 +1,10 @@
 # A good guest in its host process (issue 23): softrnic's threads block
 # every signal; the progress thread survives a missing epoll_pwait2 and
 # never stops without a word and IBV_EVENT_DEVICE_FATAL.
-add_executable(test_guest test_guest.c rc_test_conn.c)
+add_executable(test_guest test_guest.c helpers/rc_test_conn.c)
 target_link_libraries(test_guest PRIVATE rdmacm softrnic Threads::Threads)
 target_include_directories(test_guest PRIVATE ${IBVERBS_INCLUDE})
-add_library(epoll_fail_preload MODULE epoll_fail_preload.c)
+add_library(epoll_fail_preload MODULE helpers/epoll_fail_preload.c)
 add_test(NAME guest_signals COMMAND test_guest signals)
 set_tests_properties(guest_signals PROPERTIES TIMEOUT 60 LABELS "unit;fast;tsan")
 srn_script_test(guest_epoll test_guest_epoll.sh LABELS "unit;fast")
@@ -12,7 +12,7 @@ srn_script_test(guest_crash test_guest_crash.sh LABELS "unit;fast")
 
 # The progress thread wakes for a deadline an application thread sets
 # while it sleeps (an ACK timer, a packet the fault injector holds).
-add_executable(test_progress_wake test_progress_wake.c rc_test_conn.c)
+add_executable(test_progress_wake test_progress_wake.c helpers/rc_test_conn.c)
 target_link_libraries(test_progress_wake PRIVATE softrnic Threads::Threads)
 target_include_directories(test_progress_wake PRIVATE ${IBVERBS_INCLUDE})
 add_test(NAME progress_wake_timer COMMAND test_progress_wake timer)
@@ -23,7 +23,7 @@ set_tests_properties(progress_wake_held PROPERTIES TIMEOUT 60 LABELS "unit;fast;
   ENVIRONMENT "SOFTRNIC_SHM=0;SOFTRNIC_FAULTS=tx.delay=100,delay_us=5000,opcode=0x0a")
 
 # A held ACK leaves before the packets of the post it waited for.
-add_executable(test_ack_order test_ack_order.c rc_test_conn.c)
+add_executable(test_ack_order test_ack_order.c helpers/rc_test_conn.c)
 target_link_libraries(test_ack_order PRIVATE softrnic Threads::Threads)
 target_include_directories(test_ack_order PRIVATE ${IBVERBS_INCLUDE})
 add_test(NAME ack_order_rings COMMAND test_ack_order)

@@ -3,7 +3,7 @@
 # any alignment (the UBSan build aborted on libiscsi's packed SGEs).  One
 # test per case, so a failure names the verb.
 add_executable(test_misaligned_sge ${CMAKE_CURRENT_LIST_DIR}/test_misaligned_sge.c
-  ${CMAKE_CURRENT_LIST_DIR}/rc_test_conn.c)
+  ${CMAKE_CURRENT_LIST_DIR}/helpers/rc_test_conn.c)
 target_link_libraries(test_misaligned_sge PRIVATE softrnic)
 target_include_directories(test_misaligned_sge PRIVATE ${IBVERBS_INCLUDE})
 foreach(c send inline rdma atomic srq xrc ud wr_api bind_mw)

@@ -2,7 +2,7 @@
 # test_dead_target: a target SIGKILLed mid-stream never acknowledges a
 # Write posted more than 1 ms after its death, on the mapped copy, the
 # process_vm_writev copy and the rings (20 runs each).
-add_executable(test_dead_target test_dead_target.c rc_test_conn.c)
+add_executable(test_dead_target test_dead_target.c helpers/rc_test_conn.c)
 target_link_libraries(test_dead_target PRIVATE softrnic)
 target_include_directories(test_dead_target PRIVATE ${IBVERBS_INCLUDE})
 srn_script_test(dead_target test_dead_target.sh)
@@ -10,7 +10,7 @@ srn_script_test(dead_target test_dead_target.sh)
 # test_cnp_source: CNPs are taken only from the peer's address and a UDP
 # source port the peer sends from (real ones handled, forged ones from
 # another port counted rp_cnp_bad_source, port 0 with a raw socket).
-srn_unit_test(test_cnp_source test_cnp_source.c rc_test_conn.c LABELS e2e)
+srn_unit_test(test_cnp_source test_cnp_source.c helpers/rc_test_conn.c LABELS e2e)
 set_property(TEST test_cnp_source APPEND PROPERTY LABELS fast)
 
 # test_rereg_recv: rdma-core's test_mr_rereg_pd and test_mr_rereg_addr
@@ -18,7 +18,7 @@ set_property(TEST test_cnp_source APPEND PROPERTY LABELS fast)
 # NAK remote operational error (client REM_OP_ERR, server LOC_PROT_ERR),
 # and a QP restated through RESET leaves no flushes behind in its CQs.
 # On the rings and over UDP.
-add_executable(test_rereg_recv test_rereg_recv.c rc_test_conn.c)
+add_executable(test_rereg_recv test_rereg_recv.c helpers/rc_test_conn.c)
 target_link_libraries(test_rereg_recv PRIVATE softrnic)
 target_include_directories(test_rereg_recv PRIVATE ${IBVERBS_INCLUDE})
 add_test(NAME rereg_recv_rings COMMAND test_rereg_recv)

@@ -1,5 +1,5 @@
 # RC data path through the public verbs API, linked against libsoftrnic.
-add_executable(test_rc_verbs test_rc_verbs.c rc_test_conn.c)
+add_executable(test_rc_verbs test_rc_verbs.c helpers/rc_test_conn.c)
 target_link_libraries(test_rc_verbs PRIVATE softrnic)
 target_include_directories(test_rc_verbs PRIVATE ${IBVERBS_INCLUDE})
 add_test(NAME test_rc_verbs COMMAND test_rc_verbs)
@@ -14,13 +14,13 @@ srn_script_test(stat_live test_stat_live.sh)
 # over UDP), and a path that refuses GSO mid-burst switches to plain sends
 # without losing data (an LD_PRELOAD that refuses UDP_SEGMENT as such a
 # kernel would: sendmmsg returns the count before it, the error is lost).
-add_executable(test_gso_iov_limit test_gso_iov_limit.c rc_test_conn.c)
+add_executable(test_gso_iov_limit test_gso_iov_limit.c helpers/rc_test_conn.c)
 target_link_libraries(test_gso_iov_limit PRIVATE softrnic)
 target_include_directories(test_gso_iov_limit PRIVATE ${IBVERBS_INCLUDE})
 add_test(NAME test_gso_iov_limit COMMAND test_gso_iov_limit)
 set_tests_properties(test_gso_iov_limit PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120
   LABELS e2e)
-add_library(gso_refuse_preload MODULE gso_refuse_preload.c)
+add_library(gso_refuse_preload MODULE helpers/gso_refuse_preload.c)
 target_link_libraries(gso_refuse_preload PRIVATE ${CMAKE_DL_LIBS})
 srn_script_test(gso_refused test_gso_refused.sh)
 

@@ -4,7 +4,7 @@
 # Debian's ibv_rc_pingpong with packet loss.  Each process opens its own
 # device, so the traffic is real UDP between 127.0.0.N addresses.
 foreach(t test_rc_stress test_rc_passive test_rc_dereg)
-  add_executable(${t} ${t}.c rc_test_conn.c)
+  add_executable(${t} ${t}.c helpers/rc_test_conn.c)
   target_link_libraries(${t} PRIVATE softrnic)
   target_include_directories(${t} PRIVATE ${IBVERBS_INCLUDE})
 endforeach()
@@ -62,14 +62,14 @@ srn_rc_test(rc_dereg test_rc_dereg)
 srn_script_test(rc_pingpong_faults test_rc_pingpong_faults.sh)
 
 # ACKs held for the application's next post leave when it never comes.
-add_executable(test_rc_held_ack test_rc_held_ack.c rc_test_conn.c)
+add_executable(test_rc_held_ack test_rc_held_ack.c helpers/rc_test_conn.c)
 target_link_libraries(test_rc_held_ack PRIVATE softrnic)
 target_include_directories(test_rc_held_ack PRIVATE ${IBVERBS_INCLUDE})
 srn_script_test(rc_held_ack test_rc_held_ack.sh)
 
 # The same-host shared-memory link: used, woken, optional, flow-controlled,
 # and a killed peer fails its partner's QP and leaves no inbox behind.
-add_executable(test_shm_peer_killed test_shm_peer_killed.c rc_test_conn.c)
+add_executable(test_shm_peer_killed test_shm_peer_killed.c helpers/rc_test_conn.c)
 target_link_libraries(test_shm_peer_killed PRIVATE softrnic)
 target_include_directories(test_shm_peer_killed PRIVATE ${IBVERBS_INCLUDE})
 srn_script_test(shm_link test_shm_link.sh)

@@ -11,7 +11,7 @@ srn_fuzz_target(fuzz_rsocket_conn RUNS 50000 SOURCES fuzz_rsocket_conn.c
 # rsocket_tcp_echo links nothing of RDMA (librspreload brings it in).
 add_executable(rsocket_check rsocket_check.c)
 target_link_libraries(rsocket_check PRIVATE rdmacm)
-add_executable(rsocket_tcp_echo rsocket_tcp_echo.c)
+add_executable(rsocket_tcp_echo helpers/rsocket_tcp_echo.c)
 
 foreach(mode rstream riostream check killed preload)
   add_test(NAME rsocket_${mode} COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/test_rsocket.sh ${mode})

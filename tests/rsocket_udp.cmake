@@ -10,8 +10,8 @@ srn_fuzz_target(fuzz_rsocket_dgram RUNS 50000 SOURCES fuzz_rsocket_dgram.c
 
 # rsocket_udp_echo links nothing of RDMA (librspreload brings it in);
 # rsocket_udp_inject is a hostile UD peer on our librdmacm and libibverbs.
-add_executable(rsocket_udp_echo rsocket_udp_echo.c)
-add_executable(rsocket_udp_inject rsocket_udp_inject.c)
+add_executable(rsocket_udp_echo helpers/rsocket_udp_echo.c)
+add_executable(rsocket_udp_inject helpers/rsocket_udp_inject.c)
 target_link_libraries(rsocket_udp_inject PRIVATE rdmacm ibverbs)
 
 foreach(mode loopback netns preload malformed)

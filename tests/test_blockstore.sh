@@ -20,7 +20,7 @@
 # Every wait is bounded; exit 0 pass, 1 fail, 77 skip.
 set -u
 MODE=${1:?usage: test_blockstore.sh tcp|shm|udp|netns}
-source "$SRN_SRC/tests/blockstore_lib.sh"
+source "$SRN_SRC/tests/lib/blockstore_lib.sh"
 
 start_server
 

@@ -40,7 +40,7 @@ static uint64_t rnd(void)
 	return rng;
 }
 
-/* A failed check ends the test at once (tests/check.h). */
+/* A failed check ends the test at once (tests/lib/check.h). */
 #define SRN_CHECK_FATAL
 #include "check.h"
 

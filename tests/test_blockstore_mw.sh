@@ -12,7 +12,7 @@
 set -u
 MODE=${1:?usage: test_blockstore_mw.sh shm|udp}
 BS_SERVER_ARGS="--blocks 4096 --slots 6144 --mw"
-source "$SRN_SRC/tests/blockstore_lib.sh"
+source "$SRN_SRC/tests/lib/blockstore_lib.sh"
 
 start_server
 pids=()

@@ -15,7 +15,7 @@
 # MODE: tcp | shm | udp.  Exit 0/1/77.
 set -u
 MODE=${1:?usage: test_blockstore_race.sh tcp|shm|udp}
-source "$SRN_SRC/tests/blockstore_lib.sh"
+source "$SRN_SRC/tests/lib/blockstore_lib.sh"
 
 start_server
 client fill --op write --qd 4 --seconds 0.2 --fill --start 0 --count 16 --writer 1

@@ -15,7 +15,7 @@ set -u
 MODE=${1:?usage: test_blockstore_stale.sh shm|udp}
 export SOFTRNIC_DIAG_DIR SOFTRNIC_DIAG_KEEP=1
 SOFTRNIC_DIAG_DIR=$(mktemp -d)
-source "$SRN_SRC/tests/blockstore_lib.sh"
+source "$SRN_SRC/tests/lib/blockstore_lib.sh"
 trap 'cleanup; rm -rf "$SOFTRNIC_DIAG_DIR"' EXIT
 
 start_server

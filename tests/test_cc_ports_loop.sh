@@ -51,7 +51,7 @@ mkdir "$work/on"
 perf on SOFTRNIC_PCAP="$work/on/t.%p.pcap" || fail=1
 for f in "$work"/on/*.pcap; do
     [ -e "$f" ] || { echo "FAIL: no trace written"; fail=1; break; }
-    python3 "$SRN_SRC/tests/cc_ports_pcap.py" "$f" on 4 || fail=1
+    python3 "$SRN_SRC/tests/helpers/cc_ports_pcap.py" "$f" on 4 || fail=1
     "$SRN_BUILD/bin/pcap_icrc_check" "$f" | grep -q " bad=0 " ||
         { echo "FAIL: ICRC in $f"; "$SRN_BUILD/bin/pcap_icrc_check" "$f"; fail=1; }
 done
@@ -69,6 +69,6 @@ mkdir "$work/off"
 perf off SOFTRNIC_SRC_PORTS=0 SOFTRNIC_PCAP="$work/off/t.%p.pcap" || fail=1
 for f in "$work"/off/*.pcap; do
     [ -e "$f" ] || { echo "FAIL: no trace written"; fail=1; break; }
-    python3 "$SRN_SRC/tests/cc_ports_pcap.py" "$f" off || fail=1
+    python3 "$SRN_SRC/tests/helpers/cc_ports_pcap.py" "$f" off || fail=1
 done
 exit $fail

@@ -23,7 +23,7 @@ command -v ibv_rc_pingpong >/dev/null || { echo "SKIP: ibverbs-utils not install
 command -v python3 >/dev/null || { echo "SKIP: python3 not installed"; exit 77; }
 srn_netns_require_root
 
-ECN_UDP="$SRN_SRC/tests/lib/ecn_udp.py"
+ECN_UDP="$SRN_SRC/tests/helpers/ecn_udp.py"
 work=$(mktemp -d)
 trap 'srn_netns_cleanup; rm -rf "$work"' EXIT
 trap 'exit 130' INT

@@ -1,7 +1,7 @@
 #!/bin/bash
 # test_diag_tools.sh - `softrnic stat`, `res` and `explain` against
 # diag_seg_writer, a process that fills a diagnostic segment through the
-# diag API with known contents (see tests/diag_seg_writer.c), so every
+# diag API with known contents (see tests/helpers/diag_seg_writer.c), so every
 # value printed can be checked exactly, independently of the data path.
 #
 #   diag_seg_writer run  ──(segment in $SOFTRNIC_DIAG_DIR)──>  softrnic stat/res/explain

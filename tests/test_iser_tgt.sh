@@ -1,7 +1,7 @@
 #!/bin/bash
 # test_iser_tgt.sh - Debian's tgt and libiscsi as real storage on softrnic
 # (issue 23).  tgtd, unmodified, serves a file-backed LUN over iSER; the
-# initiator side is libiscsi (its tools and tests/iser_rw.c); both load
+# initiator side is libiscsi (its tools and tests/helpers/iser_rw.c); both load
 # softrnic's libibverbs.so.1 and librdmacm.so.1 through LD_LIBRARY_PATH.
 #
 #   ┌ $NS_A ─────────────────────────────┐  veth  ┌ $NS_B ──────────────────────────────┐

@@ -24,7 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "lib/pcap_read.h"
+#include "pcap_read.h"
 #include "link/pcap.h"
 #include "link/udp.h"
 #include "wire/icrc.h"

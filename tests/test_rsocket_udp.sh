@@ -9,13 +9,13 @@
 #              and rpoll-driven; a server bound to 0.0.0.0
 #   netns      udpong between two network namespaces (veth, MTU 9000 and
 #              1500), both directions of who serves
-#   preload    tests/rsocket_udp_echo.c, a plain UDP program, under Debian's
+#   preload    tests/helpers/rsocket_udp_echo.c, a plain UDP program, under Debian's
 #              librspreload.so: several sizes echoed identical, 2100 bytes
 #              refused with EMSGSIZE
 #   malformed  datagrams that are no rsocket's (garbage, a wrong tag,
 #              version, length or op, a payload too large) sent at a live
 #              udpong server, and UD messages with a wrong source header
-#              (tests/rsocket_udp_inject.c): it keeps serving, and
+#              (tests/helpers/rsocket_udp_inject.c): it keeps serving, and
 #              `softrnic stat` counts each in rsocket_dgram_malformed
 # udpong's server never exits: it is stopped by its pid once the client is
 # done.  Every run is bounded (timeout); exit 0 pass, 1 fail, 77 skip.

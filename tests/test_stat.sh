@@ -1,6 +1,6 @@
 #!/bin/bash
 # test_stat.sh - `softrnic stat` reading a real softrnic process from
-# outside: diag_leak_prog (tests/diag_leak_prog.c) sends one message to
+# outside: diag_leak_prog (tests/helpers/diag_leak_prog.c) sends one message to
 # itself over loopback and sleeps; the tool reads its segment.
 #
 #   diag_leak_prog (127.0.0.x:4791, QP -> itself) ──segment──> softrnic stat

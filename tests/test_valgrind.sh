@@ -17,7 +17,7 @@
 # must report no error: no invalid access, no use of an uninitialised
 # value, no uninitialised system call argument, no definitely lost block
 # (--errors-for-leak-kinds=definite), apart from the program faults
-# tests/valgrind.supp names (none whose stack is in softrnic).  A pair
+# tests/data/valgrind.supp names (none whose stack is in softrnic).  A pair
 # fails on valgrind's exit code (--error-exitcode) and on its log.
 #
 # Valgrind cannot run sanitizer builds (ASan's shadow memory, TSan's
@@ -31,7 +31,7 @@
 # hogs.  Exit 0 pass, 1 fail, 77 skip.
 set -u
 SOFTRNIC=$SRN_BUILD/bin/softrnic
-SUPP=$SRN_SRC/tests/valgrind.supp
+SUPP=$SRN_SRC/tests/data/valgrind.supp
 T=${SRN_VG_TIMEOUT:-90}
 
 if [ -n "${SRN_ASAN_PRELOAD:-}" ] ||

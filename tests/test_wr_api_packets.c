@@ -41,7 +41,7 @@
 #include <unistd.h>
 #include <infiniband/verbs.h>
 
-#include "lib/pcap_read.h"
+#include "pcap_read.h"
 #include "rc_test_conn.h"
 #include "diag/clock.h"
 

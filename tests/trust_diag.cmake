@@ -12,7 +12,7 @@ set_tests_properties(trust_diag_other_user trust_diag_planted trust_diag_shrink 
 
 # Cuts a file to a size and back, as fast as it can, for a bounded time
 # (test_trust_diag_shrink.sh).
-add_executable(test_trust_diag_shrinker test_trust_diag_shrinker.c)
+add_executable(test_trust_diag_shrinker helpers/test_trust_diag_shrinker.c)
 
 srn_fuzz_target(fuzz_diag_seg RUNS 20000
   SOURCES fuzz_diag_seg.c ${CMAKE_SOURCE_DIR}/tools/diag_seg.c)

@@ -1,7 +1,7 @@
 # Registered memory (issue 10 items 2, 8, 13): unpredictable keys, no
 # registration of memory that is not there, no access to memory unmapped
 # under a registration, and ibv_rereg_mr.
-add_executable(test_trust_mem test_trust_mem.c rc_test_conn.c)
+add_executable(test_trust_mem test_trust_mem.c helpers/rc_test_conn.c)
 target_link_libraries(test_trust_mem PRIVATE softrnic)
 target_include_directories(test_trust_mem PRIVATE ${IBVERBS_INCLUDE})
 foreach(t keys fault unmap rereg guess race detach)

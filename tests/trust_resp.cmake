@@ -14,12 +14,12 @@ endfunction()
 
 # Item 5: an XRC SRQ an XRC receive QP uses cannot be destroyed (EBUSY),
 # and keeps delivering; it goes after the QP.
-srn_trust_resp_test(test_trust_resp_xrc_srq test_trust_resp_xrc_srq.c rc_test_conn.c)
+srn_trust_resp_test(test_trust_resp_xrc_srq test_trust_resp_xrc_srq.c helpers/rc_test_conn.c)
 
 # Item 6: a large READ is answered in slices, nic->lock released between
 # them; the target's own progress passes are measured (packets per pass)
 # while another of its threads times ibv_query_qp.  UDP and rings.
-add_executable(test_trust_resp_read_slices test_trust_resp_read_slices.c rc_test_conn.c)
+add_executable(test_trust_resp_read_slices test_trust_resp_read_slices.c helpers/rc_test_conn.c)
 target_link_libraries(test_trust_resp_read_slices PRIVATE srn_static)
 target_include_directories(test_trust_resp_read_slices PRIVATE ${IBVERBS_INCLUDE})
 add_test(NAME trust_resp_read_slices_udp COMMAND test_trust_resp_read_slices)
@@ -40,7 +40,7 @@ set_tests_properties(trust_resp_read_slices_passive PROPERTIES SKIP_RETURN_CODE 
 # Item 7: handcrafted READ/WRITE requests whose DMA length exceeds
 # max_msg_sz (0xffffff01 made the old packet count wrap to 0) get one NAK
 # invalid request and nothing else; a local READ that long fails at post.
-add_executable(test_trust_resp_read_len test_trust_resp_read_len.c rc_test_conn.c)
+add_executable(test_trust_resp_read_len test_trust_resp_read_len.c helpers/rc_test_conn.c)
 target_link_libraries(test_trust_resp_read_len PRIVATE srn_static)
 target_include_directories(test_trust_resp_read_len PRIVATE ${IBVERBS_INCLUDE})
 add_test(NAME test_trust_resp_read_len COMMAND test_trust_resp_read_len)

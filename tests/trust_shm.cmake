@@ -1,7 +1,7 @@
 # Same-host link against other users and hostile same-user peers (issue 10,
 # items 1 and 9): inbox names taken first, files of the wrong owner or mode,
 # inboxes shrunk under their mappings, ring records that lie.
-add_executable(test_trust_shm_plant ${CMAKE_CURRENT_LIST_DIR}/test_trust_shm_plant.c)
+add_executable(test_trust_shm_plant ${CMAKE_CURRENT_LIST_DIR}/helpers/test_trust_shm_plant.c)
 target_link_libraries(test_trust_shm_plant PRIVATE srn_static)
 srn_script_test(test_trust_shm_inbox test_trust_shm_inbox.sh)
 srn_unit_test(test_trust_shm_ring ${CMAKE_CURRENT_LIST_DIR}/test_trust_shm_ring.c)

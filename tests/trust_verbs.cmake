@@ -8,7 +8,7 @@ function(srn_trust_verbs_test name prog)
   endif()
   if(NOT TARGET ${prog})
     add_executable(${prog} ${CMAKE_CURRENT_LIST_DIR}/${prog}.c
-      ${CMAKE_CURRENT_LIST_DIR}/rc_test_conn.c ${T_SOURCES})
+      ${CMAKE_CURRENT_LIST_DIR}/helpers/rc_test_conn.c ${T_SOURCES})
     target_link_libraries(${prog} PRIVATE softrnic Threads::Threads)
     target_include_directories(${prog} PRIVATE ${IBVERBS_INCLUDE})
   endif()
@@ -20,12 +20,12 @@ endfunction()
 # Item 11: other verbs inside an ibv_wr_* batch, same thread and another
 # thread (also in scripts/test.sh's TSan list).
 srn_trust_verbs_test(test_trust_verbs_wr_batch test_trust_verbs_wr_batch
-  SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_trust_verbs_peer.c)
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/helpers/test_trust_verbs_peer.c)
 
 # Item 12: memory windows bound with LOCAL_WRITE in their rights, as
 # rdma-core's tests bind them (type 1, ibv_wr_bind_mw, IBV_WR_BIND_MW).
 srn_trust_verbs_test(test_trust_verbs_mw test_trust_verbs_mw
-  SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_trust_verbs_peer.c)
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/helpers/test_trust_verbs_peer.c)
 
 # Item 14: create_flags 0 accepted.  Item 15: cmd_fd a real descriptor,
 # closed with the context, that ibv_import_device refuses (EOPNOTSUPP).

@@ -6,14 +6,14 @@
 # An XRC receive QP gets no send_ops_flags (EOPNOTSUPP, as rxe and mlx5):
 # it has no send queue and no send CQ to complete into.
 srn_trust_verbs_test(test_trust_verbs2_xrc_recv test_trust_verbs2_xrc
-  SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_trust_verbs_peer.c LABELS unit)
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/helpers/test_trust_verbs_peer.c LABELS unit)
 
 # Batch edges (also in scripts/test.sh's TSan list): a reset under the
 # batch, complete/abort without an open batch or from another thread,
 # destroy while a batch is open.
 foreach(mode reset abort thread destroy)
   srn_trust_verbs_test(test_trust_verbs2_${mode} test_trust_verbs2_batch ARGS ${mode}
-    SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_trust_verbs_peer.c)
+    SOURCES ${CMAKE_CURRENT_LIST_DIR}/helpers/test_trust_verbs_peer.c)
 endforeach()
 
 # scripts/test.sh runs these under ThreadSanitizer (-L tsan).

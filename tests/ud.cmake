@@ -7,7 +7,7 @@ set_tests_properties(test_ud_mcast PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120
   LABELS "e2e;tsan")
 
 # UC under the fault injector: whole messages lost, never torn ones.
-add_executable(test_uc_faults test_uc_faults.c rc_test_conn.c)
+add_executable(test_uc_faults test_uc_faults.c helpers/rc_test_conn.c)
 target_link_libraries(test_uc_faults PRIVATE softrnic)
 target_include_directories(test_uc_faults PRIVATE ${IBVERBS_INCLUDE})
 add_test(NAME test_uc_faults COMMAND test_uc_faults)

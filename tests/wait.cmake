@@ -10,7 +10,7 @@ set_property(TEST one_wakeup_udp APPEND PROPERTY ENVIRONMENT SOFTRNIC_SHM=0)
 # Signals (EINTR, SA_RESTART) and wake-ups by other threads (the bell, a
 # second waiter) of such a wait.  Linked static: the test reads the
 # device's counters to know the socket owner's wait was the one tested.
-add_executable(test_wait_signals test_wait_signals.c rc_test_conn.c)
+add_executable(test_wait_signals test_wait_signals.c helpers/rc_test_conn.c)
 target_link_libraries(test_wait_signals PRIVATE srn_static Threads::Threads)
 foreach(mode eintr restart bell_flush bell two_waiters)
   foreach(link rings udp)

@@ -3,12 +3,12 @@
 # (docs/wire.md §5.3).
 set(SRN_WIRE_TSV ${SRN_TESTDATA}/roce-frames.tsv)
 
-srn_unit_test(test_wire_icrc test_wire_icrc.c test_wire_util.c)
+srn_unit_test(test_wire_icrc test_wire_icrc.c helpers/test_wire_util.c)
 # zlib's byte-table CRC32 is the independent reference for ISA-L's SIMD one.
 find_package(ZLIB REQUIRED)
 target_link_libraries(test_wire_icrc PRIVATE ZLIB::ZLIB)
-srn_unit_test(test_wire_pkt test_wire_pkt.c test_wire_util.c)
-srn_unit_test(test_wire_robust test_wire_robust.c test_wire_util.c)
+srn_unit_test(test_wire_pkt test_wire_pkt.c helpers/test_wire_util.c)
+srn_unit_test(test_wire_robust test_wire_robust.c helpers/test_wire_util.c)
 
 # srn_unit_test runs the program without arguments, so the vector file is
 # also compiled in as the default; argv[1] overrides it.

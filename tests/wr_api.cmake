@@ -1,7 +1,7 @@
 # Issue 4: the ibv_wr_* API and the classic ibv_post_send put identical
 # packets on the wire for the same work (compared in a SOFTRNIC_PCAP trace).
 add_executable(test_wr_api_packets ${CMAKE_CURRENT_LIST_DIR}/test_wr_api_packets.c
-  ${CMAKE_CURRENT_LIST_DIR}/rc_test_conn.c)
+  ${CMAKE_CURRENT_LIST_DIR}/helpers/rc_test_conn.c)
 target_link_libraries(test_wr_api_packets PRIVATE softrnic)
 target_include_directories(test_wr_api_packets PRIVATE ${IBVERBS_INCLUDE})
 add_test(NAME test_wr_api_packets COMMAND test_wr_api_packets)

@@ -187,149 +187,154 @@ static const struct option long_opts[] = {
 	{ NULL, 0, NULL, 0 },
 };
 
-/* Returns -1 when parsed, else the exit status (help, usage error). */
-static int parse_args(int argc, char *argv[], struct srn_perf_opts *o)
+/* Options given, for the defaults that depend on them. */
+struct perf_seen {
+	bool sweep, iters, cq_mod, rx_depth;
+};
+
+/* One option into o.  Returns -1 to go on, else the exit status (help,
+ * usage error).
+ * Why long: one case per option of `softrnic perf`, each a few lines. */
+static int parse_option(int opt, struct srn_perf_opts *o, struct perf_seen *seen)
 {
 	struct srn_perf_params *p = &o->p;
-	bool sweep = false, have_cq_mod = false, have_rx = false, have_iters = false;
 	uint32_t v32;
-	char why[160];
-	int opt, op, v;
+	int op, v;
 
-	memset(o, 0, sizeof(*o));
-	*p = (struct srn_perf_params){ .op = SRN_PERF_WRITE, .qp_type = IBV_QPT_RC,
-				       .test = SRN_PERF_LAT, .qps = 1, .tx_depth = 128,
-				       .rx_depth = 512, .post_list = 1 };
-	o->port = SRN_CONN_DEFAULT_PORT;
-	o->ib_port = 1;
-	o->timeout_s = 60;
-	optind = 1;
-	while ((opt = getopt_long(argc, argv, "o:c:T:s:an:D:q:m:I:t:Q:l:r:p:Ld:i:x:h",
-				  long_opts, NULL)) != -1) {
-		switch (opt) {
-		case 'o':
-			op = srn_perf_op_parse(optarg);
-			if (op < 0)
-				return usage_error("unknown --op '%s'", optarg);
-			p->op = (enum srn_perf_op)op;
-			break;
-		case 'c':
-			v = srn_perf_qp_type_parse(optarg);
-			if (v < 0)
-				return usage_error("unknown --qp-type '%s' (rc, uc or ud)", optarg);
-			p->qp_type = (enum ibv_qp_type)v;
-			break;
-		case 'T':
-			if (!strcmp(optarg, "lat"))
-				p->test = SRN_PERF_LAT;
-			else if (!strcmp(optarg, "bw"))
-				p->test = SRN_PERF_BW;
-			else
-				return usage_error("unknown --test '%s' (lat or bw)", optarg);
-			break;
-		case 's':
-			if (!parse_u32(optarg, 1, SRN_PERF_MAX_SIZE, &o->sizes[0]))
-				return usage_error("bad --size '%s'", optarg);
-			o->nsizes = 1;
-			o->sizes_given = true;
-			break;
-		case 'a':
-			sweep = true;
-			break;
-		case OPT_SIZES:
-			if (!parse_sizes(optarg, o))
-				return usage_error("bad --sizes '%s'", optarg);
-			o->sizes_given = true;
-			break;
-		case 'n':
-			if (!parse_u64(optarg, 1, SRN_PERF_MAX_BW_ITERS, &o->iters))
-				return usage_error("bad --iters '%s'", optarg);
-			have_iters = true;
-			break;
-		case 'D':
-			o->duration_s = strtod(optarg, NULL);
-			if (!(o->duration_s > 0 && o->duration_s <= 3600))
-				return usage_error("bad --duration '%s' (seconds, up to 3600)", optarg);
-			break;
-		case 'q':
-			if (!parse_u32(optarg, 1, SRN_PERF_MAX_QPS, &p->qps))
-				return usage_error("bad --qps '%s'", optarg);
-			break;
-		case 'm':
-			if (!parse_u32(optarg, 256, 4096, &p->mtu))
-				return usage_error("bad --mtu '%s'", optarg);
-			break;
-		case 'I':
-			if (!parse_u32(optarg, 0, 65536, &p->inline_size))
-				return usage_error("bad --inline '%s'", optarg);
-			break;
-		case 't':
-			if (!parse_u32(optarg, 1, SRN_PERF_MAX_DEPTH, &p->tx_depth))
-				return usage_error("bad --tx-depth '%s'", optarg);
-			break;
-		case 'Q':
-			if (!parse_u32(optarg, 1, SRN_PERF_MAX_DEPTH, &p->cq_mod))
-				return usage_error("bad --cq-mod '%s'", optarg);
-			have_cq_mod = true;
-			break;
-		case 'l':
-			if (!parse_u32(optarg, 1, 512, &p->post_list))
-				return usage_error("bad --post-list '%s'", optarg);
-			break;
-		case 'r':
-			if (!parse_u32(optarg, 1, SRN_PERF_MAX_DEPTH, &p->rx_depth))
-				return usage_error("bad --rx-depth '%s'", optarg);
-			have_rx = true;
-			break;
-		case 'p':
-			o->port = optarg;
-			break;
-		case 'L':
-			o->loopback = true;
-			break;
-		case 'd':
-			o->dev = optarg;
-			break;
-		case 'i':
-			if (!parse_u32(optarg, 1, 255, &v32))
-				return usage_error("bad --ib-port '%s'", optarg);
-			o->ib_port = (uint8_t)v32;
-			break;
-		case 'x':
-			if (!parse_u32(optarg, 0, 255, &v32))
-				return usage_error("bad --gid-index '%s'", optarg);
-			o->gid_index = (int)v32;
-			break;
-		case OPT_TIMEOUT:
-			if (!parse_u32(optarg, 1, 86400, &v32))
-				return usage_error("bad --timeout '%s'", optarg);
-			o->timeout_s = (int)v32;
-			break;
-		case OPT_JSON:
-		case OPT_CSV:
-			if (o->out != SRN_PERF_OUT_TABLE)
-				return usage_error("--json and --csv exclude each other");
-			o->out = opt == OPT_JSON ? SRN_PERF_OUT_JSON : SRN_PERF_OUT_CSV;
-			break;
-		case OPT_PLOT:
-			o->plot = optarg;
-			break;
-		case OPT_INCAST:
-			if (!parse_u32(optarg, 1, SRN_PERF_MAX_INCAST, &v32))
-				return usage_error("bad --incast '%s' (1..%d clients)", optarg,
-						   SRN_PERF_MAX_INCAST);
-			o->incast = (int)v32;
-			break;
-		case OPT_SERIES:
-			o->series = optarg;
-			break;
-		case 'h':
-			srn_usage_perf(stdout);
-			return SRN_EXIT_OK;
-		default:
-			return usage_error("bad option");
-		}
+	switch (opt) {
+	case 'o':
+		op = srn_perf_op_parse(optarg);
+		if (op < 0)
+			return usage_error("unknown --op '%s'", optarg);
+		p->op = (enum srn_perf_op)op;
+		break;
+	case 'c':
+		v = srn_perf_qp_type_parse(optarg);
+		if (v < 0)
+			return usage_error("unknown --qp-type '%s' (rc, uc or ud)", optarg);
+		p->qp_type = (enum ibv_qp_type)v;
+		break;
+	case 'T':
+		if (!strcmp(optarg, "lat"))
+			p->test = SRN_PERF_LAT;
+		else if (!strcmp(optarg, "bw"))
+			p->test = SRN_PERF_BW;
+		else
+			return usage_error("unknown --test '%s' (lat or bw)", optarg);
+		break;
+	case 's':
+		if (!parse_u32(optarg, 1, SRN_PERF_MAX_SIZE, &o->sizes[0]))
+			return usage_error("bad --size '%s'", optarg);
+		o->nsizes = 1;
+		o->sizes_given = true;
+		break;
+	case 'a':
+		seen->sweep = true;
+		break;
+	case OPT_SIZES:
+		if (!parse_sizes(optarg, o))
+			return usage_error("bad --sizes '%s'", optarg);
+		o->sizes_given = true;
+		break;
+	case 'n':
+		if (!parse_u64(optarg, 1, SRN_PERF_MAX_BW_ITERS, &o->iters))
+			return usage_error("bad --iters '%s'", optarg);
+		seen->iters = true;
+		break;
+	case 'D':
+		o->duration_s = strtod(optarg, NULL);
+		if (!(o->duration_s > 0 && o->duration_s <= 3600))
+			return usage_error("bad --duration '%s' (seconds, up to 3600)", optarg);
+		break;
+	case 'q':
+		if (!parse_u32(optarg, 1, SRN_PERF_MAX_QPS, &p->qps))
+			return usage_error("bad --qps '%s'", optarg);
+		break;
+	case 'm':
+		if (!parse_u32(optarg, 256, 4096, &p->mtu))
+			return usage_error("bad --mtu '%s'", optarg);
+		break;
+	case 'I':
+		if (!parse_u32(optarg, 0, 65536, &p->inline_size))
+			return usage_error("bad --inline '%s'", optarg);
+		break;
+	case 't':
+		if (!parse_u32(optarg, 1, SRN_PERF_MAX_DEPTH, &p->tx_depth))
+			return usage_error("bad --tx-depth '%s'", optarg);
+		break;
+	case 'Q':
+		if (!parse_u32(optarg, 1, SRN_PERF_MAX_DEPTH, &p->cq_mod))
+			return usage_error("bad --cq-mod '%s'", optarg);
+		seen->cq_mod = true;
+		break;
+	case 'l':
+		if (!parse_u32(optarg, 1, 512, &p->post_list))
+			return usage_error("bad --post-list '%s'", optarg);
+		break;
+	case 'r':
+		if (!parse_u32(optarg, 1, SRN_PERF_MAX_DEPTH, &p->rx_depth))
+			return usage_error("bad --rx-depth '%s'", optarg);
+		seen->rx_depth = true;
+		break;
+	case 'p':
+		o->port = optarg;
+		break;
+	case 'L':
+		o->loopback = true;
+		break;
+	case 'd':
+		o->dev = optarg;
+		break;
+	case 'i':
+		if (!parse_u32(optarg, 1, 255, &v32))
+			return usage_error("bad --ib-port '%s'", optarg);
+		o->ib_port = (uint8_t)v32;
+		break;
+	case 'x':
+		if (!parse_u32(optarg, 0, 255, &v32))
+			return usage_error("bad --gid-index '%s'", optarg);
+		o->gid_index = (int)v32;
+		break;
+	case OPT_TIMEOUT:
+		if (!parse_u32(optarg, 1, 86400, &v32))
+			return usage_error("bad --timeout '%s'", optarg);
+		o->timeout_s = (int)v32;
+		break;
+	case OPT_JSON:
+	case OPT_CSV:
+		if (o->out != SRN_PERF_OUT_TABLE)
+			return usage_error("--json and --csv exclude each other");
+		o->out = opt == OPT_JSON ? SRN_PERF_OUT_JSON : SRN_PERF_OUT_CSV;
+		break;
+	case OPT_PLOT:
+		o->plot = optarg;
+		break;
+	case OPT_INCAST:
+		if (!parse_u32(optarg, 1, SRN_PERF_MAX_INCAST, &v32))
+			return usage_error("bad --incast '%s' (1..%d clients)", optarg,
+					   SRN_PERF_MAX_INCAST);
+		o->incast = (int)v32;
+		break;
+	case OPT_SERIES:
+		o->series = optarg;
+		break;
+	case 'h':
+		srn_usage_perf(stdout);
+		return SRN_EXIT_OK;
+	default:
+		return usage_error("bad option");
 	}
+	return -1;
+}
+
+/* The operands, the defaults that depend on what was given, and the
+ * checks across options.  Returns -1 when parsed, else the exit status. */
+static int settle_args(int argc, char *argv[], struct srn_perf_opts *o,
+		       const struct perf_seen *seen)
+{
+	struct srn_perf_params *p = &o->p;
+	char why[160];
+
 	if (optind < argc)
 		o->host = argv[optind++];
 	if (optind < argc)
@@ -339,7 +344,7 @@ static int parse_args(int argc, char *argv[], struct srn_perf_opts *o)
 	if (o->incast && (o->host || o->loopback))
 		return usage_error("--incast is a server option: no HOST, no --loopback");
 
-	if (sweep) {
+	if (seen->sweep) {
 		if (o->nsizes)
 			return usage_error("--sweep, --size and --sizes exclude each other");
 		for (int k = SWEEP_MIN_LOG2; k <= SWEEP_MAX_LOG2; k++)
@@ -363,21 +368,21 @@ static int parse_args(int argc, char *argv[], struct srn_perf_opts *o)
 	if (p->qp_type == IBV_QPT_UD && p->mtu &&
 	    !srn_perf_ud_sizes(o->sizes, &o->nsizes, o->sizes_given, p->mtu, why, sizeof(why)))
 		return usage_error("%s", why);
-	if (!have_iters)
+	if (!seen->iters)
 		o->iters = o->duration_s > 0 ? SRN_PERF_MAX_BW_ITERS :
 			   p->test == SRN_PERF_LAT ? 1000 : 5000;
 	if (p->test == SRN_PERF_LAT && o->iters > SRN_PERF_MAX_LAT_ITERS) {
-		if (have_iters)
+		if (seen->iters)
 			return usage_error("lat keeps every sample: --iters up to %llu",
 					   SRN_PERF_MAX_LAT_ITERS);
 		o->iters = SRN_PERF_MAX_LAT_ITERS;
 	}
-	if (!have_cq_mod) {
+	if (!seen->cq_mod) {
 		uint32_t most = p->tx_depth >= p->post_list ? p->tx_depth - p->post_list + 1 : 1;
 
 		p->cq_mod = most < 64 ? most : 64;
 	}
-	if (!have_rx && p->rx_depth < 4 * p->tx_depth)
+	if (!seen->rx_depth && p->rx_depth < 4 * p->tx_depth)
 		p->rx_depth = 4 * p->tx_depth < SRN_PERF_MAX_DEPTH ? 4 * p->tx_depth :
 								     SRN_PERF_MAX_DEPTH;
 	for (size_t i = 0; i < o->nsizes; i++)
@@ -392,6 +397,30 @@ static int parse_args(int argc, char *argv[], struct srn_perf_opts *o)
 		return usage_error("--json, --csv, --plot and --series are client options");
 	}
 	return -1;
+}
+
+/* Returns -1 when parsed, else the exit status (help, usage error). */
+static int parse_args(int argc, char *argv[], struct srn_perf_opts *o)
+{
+	struct srn_perf_params *p = &o->p;
+	struct perf_seen seen = { 0 };
+	int opt;
+
+	memset(o, 0, sizeof(*o));
+	*p = (struct srn_perf_params){ .op = SRN_PERF_WRITE, .qp_type = IBV_QPT_RC,
+				       .test = SRN_PERF_LAT, .qps = 1, .tx_depth = 128,
+				       .rx_depth = 512, .post_list = 1 };
+	o->port = SRN_CONN_DEFAULT_PORT;
+	o->ib_port = 1;
+	o->timeout_s = 60;
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, "o:c:T:s:an:D:q:m:I:t:Q:l:r:p:Ld:i:x:h",
+				  long_opts, NULL)) != -1) {
+		int r = parse_option(opt, o, &seen);
+		if (r >= 0)
+			return r;
+	}
+	return settle_args(argc, argv, o, &seen);
 }
 
 /* The child must be forked before either side touches verbs: the library's

@@ -561,7 +561,16 @@ static int run(struct sw *s, double duration)
 	return 0;
 }
 
-int srn_cmd_switch(int argc, char *argv[])
+/* What the command line asks of the switch beyond struct sw. */
+struct sw_args {
+	struct srn_swq_cfg qc;
+	const char *egress, *stats_path, *pause_dir, *ecmp;
+	double duration;
+	uint64_t seed;
+};
+
+/* The options into s and a.  Returns -1 when parsed, else the exit status. */
+static int parse_switch_opts(int argc, char *argv[], struct sw *s, struct sw_args *a)
 {
 	static const struct option longopts[] = {
 		{ "egress", required_argument, NULL, 'e' },
@@ -579,126 +588,160 @@ int srn_cmd_switch(int argc, char *argv[])
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	static struct sw s;
-	struct srn_swq_cfg qc = { .buffer = 1u << 20 };
-	const char *egress = NULL, *stats_path = NULL, *pause_dir = NULL, *ecmp = NULL;
-	double duration = 0;
-	uint64_t v, seed = 1;
-	int c, err;
+	struct srn_swq_cfg *qc = &a->qc;
+	uint64_t v;
+	int c;
 
-	memset(&s, 0, sizeof(s));
-	s.interval_ns = 1000000000ull;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		switch (c) {
-		case 'e': egress = optarg; break;
+		case 'e': a->egress = optarg; break;
 		case 'r':
-			if (parse_scaled(optarg, 1000, &qc.rate_bps))
+			if (parse_scaled(optarg, 1000, &qc->rate_bps))
 				goto usage;
 			break;
 		case 'b':
 			if (parse_scaled(optarg, 1024, &v) || v > UINT32_MAX)
 				goto usage;
-			qc.buffer = (uint32_t)v;
+			qc->buffer = (uint32_t)v;
 			break;
 		case 'E':
-			if (parse_triple(optarg, &qc.kmin, &qc.kmax, &qc.pmax, true))
+			if (parse_triple(optarg, &qc->kmin, &qc->kmax, &qc->pmax, true))
 				goto usage;
-			qc.ecn = true;
+			qc->ecn = true;
 			break;
-		case 'Q': qc.mark_dequeue = true; break;
+		case 'Q': qc->mark_dequeue = true; break;
 		case 'P':
-			if (parse_triple(optarg, &qc.xoff, &qc.xon, NULL, false) || qc.xon > qc.xoff)
+			if (parse_triple(optarg, &qc->xoff, &qc->xon, NULL, false) || qc->xon > qc->xoff)
 				goto usage;
-			qc.pfc = true;
+			qc->pfc = true;
 			break;
 		case 'i':
 			if (parse_scaled(optarg, 1000, &v) || v == 0)
 				goto usage;
-			s.interval_ns = v * 1000000ull;
+			s->interval_ns = v * 1000000ull;
 			break;
-		case 's': stats_path = optarg; break;
-		case 'd': duration = strtod(optarg, NULL); break;
-		case 'S': seed = strtoull(optarg, NULL, 0); break;
-		case 'D': pause_dir = optarg; break;
-		case 'M': ecmp = optarg; break;
+		case 's': a->stats_path = optarg; break;
+		case 'd': a->duration = strtod(optarg, NULL); break;
+		case 'S': a->seed = strtoull(optarg, NULL, 0); break;
+		case 'D': a->pause_dir = optarg; break;
+		case 'M': a->ecmp = optarg; break;
 		case 'h': srn_usage_switch(stdout); return SRN_EXIT_OK;
 		default: goto usage;
 		}
 	}
+	return -1;
+usage:
+	srn_usage_switch(stderr);
+	return SRN_EXIT_USAGE;
+}
+
+/* The ports named after the options, the egress link and the ECMP one.
+ * Returns 0, or -1 for a usage error. */
+static int take_ports(struct sw *s, int argc, char *argv[], const struct sw_args *a)
+{
 	if (argc - optind < 2 || argc - optind > MAX_PORTS)
-		goto usage;
-	s.egress = -1;
-	s.neg = 1;
-	s.eg[1] = -1;
+		return -1;
+	s->egress = -1;
+	s->neg = 1;
+	s->eg[1] = -1;
 	for (int i = optind; i < argc; i++) {
-		struct port *p = &s.port[s.nports];
+		struct port *p = &s->port[s->nports];
 
 		if (strlen(argv[i]) >= IF_NAMESIZE)
-			goto usage;
+			return -1;
 		strcpy(p->name, argv[i]);
-		if (egress && !strcmp(egress, argv[i]))
-			s.egress = s.nports;
-		if (ecmp && !strcmp(ecmp, argv[i]))
-			s.eg[1] = s.nports;
-		s.nports++;
+		if (a->egress && !strcmp(a->egress, argv[i]))
+			s->egress = s->nports;
+		if (a->ecmp && !strcmp(a->ecmp, argv[i]))
+			s->eg[1] = s->nports;
+		s->nports++;
 	}
-	if (!egress)
-		s.egress = s.nports - 1;
-	if (s.egress < 0)
-		goto usage;
-	s.eg[0] = s.egress;
-	if (ecmp) {
+	if (!a->egress)
+		s->egress = s->nports - 1;
+	if (s->egress < 0)
+		return -1;
+	s->eg[0] = s->egress;
+	if (a->ecmp) {
 		/* The second link must be one of the ports, not the first. */
-		if (s.eg[1] < 0 || s.eg[1] == s.egress || s.nports < 3)
-			goto usage;
-		s.neg = 2;
+		if (s->eg[1] < 0 || s->eg[1] == s->egress || s->nports < 3)
+			return -1;
+		s->neg = 2;
 	}
-	for (int i = 0; i < s.nports; i++) {
-		err = open_port(&s.port[i]);
+	return 0;
+}
+
+/* The ports' sockets, the stats file, the egress queues and the pause
+ * records.  Returns 0, or SRN_EXIT_FAIL after saying why. */
+static int open_all(struct sw *s, const struct sw_args *a)
+{
+	for (int i = 0; i < s->nports; i++) {
+		int err = open_port(&s->port[i]);
 		if (err) {
-			fprintf(stderr, "softrnic switch: port %s: %s\n", s.port[i].name, strerror(-err));
+			fprintf(stderr, "softrnic switch: port %s: %s\n", s->port[i].name, strerror(-err));
 			return SRN_EXIT_FAIL;
 		}
 	}
-	s.stats = stderr;
-	if (stats_path && !(s.stats = fopen(stats_path, "w"))) {
-		fprintf(stderr, "softrnic switch: %s: %s\n", stats_path, strerror(errno));
+	s->stats = stderr;
+	if (a->stats_path && !(s->stats = fopen(a->stats_path, "w"))) {
+		fprintf(stderr, "softrnic switch: %s: %s\n", a->stats_path, strerror(errno));
 		return SRN_EXIT_FAIL;
 	}
-	for (int k = 0; k < s.neg; k++)
-		srn_swq_init(&s.q[k], &qc, seed + (uint64_t)k);
-	for (int i = 0; pause_dir && i < s.nports; i++) {
-		if (is_egress(&s, i))
+	for (int k = 0; k < s->neg; k++)
+		srn_swq_init(&s->q[k], &a->qc, a->seed + (uint64_t)k);
+	for (int i = 0; a->pause_dir && i < s->nports; i++) {
+		if (is_egress(s, i))
 			continue;
-		err = srn_swp_open(&s.port[i].pause, pause_dir, s.port[i].name);
+		int err = srn_swp_open(&s->port[i].pause, a->pause_dir, s->port[i].name);
 		if (err) {
-			fprintf(stderr, "softrnic switch: pause record %s/%s.pause: %s\n", pause_dir,
-				s.port[i].name, strerror(-err));
+			fprintf(stderr, "softrnic switch: pause record %s/%s.pause: %s\n",
+				a->pause_dir, s->port[i].name, strerror(-err));
 			return SRN_EXIT_FAIL;
 		}
 	}
+	return 0;
+}
+
+static void close_all(struct sw *s)
+{
+	for (int k = 0; k < s->neg; k++)
+		srn_swq_fini(&s->q[k]);
+	for (int i = 0; i < s->nports; i++) {
+		/* Nobody stays paused by a switch that is gone. */
+		srn_swp_resume(&s->port[i].pause, now_ns());
+		srn_swp_close(&s->port[i].pause);
+		close(s->port[i].fd);
+	}
+	if (s->stats != stderr)
+		fclose(s->stats);
+}
+
+int srn_cmd_switch(int argc, char *argv[])
+{
+	static struct sw s;
+	struct sw_args a = { .qc = { .buffer = 1u << 20 }, .seed = 1 };
+
+	memset(&s, 0, sizeof(s));
+	s.interval_ns = 1000000000ull;
+	int rc = parse_switch_opts(argc, argv, &s, &a);
+	if (rc >= 0)
+		return rc;
+	if (take_ports(&s, argc, argv, &a)) {
+		srn_usage_switch(stderr);
+		return SRN_EXIT_USAGE;
+	}
+	rc = open_all(&s, &a);
+	if (rc)
+		return rc;
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	fprintf(stderr, "softrnic switch: %d ports, egress %s%s%s\n", s.nports,
 		s.port[s.egress].name, s.neg > 1 ? " + ECMP " : "", s.neg > 1 ? s.port[s.eg[1]].name : "");
-	err = run(&s, duration);
-	for (int k = 0; k < s.neg; k++)
-		srn_swq_fini(&s.q[k]);
-	for (int i = 0; i < s.nports; i++) {
-		/* Nobody stays paused by a switch that is gone. */
-		srn_swp_resume(&s.port[i].pause, now_ns());
-		srn_swp_close(&s.port[i].pause);
-		close(s.port[i].fd);
-	}
-	if (s.stats != stderr)
-		fclose(s.stats);
+	int err = run(&s, a.duration);
+	close_all(&s);
 	if (err) {
 		fprintf(stderr, "softrnic switch: %s\n", strerror(-err));
 		return SRN_EXIT_FAIL;
 	}
 	return SRN_EXIT_OK;
-usage:
-	srn_usage_switch(stderr);
-	return SRN_EXIT_USAGE;
 }

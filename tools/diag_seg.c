@@ -52,6 +52,41 @@ static bool read_full(const struct srn_seg *s, void *buf, size_t len, uint64_t o
 	return s->read_at(s->ctx, buf, len, off) == (ssize_t)len;
 }
 
+/* The checked header h and the counters and names of buf into s. */
+static void seg_take(struct srn_seg *s, const struct srn_diag_hdr *h, const void *buf,
+		     uint64_t file_size, uint32_t hwm)
+{
+	/* By offset, not through a struct pointer: buf need not be aligned
+	 * like a segment, and holds only its first SRN_SEG_PREFIX bytes. */
+	const char *b = buf;
+	s->hdr = *h;
+	s->nslots = hwm;
+	s->pid = h->pid;
+	copy_str(s->comm, sizeof(s->comm), h->comm, sizeof(h->comm));
+	copy_str(s->dev, sizeof(s->dev), h->devname, sizeof(h->devname));
+	copy_str(s->addr, sizeof(s->addr), h->addr, sizeof(h->addr));
+	memcpy(s->gid, h->gid, sizeof(s->gid));
+	s->start_realtime_ns = h->start_realtime_ns;
+	s->start_mono_ns = h->start_mono_ns;
+	s->ncounters = h->ncounters;
+	s->nqp_counters = h->nqp_counters;
+	s->size = file_size;
+	for (uint32_t i = 0; i < s->ncounters; i++) {
+		memcpy(&s->counters[i], b + offsetof(struct srn_diag_seg, counters) + i * sizeof(uint64_t),
+		       sizeof(uint64_t));
+		copy_str(s->cnames[i], SRN_DIAG_NAME_LEN,
+			 b + offsetof(struct srn_diag_seg, counter_names) + i * SRN_DIAG_NAME_LEN,
+			 SRN_DIAG_NAME_LEN);
+	}
+	for (uint32_t i = 0; i < s->nqp_counters; i++)
+		copy_str(s->qpcnames[i], SRN_DIAG_NAME_LEN,
+			 b + offsetof(struct srn_diag_seg, qp_counter_names) + i * SRN_DIAG_NAME_LEN,
+			 SRN_DIAG_NAME_LEN);
+	uint32_t closed = atomic_load_explicit(&h->closed, memory_order_relaxed);
+	s->gone = false;
+	s->state = closed == 1 ? SRN_PROC_CLOSED : closed == 2 ? SRN_PROC_EXITED : SRN_PROC_RUNNING;
+}
+
 int srn_seg_parse(struct srn_seg *s, const void *buf, size_t len, uint64_t file_size, char *why,
 		  size_t whylen)
 {
@@ -107,35 +142,7 @@ int srn_seg_parse(struct srn_seg *s, const void *buf, size_t len, uint64_t file_
 		return -1;
 	}
 
-	/* By offset, not through a struct pointer: buf need not be aligned
-	 * like a segment, and holds only its first SRN_SEG_PREFIX bytes. */
-	const char *b = buf;
-	s->hdr = h;
-	s->nslots = hwm;
-	s->pid = h.pid;
-	copy_str(s->comm, sizeof(s->comm), h.comm, sizeof(h.comm));
-	copy_str(s->dev, sizeof(s->dev), h.devname, sizeof(h.devname));
-	copy_str(s->addr, sizeof(s->addr), h.addr, sizeof(h.addr));
-	memcpy(s->gid, h.gid, sizeof(s->gid));
-	s->start_realtime_ns = h.start_realtime_ns;
-	s->start_mono_ns = h.start_mono_ns;
-	s->ncounters = h.ncounters;
-	s->nqp_counters = h.nqp_counters;
-	s->size = file_size;
-	for (uint32_t i = 0; i < s->ncounters; i++) {
-		memcpy(&s->counters[i], b + offsetof(struct srn_diag_seg, counters) + i * sizeof(uint64_t),
-		       sizeof(uint64_t));
-		copy_str(s->cnames[i], SRN_DIAG_NAME_LEN,
-			 b + offsetof(struct srn_diag_seg, counter_names) + i * SRN_DIAG_NAME_LEN,
-			 SRN_DIAG_NAME_LEN);
-	}
-	for (uint32_t i = 0; i < s->nqp_counters; i++)
-		copy_str(s->qpcnames[i], SRN_DIAG_NAME_LEN,
-			 b + offsetof(struct srn_diag_seg, qp_counter_names) + i * SRN_DIAG_NAME_LEN,
-			 SRN_DIAG_NAME_LEN);
-	uint32_t closed = atomic_load_explicit(&h.closed, memory_order_relaxed);
-	s->gone = false;
-	s->state = closed == 1 ? SRN_PROC_CLOSED : closed == 2 ? SRN_PROC_EXITED : SRN_PROC_RUNNING;
+	seg_take(s, &h, buf, file_size, hwm);
 	return 0;
 }
 

@@ -73,6 +73,28 @@ static int qp_cmp(const void *pa, const void *pb)
 	return (b > a) - (b < a);
 }
 
+/* Up to four QPs of d that restarted most after losses, most first. */
+static void print_worst_qps(FILE *f, const struct srn_xd_dev *d)
+{
+	if (!d->nqps)
+		return;
+	struct srn_xd_qp *q = malloc(d->nqps * sizeof(*q));
+	if (!q)
+		return;
+	memcpy(q, d->qps, d->nqps * sizeof(*q));
+	qsort(q, d->nqps, sizeof(*q), qp_cmp);
+	for (size_t i = 0; i < d->nqps && i < 4; i++) {
+		uint64_t lr = qp_loss_restarts(&q[i]);
+		if (!lr)
+			break;
+		fprintf(f, "  qp 0x%06x to %s: %" PRIu64 " restarts, %" PRIu64
+			" timeouts, %" PRIu64 " NAK-sequence, %" PRIu64
+			" packets sent\n", q[i].qpn, q[i].peer, lr, q[i].timeouts,
+			q[i].seq_naks, q[i].sent);
+	}
+	free(q);
+}
+
 int srn_xd_retransmit_storm(FILE *f, const struct srn_xd_dev *d)
 {
 	const struct srn_xd_set *c = &d->cnt;
@@ -112,23 +134,7 @@ int srn_xd_retransmit_storm(FILE *f, const struct srn_xd_dev *d)
 			retry_exc);
 
 	/* The QPs that restart most, so the user knows which flows suffer. */
-	if (d->nqps) {
-		struct srn_xd_qp *q = malloc(d->nqps * sizeof(*q));
-		if (q) {
-			memcpy(q, d->qps, d->nqps * sizeof(*q));
-			qsort(q, d->nqps, sizeof(*q), qp_cmp);
-			for (size_t i = 0; i < d->nqps && i < 4; i++) {
-				uint64_t lr = qp_loss_restarts(&q[i]);
-				if (!lr)
-					break;
-				fprintf(f, "  qp 0x%06x to %s: %" PRIu64 " restarts, %" PRIu64
-					" timeouts, %" PRIu64 " NAK-sequence, %" PRIu64
-					" packets sent\n", q[i].qpn, q[i].peer, lr, q[i].timeouts,
-					q[i].seq_naks, q[i].sent);
-			}
-			free(q);
-		}
-	}
+	print_worst_qps(f, d);
 
 	/* Why packets go missing, from the counters that say so. */
 	uint64_t inj = srn_xd_delta(c, "fault_tx_dropped") + srn_xd_delta(c, "fault_rx_dropped") +
@@ -341,54 +347,96 @@ static const struct srn_xd_region *find_region(const struct srn_xd_region *r, si
 	return best;
 }
 
+/* The requester lines of one process and key, from e[first] on. */
+struct key_uses {
+	size_t count;           /* lines */
+	size_t nq;              /* QPs in qps */
+	uint32_t qps[6];        /* the first QPs that used it */
+	bool more_qps;          /* and more than those */
+	uint64_t t0, t1;        /* first and last */
+};
+
+static void key_uses(const struct srn_xd_key_err *e, size_t n, size_t first, struct key_uses *u)
+{
+	const struct srn_xd_key_err *a = &e[first];
+	*u = (struct key_uses){ .t0 = UINT64_MAX };
+	for (size_t i = first; i < n; i++) {
+		if (e[i].responder || e[i].pid != a->pid || e[i].rkey != a->rkey)
+			continue;
+		u->count++;
+		u->t0 = e[i].when < u->t0 ? e[i].when : u->t0;
+		u->t1 = e[i].when > u->t1 ? e[i].when : u->t1;
+		bool seen = false;
+		for (size_t q = 0; q < u->nq; q++)
+			seen |= u->qps[q] == e[i].qpn;
+		if (!seen && u->nq < 6)
+			u->qps[u->nq++] = e[i].qpn;
+		else if (!seen)
+			u->more_qps = true;
+	}
+}
+
+/* A deregistered region reg, and up to three remote regions its owner
+ * offers now at the same address. */
+static void print_revoked(FILE *f, const struct srn_xd_region *reg,
+			  const struct srn_xd_region *r, size_t nr)
+{
+	char sz[32];
+	size_str(reg->len, sz, sizeof(sz));
+	fprintf(f, "  rkey 0x%x was the region va 0x%" PRIx64 " len %s of %s; that "
+		   "region is deregistered (revoked)\n", reg->rkey, reg->va, sz, reg->who);
+	size_t shown = 0;
+	for (size_t i = 0; i < nr && shown < 3; i++) {
+		if (!r[i].live || r[i].pid != reg->pid || !addr_eq(r[i].addr, reg->addr) ||
+		    !(r[i].access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+				       IBV_ACCESS_REMOTE_ATOMIC)))
+			continue;
+		size_str(r[i].len, sz, sizeof(sz));
+		fprintf(f, "  %s now offers rkey 0x%x va 0x%" PRIx64 " len %s\n",
+			shown ? "   and" : r[i].who, r[i].rkey, r[i].va, sz);
+		shown++;
+	}
+}
+
+/* The responder's lines for the key of requester line a: how many (*naks),
+ * the first (*nak), and whether they call it stale or refuse it for
+ * another reason. */
+static void responder_says(const struct srn_xd_key_err *e, size_t n,
+			   const struct srn_xd_key_err *a, size_t *naks,
+			   const struct srn_xd_key_err **nak, bool *said_stale, bool *said_other)
+{
+	for (size_t i = 0; i < n; i++)
+		if (e[i].responder && e[i].rkey == a->rkey &&
+		    (!a->peer_addr[0] || addr_eq(e[i].self_addr, a->peer_addr))) {
+			(*naks)++;
+			*nak = *nak ? *nak : &e[i];
+			bool st = !strncmp(e[i].why, "stale key", 9) ||
+				  !strncmp(e[i].why, "no such key", 11);
+			*said_stale |= st;
+			*said_other |= !st;
+		}
+}
+
 /* The story of the key of requester line e[first]; true when told. */
 static bool story(FILE *f, const struct srn_xd_key_err *e, size_t n, size_t first,
 		  const struct srn_xd_region *r, size_t nr)
 {
 	const struct srn_xd_key_err *a = &e[first];
-	size_t count = 0, nq = 0;
-	uint32_t qps[6];
-	bool more_qps = false;
-	uint64_t t0 = UINT64_MAX, t1 = 0;
-	for (size_t i = first; i < n; i++) {
-		if (e[i].responder || e[i].pid != a->pid || e[i].rkey != a->rkey)
-			continue;
-		count++;
-		t0 = e[i].when < t0 ? e[i].when : t0;
-		t1 = e[i].when > t1 ? e[i].when : t1;
-		bool seen = false;
-		for (size_t q = 0; q < nq; q++)
-			seen |= qps[q] == e[i].qpn;
-		if (!seen && nq < 6)
-			qps[nq++] = e[i].qpn;
-		else if (!seen)
-			more_qps = true;
-	}
+	struct key_uses u;
+	key_uses(e, n, first, &u);
+	size_t count = u.count, nq = u.nq;
+	const uint32_t *qps = u.qps;
 	const struct srn_xd_region *reg = find_region(r, nr, a->rkey, a->peer_addr);
 	/* The responder's side of the same failures: its NAKs for that key. */
 	size_t naks = 0;
 	const struct srn_xd_key_err *nak = NULL;
-	for (size_t i = 0; i < n; i++)
-		if (e[i].responder && e[i].rkey == a->rkey &&
-		    (!a->peer_addr[0] || addr_eq(e[i].self_addr, a->peer_addr))) {
-			naks++;
-			nak = nak ? nak : &e[i];
-		}
-
+	bool said_stale = false, said_other = false;
+	responder_says(e, n, a, &naks, &nak, &said_stale, &said_other);
 	/* What makes it a stale key: the responder said so ("stale key",
 	 * "no such key"), or, when its lines are not here, the key names a
 	 * deregistered region.  A key the responder knows but refused for
 	 * its range or rights is another mistake, told by the log lines; it
 	 * is a diagnosis only when it repeats. */
-	bool said_stale = false, said_other = false;
-	for (size_t i = 0; i < n; i++)
-		if (e[i].responder && e[i].rkey == a->rkey &&
-		    (!a->peer_addr[0] || addr_eq(e[i].self_addr, a->peer_addr))) {
-			bool st = !strncmp(e[i].why, "stale key", 9) ||
-				  !strncmp(e[i].why, "no such key", 11);
-			said_stale |= st;
-			said_other |= !st;
-		}
 	bool stale = said_stale || (!said_other && reg && !reg->live);
 	bool unknown = !said_stale && !said_other && !reg;   /* nothing here knows the key */
 	bool repeated = count > 1;
@@ -418,31 +466,16 @@ static bool story(FILE *f, const struct srn_xd_key_err *e, size_t n, size_t firs
 		count == 1 ? "" : "s", nq, nq == 1 ? "" : "s");
 	for (size_t q = 0; q < nq; q++)
 		fprintf(f, "%s0x%06x", q ? ", " : "", qps[q]);
-	fprintf(f, "%s)", more_qps ? ", ..." : "");
-	if (t1 > t0)
-		fprintf(f, " over %.1f s", (double)(t1 - t0) / 1e9);
+	fprintf(f, "%s)", u.more_qps ? ", ..." : "");
+	if (u.t1 > u.t0)
+		fprintf(f, " over %.1f s", (double)(u.t1 - u.t0) / 1e9);
 	fprintf(f, ", last at va 0x%" PRIx64 " len %u to %s\n", a->va, a->len,
 		a->peer_addr[0] ? a->peer_addr : "the peer");
 	if (nq > 1)
 		fprintf(f, "  each failure moved the QP to the error state; the program "
 			   "connected again and used the same key on the new QP\n");
-	if (reg && !reg->live) {
-		char sz[32];
-		size_str(reg->len, sz, sizeof(sz));
-		fprintf(f, "  rkey 0x%x was the region va 0x%" PRIx64 " len %s of %s; that "
-			   "region is deregistered (revoked)\n", reg->rkey, reg->va, sz, reg->who);
-		size_t shown = 0;
-		for (size_t i = 0; i < nr && shown < 3; i++) {
-			if (!r[i].live || r[i].pid != reg->pid || !addr_eq(r[i].addr, reg->addr) ||
-			    !(r[i].access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-					       IBV_ACCESS_REMOTE_ATOMIC)))
-				continue;
-			size_str(r[i].len, sz, sizeof(sz));
-			fprintf(f, "  %s now offers rkey 0x%x va 0x%" PRIx64 " len %s\n",
-				shown ? "   and" : r[i].who, r[i].rkey, r[i].va, sz);
-			shown++;
-		}
-	}
+	if (reg && !reg->live)
+		print_revoked(f, reg, r, nr);
 	if (naks)
 		fprintf(f, "  the responder refused it %zu time%s: %s\n", naks, naks == 1 ? "" : "s",
 			nak->why);

@@ -366,6 +366,27 @@ static void show_progress(void *arg, uint64_t done, uint64_t total, uint64_t ela
 
 /* ---- client ---- */
 
+/* DONE: what each QP sent in this run and in the session.  *sent: this
+ * run's sends on all QPs.  Nonzero when it could not be sent. */
+static int send_done(struct session *s, uint64_t *sent)
+{
+	const struct srn_perf_params *p = &s->c.p;
+	struct srn_conn_wr w;
+
+	srn_conn_wr_init(&w, s->msg, sizeof(s->msg));
+	srn_conn_put_u32(&w, p->qps);
+	for (uint32_t q = 0; q < p->qps; q++) {
+		const struct srn_perf_qp *x = &s->c.qps[q];
+
+		/* This run's sends, and the session's: an atomics target's
+		 * counter must equal the latter. */
+		*sent += srn_perf_sent(&s->c, q);
+		srn_conn_put_u64(&w, srn_perf_sent(&s->c, q));
+		srn_conn_put_u64(&w, x->posted);
+	}
+	return send_msg(s, MSG_DONE, &w);
+}
+
 /* One run of one size; `measured` runs feed the report. */
 static int client_run(struct session *s, uint32_t size, uint64_t iters, uint64_t duration_ns,
 		      struct srn_perf_result *res, bool measured)
@@ -408,18 +429,7 @@ static int client_run(struct session *s, uint32_t size, uint64_t iters, uint64_t
 	if (ret)
 		goto local_error;
 
-	srn_conn_wr_init(&w, s->msg, sizeof(s->msg));
-	srn_conn_put_u32(&w, p->qps);
-	for (uint32_t q = 0; q < p->qps; q++) {
-		const struct srn_perf_qp *x = &s->c.qps[q];
-
-		/* This run's sends, and the session's: an atomics target's
-		 * counter must equal the latter. */
-		sent += srn_perf_sent(&s->c, q);
-		srn_conn_put_u64(&w, srn_perf_sent(&s->c, q));
-		srn_conn_put_u64(&w, x->posted);
-	}
-	if (send_msg(s, MSG_DONE, &w))
+	if (send_done(s, &sent))
 		return -EIO;
 	ret = recv_msg(s, MSG_RESULT, &r, s->o->timeout_s);
 	if (ret)
@@ -482,32 +492,25 @@ static bool ud_sizes(struct session *s)
 	return true;
 }
 
-static int client_session(struct session *s)
+/* The device, the QPs and the connection with the server, as the
+ * options ask.  Returns 0, or the exit status after saying why. */
+static int client_connect(struct session *s)
 {
 	const struct srn_perf_opts *o = s->o;
-	struct srn_perf_report *rep;
 	struct srn_conn_wr w;
-	char local[64], remote[64], label[64];
-	uint64_t dur_ns = (uint64_t)(o->duration_s * 1e9);
 	int ret;
 
-	rep = calloc(1, sizeof(*rep));
-	if (!rep)
-		return say(s, "out of memory");
 	s->p = o->p;
 	s->nsizes = o->nsizes;
 	memcpy(s->sizes, o->sizes, sizeof(s->sizes));
 	ret = srn_perf_open_device(&s->c, &s->p, o->dev, o->ib_port, o->gid_index);
-	if (!ret && s->p.qp_type == IBV_QPT_UD && !ud_sizes(s)) {
-		ret = SRN_EXIT_USAGE;
-		goto out;
-	}
+	if (!ret && s->p.qp_type == IBV_QPT_UD && !ud_sizes(s))
+		return SRN_EXIT_USAGE;
 	if (!ret)
 		ret = srn_perf_create(&s->c, &s->p);
 	if (ret) {
 		send_abort(s, s->c.err);
-		ret = say(s, "%s", s->c.err);
-		goto out;
+		return say(s, "%s", s->c.err);
 	}
 	srn_conn_wr_init(&w, s->msg, sizeof(s->msg));
 	put_params(&w, &s->p);
@@ -515,9 +518,46 @@ static int client_session(struct session *s)
 	if (ret) {
 		if (ret != -ECANCELED && ret != -EIO)
 			send_abort(s, s->peer_err);
-		ret = say(s, "%s", s->peer_err);
-		goto out;
+		return say(s, "%s", s->peer_err);
 	}
+	return 0;
+}
+
+/* The report's end in the format asked for, and the plot.  Returns the
+ * exit status. */
+static int client_output(struct session *s, const struct srn_perf_report *rep)
+{
+	const struct srn_perf_opts *o = s->o;
+
+	if (o->out == SRN_PERF_OUT_TABLE)
+		srn_perf_table_footer(stdout);
+	else if (o->out == SRN_PERF_OUT_JSON)
+		srn_perf_json(stdout, rep);
+	else
+		srn_perf_csv(stdout, rep);
+	if (o->plot) {
+		char err[256];
+
+		if (srn_perf_plot_svg(o->plot, rep, err, sizeof(err)))
+			return say(s, "--plot: %s", err);
+	}
+	return SRN_EXIT_OK;
+}
+
+static int client_session(struct session *s)
+{
+	const struct srn_perf_opts *o = s->o;
+	struct srn_perf_report *rep;
+	char local[64], remote[64], label[64];
+	uint64_t dur_ns = (uint64_t)(o->duration_s * 1e9);
+	int ret;
+
+	rep = calloc(1, sizeof(*rep));
+	if (!rep)
+		return say(s, "out of memory");
+	ret = client_connect(s);
+	if (ret)
+		goto out;
 	srn_perf_report_init(rep, &s->p, s->c.dev_name,
 			     srn_conn_gid_str(&s->c.qps[0].local.gid, local, sizeof(local)),
 			     srn_conn_gid_str(&s->c.qps[0].remote.addr.gid, remote, sizeof(remote)),
@@ -559,19 +599,7 @@ static int client_session(struct session *s)
 			srn_perf_table_row(stdout, rep, row);
 	}
 	send_empty(s, MSG_END);
-	if (o->out == SRN_PERF_OUT_TABLE)
-		srn_perf_table_footer(stdout);
-	else if (o->out == SRN_PERF_OUT_JSON)
-		srn_perf_json(stdout, rep);
-	else
-		srn_perf_csv(stdout, rep);
-	ret = SRN_EXIT_OK;
-	if (o->plot) {
-		char err[256];
-
-		if (srn_perf_plot_svg(o->plot, rep, err, sizeof(err)))
-			ret = say(s, "--plot: %s", err);
-	}
+	ret = client_output(s, rep);
 out:
 	if (s->series)
 		fclose(s->series);

@@ -255,7 +255,16 @@ static void usage(void)
 		"cache move) for `softrnic explain` to diagnose\n");
 }
 
-int bs_bench_main(int argc, char **argv)
+/* What the command line asks of a bench beyond struct run. */
+struct bench_args {
+	const char *op;
+	double seconds;
+	uint64_t max_ops;
+	bool fill, verify_end, verify_all;
+};
+
+/* The options into r and a: 0, or -1 after the usage. */
+static int parse_bench_opts(int argc, char **argv, struct run *r, struct bench_args *a)
 {
 	static const struct option lo[] = {
 		{ "addr", 1, 0, 'a' },	 { "port", 1, 0, 'p' },	      { "tcp", 0, 0, 't' },
@@ -266,38 +275,67 @@ int bs_bench_main(int argc, char **argv)
 		{ "no-rdma-read", 0, 0, 'R' }, { "src", 1, 0, 'I' }, { "stale-rkey", 0, 0, 'K' },
 		{ "shared", 0, 0, 'H' }, { 0 },
 	};
-	struct run r = { .qd = 1, .writer = 1 };
-	r.co = (struct bs_client_opts){ .host = "127.0.0.1", .port = 7470, .nconn = 2,
-					.poll_us = 1000 };
-	const char *op = "write";
-	double seconds = 2;
-	uint64_t max_ops = 0;
-	bool fill = false, verify_end = false, verify_all = false;
 	int c;
 	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
 		switch (c) {
-		case 'a': r.co.host = optarg; break;
-		case 'p': r.co.port = atoi(optarg); break;
-		case 't': r.co.tcp = true; break;
-		case 'o': op = optarg; break;
-		case 'q': r.qd = (unsigned)atoi(optarg); break;
-		case 'c': r.co.nconn = (unsigned)atoi(optarg); break;
-		case 's': seconds = atof(optarg); break;
-		case 'n': max_ops = strtoull(optarg, NULL, 0); break;
-		case 'S': r.start = strtoull(optarg, NULL, 0); break;
-		case 'C': r.count = strtoull(optarg, NULL, 0); break;
-		case 'w': r.writer = (unsigned)atoi(optarg); break;
-		case 'f': fill = true; break;
-		case 'v': verify_end = true; break;
-		case 'V': verify_all = true; break;
-		case 'u': r.co.poll_us = (unsigned)atoi(optarg); break;
-		case 'R': r.co.no_rdma_read = true; break;
-		case 'I': r.co.src = optarg; break;
-		case 'K': r.co.stale_rkey = true; break;
-		case 'H': r.shared = true; break;
-		default: usage(); return 2;
+		case 'a': r->co.host = optarg; break;
+		case 'p': r->co.port = atoi(optarg); break;
+		case 't': r->co.tcp = true; break;
+		case 'o': a->op = optarg; break;
+		case 'q': r->qd = (unsigned)atoi(optarg); break;
+		case 'c': r->co.nconn = (unsigned)atoi(optarg); break;
+		case 's': a->seconds = atof(optarg); break;
+		case 'n': a->max_ops = strtoull(optarg, NULL, 0); break;
+		case 'S': r->start = strtoull(optarg, NULL, 0); break;
+		case 'C': r->count = strtoull(optarg, NULL, 0); break;
+		case 'w': r->writer = (unsigned)atoi(optarg); break;
+		case 'f': a->fill = true; break;
+		case 'v': a->verify_end = true; break;
+		case 'V': a->verify_all = true; break;
+		case 'u': r->co.poll_us = (unsigned)atoi(optarg); break;
+		case 'R': r->co.no_rdma_read = true; break;
+		case 'I': r->co.src = optarg; break;
+		case 'K': r->co.stale_rkey = true; break;
+		case 'H': r->shared = true; break;
+		default: usage(); return -1;
 		}
 	}
+	return 0;
+}
+
+/* The result line: the run's operations over elapsed microseconds, its
+ * latency percentiles (sorts r->lat) and the client's counters. */
+static void print_result(struct run *r, const struct bench_args *a, int elapsed)
+{
+	qsort(r->lat, r->nlat, sizeof(*r->lat), cmp_u32);
+	double p50 = r->nlat ? r->lat[r->nlat / 2] / 1e3 : 0;
+	double p99 = r->nlat ? r->lat[r->nlat * 99 / 100] / 1e3 : 0;
+	const struct bs_client_counters *k = bs_client_counters(r->c);
+	printf("result transport=%s op=%s qd=%u conns=%u ops=%llu secs=%.3f iops=%.0f "
+	       "p50_us=%.1f p99_us=%.1f errors=%llu verify_fail=%llu retries=%llu "
+	       "reconnects=%llu reconnect_max_ms=%.1f rdma_read_hits=%llu rdma_read_misses=%llu "
+	       "crc_rejects=%llu remaps_seen=%llu access_errors=%llu stale_reads=%llu\n",
+	       r->co.tcp ? "tcp" : "rdma", a->verify_all ? "verify-all" : a->op, r->qd, r->co.nconn,
+	       (unsigned long long)r->ops, elapsed / 1e6,
+	       elapsed > 0 ? r->ops / (elapsed / 1e6) : 0.0, p50, p99,
+	       (unsigned long long)r->errors, (unsigned long long)r->verify_fail,
+	       (unsigned long long)k->retries, (unsigned long long)k->reconnects,
+	       k->reconnect_max_us / 1e3, (unsigned long long)k->rdma_read_hits,
+	       (unsigned long long)k->rdma_read_misses, (unsigned long long)k->crc_rejects,
+	       (unsigned long long)k->remaps_seen, (unsigned long long)k->access_errors,
+	       (unsigned long long)r->stale_reads);
+	fflush(stdout);
+}
+
+int bs_bench_main(int argc, char **argv)
+{
+	struct run r = { .qd = 1, .writer = 1 };
+	r.co = (struct bs_client_opts){ .host = "127.0.0.1", .port = 7470, .nconn = 2,
+					.poll_us = 1000 };
+	struct bench_args a = { .op = "write", .seconds = 2 };
+	if (parse_bench_opts(argc, argv, &r, &a))
+		return 2;
+	const char *op = a.op;
 	enum mode m = !strcmp(op, "write") ? M_WRITE : !strcmp(op, "read") ? M_READ
 			: !strcmp(op, "mix")	 ? M_MIX
 						 : (enum mode)-1;
@@ -318,7 +356,7 @@ int bs_bench_main(int argc, char **argv)
 		return 1;
 	}
 	uint64_t nb = bs_client_nblocks(r.c);
-	if (verify_all) { /* the whole device, every block checked on its own */
+	if (a.verify_all) { /* the whole device, every block checked on its own */
 		r.start = 0;
 		r.count = nb;
 	}
@@ -342,39 +380,22 @@ int bs_bench_main(int argc, char **argv)
 		return 1;
 	}
 	int elapsed = 0;
-	if (verify_all) {
+	if (a.verify_all) {
 		ret = phase(&r, M_SEQ_READ, 0, 0, false);
 	} else {
-		ret = fill ? phase(&r, M_SEQ_WRITE, 0, 0, false) : 0;
+		ret = a.fill ? phase(&r, M_SEQ_WRITE, 0, 0, false) : 0;
 		uint64_t base_ops = r.ops;
 		r.nlat = 0;
 		if (ret >= 0)
-			ret = elapsed = phase(&r, m, seconds, max_ops, true);
+			ret = elapsed = phase(&r, m, a.seconds, a.max_ops, true);
 		r.ops -= base_ops;
-		if (ret >= 0 && verify_end) {
+		if (ret >= 0 && a.verify_end) {
 			uint64_t ops = r.ops;
 			ret = phase(&r, M_SEQ_READ, 0, 0, false);
 			r.ops = ops;
 		}
 	}
-	qsort(r.lat, r.nlat, sizeof(*r.lat), cmp_u32);
-	double p50 = r.nlat ? r.lat[r.nlat / 2] / 1e3 : 0;
-	double p99 = r.nlat ? r.lat[r.nlat * 99 / 100] / 1e3 : 0;
-	const struct bs_client_counters *k = bs_client_counters(r.c);
-	printf("result transport=%s op=%s qd=%u conns=%u ops=%llu secs=%.3f iops=%.0f "
-	       "p50_us=%.1f p99_us=%.1f errors=%llu verify_fail=%llu retries=%llu "
-	       "reconnects=%llu reconnect_max_ms=%.1f rdma_read_hits=%llu rdma_read_misses=%llu "
-	       "crc_rejects=%llu remaps_seen=%llu access_errors=%llu stale_reads=%llu\n",
-	       r.co.tcp ? "tcp" : "rdma", verify_all ? "verify-all" : op, r.qd, r.co.nconn,
-	       (unsigned long long)r.ops, elapsed / 1e6,
-	       elapsed > 0 ? r.ops / (elapsed / 1e6) : 0.0, p50, p99,
-	       (unsigned long long)r.errors, (unsigned long long)r.verify_fail,
-	       (unsigned long long)k->retries, (unsigned long long)k->reconnects,
-	       k->reconnect_max_us / 1e3, (unsigned long long)k->rdma_read_hits,
-	       (unsigned long long)k->rdma_read_misses, (unsigned long long)k->crc_rejects,
-	       (unsigned long long)k->remaps_seen, (unsigned long long)k->access_errors,
-	       (unsigned long long)r.stale_reads);
-	fflush(stdout);
+	print_result(&r, &a, elapsed);
 	bs_client_close(r.c);
 	bool bad = ret < 0 || r.errors || r.verify_fail;
 	free(r.expect);

@@ -30,6 +30,48 @@ static void stats_at_exit(struct srn_nic *nic)
 		srn_counters_dump(nic->diag.cnt, nic->cfg.name, STDERR_FILENO);
 }
 
+/* UDP GRO and its receive batch, when the socket takes it; without
+ * either the plain receive path serves. */
+static void nic_gro_open(struct srn_nic *nic)
+{
+	if (srn_udp_enable_gro(&nic->link.udp)) {
+		nic->link.gro = calloc(1, sizeof(*nic->link.gro));
+		if (!nic->link.gro || srn_gro_batch_init(nic->link.gro)) {
+			free(nic->link.gro);
+			nic->link.gro = NULL;
+		}
+	}
+}
+
+/* The same-host inbox and direct placement, as far as the environment
+ * and the fault injector allow; each may fail and leave the socket. */
+static void nic_rings_open(struct srn_nic *nic)
+{
+	/* Same-host rings bypass the fault injector, so with one every
+	 * packet stays on the socket where it acts.  The trace records ring
+	 * traffic too (link/egress.c, transport/rx.c). */
+	const char *shm_env = getenv("SOFTRNIC_SHM");
+	bool shm_on = !nic->link.udp.fault && !(shm_env && !strcmp(shm_env, "0"));
+	/* Direct placement (link/direct.h) rides on the rings' discovery and
+	 * trust checks, so it is off with them (a fault injector: every
+	 * packet must meet it), and with SOFTRNIC_DIRECT=0.  A packet trace
+	 * keeps it: the requester records the packets each direct operation
+	 * stands for (transport/direct_trace.h). */
+	const char *direct_env = getenv("SOFTRNIC_DIRECT");
+	nic->link.direct_on = shm_on && !(direct_env && !strcmp(direct_env, "0"));
+	const char *map_env = getenv("SOFTRNIC_DIRECT_MAP");
+	nic->link.direct_map_on = !(map_env && !strcmp(map_env, "0"));
+	nic->link.direct.fd = -1;
+	if (nic->link.direct_on && srn_direct_own_open(&nic->link.direct))
+		nic->link.direct_on = false;
+	if (srn_shm_open(&nic->link.shm, (const struct sockaddr *)&nic->link.udp.local,
+			 nic->link.udp.local_len, srn_udp_member(&nic->link.udp), shm_on,
+			 nic->link.direct.fd))
+		nic->link.shm.in = NULL;     /* sends may still use peers' inboxes */
+	if (nic->link.shm.in)
+		srn_direct_own_publish(&nic->link.direct, nic->link.shm.in_cookie);
+}
+
 int srn_nic_create(struct srn_device *dev, struct srn_nic **out, char *err, size_t errlen)
 {
 	struct srn_nic *nic = calloc(1, sizeof(*nic));
@@ -56,37 +98,10 @@ int srn_nic_create(struct srn_device *dev, struct srn_nic **out, char *err, size
 	/* GSO/GRO batch packets below the link layer's per-packet hooks, so
 	 * with a fault injector or a packet trace every packet goes alone. */
 	bool gso = !nic->link.udp.hooked && !getenv("SOFTRNIC_NO_GSO");
-	if (gso && srn_udp_enable_gro(&nic->link.udp)) {
-		nic->link.gro = calloc(1, sizeof(*nic->link.gro));
-		if (!nic->link.gro || srn_gro_batch_init(nic->link.gro)) {
-			free(nic->link.gro);
-			nic->link.gro = NULL;
-		}
-	}
-	/* Same-host rings bypass the fault injector, so with one every
-	 * packet stays on the socket where it acts.  The trace records ring
-	 * traffic too (link/egress.c, transport/rx.c). */
+	if (gso)
+		nic_gro_open(nic);
 	nic->engine.bg_spin_ns = srn_progress_spin_ns(getenv("SOFTRNIC_SPIN_US"));
-	const char *shm_env = getenv("SOFTRNIC_SHM");
-	bool shm_on = !nic->link.udp.fault && !(shm_env && !strcmp(shm_env, "0"));
-	/* Direct placement (link/direct.h) rides on the rings' discovery and
-	 * trust checks, so it is off with them (a fault injector: every
-	 * packet must meet it), and with SOFTRNIC_DIRECT=0.  A packet trace
-	 * keeps it: the requester records the packets each direct operation
-	 * stands for (transport/direct_trace.h). */
-	const char *direct_env = getenv("SOFTRNIC_DIRECT");
-	nic->link.direct_on = shm_on && !(direct_env && !strcmp(direct_env, "0"));
-	const char *map_env = getenv("SOFTRNIC_DIRECT_MAP");
-	nic->link.direct_map_on = !(map_env && !strcmp(map_env, "0"));
-	nic->link.direct.fd = -1;
-	if (nic->link.direct_on && srn_direct_own_open(&nic->link.direct))
-		nic->link.direct_on = false;
-	if (srn_shm_open(&nic->link.shm, (const struct sockaddr *)&nic->link.udp.local,
-			 nic->link.udp.local_len, srn_udp_member(&nic->link.udp), shm_on,
-			 nic->link.direct.fd))
-		nic->link.shm.in = NULL;     /* sends may still use peers' inboxes */
-	if (nic->link.shm.in)
-		srn_direct_own_publish(&nic->link.direct, nic->link.shm.in_cookie);
+	nic_rings_open(nic);
 	srn_sockaddr_to_gid((const struct sockaddr *)&nic->cfg.addr, nic->gid);
 	nic->ib_mtu = srn_link_ib_mtu(nic->cfg.link_mtu);
 	nic->diag.seg = srn_diag_create(nic->cfg.name, nic->gid, err, errlen);

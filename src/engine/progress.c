@@ -279,6 +279,128 @@ static bool stand_aside(struct srn_nic *nic, uint32_t *epoch_seen, uint64_t *asi
 	return true;
 }
 
+/* While an application polls: sleep on the kick alone, for left but at
+ * least SRN_BG_RECHECK_NS.  False when the thread must stop. */
+static bool watch_polling_app(struct srn_nic *nic, uint64_t left, struct epoll_event *ev)
+{
+	if (left < SRN_BG_RECHECK_NS)
+		left = SRN_BG_RECHECK_NS;
+	struct timespec ts = { .tv_sec = 0, .tv_nsec = (long)left };
+	int n = progress_wait(nic, nic->engine.ep_kick, ev, 4, &ts);
+	if (n > 0)
+		drain_kick(nic);
+	else if (n < 0 && errno != EINTR) {
+		progress_fatal(nic, "epoll_wait (kick)", errno);
+		return false;
+	}
+	return true;
+}
+
+/* Announce the deep sleep and look once more at what must not wait for
+ * it.  True: sleep to *dl (0: no deadline), with the announcements up;
+ * false: they are down again (and the work found done), loop again.
+ * *fdl: a packet the fault injector holds comes due then. */
+static bool deep_sleep_begin(struct srn_nic *nic, uint64_t *dl, uint64_t *fdl)
+{
+	/* ACKs an application held for its next post, which did
+	 * not come (see srn_progress_poll).  Announcing the deep
+	 * sleep first and then looking (both sequentially consistent,
+	 * mirrored in srn_progress_poll) means either this thread
+	 * sees the held ACKs or the holder sees the announcement. */
+	atomic_store(&nic->engine.bg_deep_sleep, true);
+	/* An owner that came meanwhile saw the announcement and
+	 * kicks, or is seen here (both sequentially consistent). */
+	if (atomic_load(&nic->engine.sock_owner)) {
+		atomic_store(&nic->engine.bg_deep_sleep, false);
+		return false;
+	}
+	if (atomic_load(&nic->engine.acks_deferred)) {
+		atomic_store(&nic->engine.bg_deep_sleep, false);
+		srn_nic_lock(nic);
+		srn_progress_poll(nic, SRN_POLL_BG);
+		srn_nic_unlock(nic);
+		return false;
+	}
+	/* Sleep until a packet, a kick, the next transport timer, or a
+	 * packet the fault injector holds comes due. */
+	*dl = sleep_deadline(nic, fdl);
+	/* Same-host senders ring the socket while this is raised. */
+	if (!srn_shm_sleep_begin(&nic->link.shm)) {
+		atomic_store(&nic->engine.bg_deep_sleep, false);
+		srn_nic_lock(nic);
+		srn_count(nic->diag.cnt, SRN_CNT_BG_WAKEUPS, 1);
+		srn_progress_poll(nic, SRN_POLL_BG);
+		srn_nic_unlock(nic);
+		return false;
+	}
+	/* Announce the deadline slept to, then look again: a timer
+	 * armed or a packet held meanwhile by another thread is either
+	 * seen here or kicks (srn_nic_deadline_set). */
+	atomic_store(&nic->engine.sleep_until, *dl ? *dl : UINT64_MAX);
+	if (earlier_due(nic, *dl)) {
+		atomic_store(&nic->engine.sleep_until, 0);
+		srn_shm_sleep_end(&nic->link.shm);
+		atomic_store(&nic->engine.bg_deep_sleep, false);
+		return false;
+	}
+	return true;
+}
+
+/* The deep sleep itself, on the socket, the kick and the rings' bell until
+ * dl; lowers the announcements.  Returns epoll's count, *err its errno. */
+static int deep_sleep(struct srn_nic *nic, uint64_t dl, struct epoll_event *ev, int *err)
+{
+	struct timespec ts, *tsp = NULL;
+	if (dl) {
+		uint64_t now = srn_now_ns();
+		uint64_t d = dl > now ? dl - now : 0;
+		ts.tv_sec = (time_t)(d / 1000000000ull);
+		ts.tv_nsec = (long)(d % 1000000000ull);
+		tsp = &ts;
+	}
+	int n = progress_wait(nic, nic->engine.ep_all, ev, 4, tsp);
+	*err = errno;
+	atomic_store_explicit(&nic->engine.sleep_until, 0, memory_order_relaxed);
+	srn_shm_sleep_end(&nic->link.shm);
+	atomic_store(&nic->engine.bg_deep_sleep, false);
+	return n;
+}
+
+/* After the deep sleep: due work when it timed out, else the packets,
+ * unless the application polls for them itself.  n: epoll's count. */
+static void deep_sleep_woken(struct srn_nic *nic, const struct epoll_event *ev, int n,
+			     uint64_t fdl)
+{
+	uint64_t left;
+	if (n == 0 && !app_is_polling(nic, srn_now_ns(), &left)) {
+		srn_nic_lock(nic);
+		if (fdl)
+			srn_udp_fault_flush(&nic->link.udp, srn_now_ns());
+		srn_progress_poll(nic, SRN_POLL_BG);     /* timers; delayed RX packets */
+		srn_nic_unlock(nic);
+		return;
+	}
+	bool readable = false;
+	for (int i = 0; i < n; i++) {
+		if (ev[i].data.u32 == 0)
+			drain_kick(nic);
+		else if (ev[i].data.u32 == 2)
+			drain_fd(nic->engine.ring_bell_fd);
+		if (ev[i].data.u32 != 0)
+			readable = true;
+	}
+	if (!readable || atomic_load(&nic->engine.stop))
+		return;
+	/* The application may have started polling meanwhile; if so
+	 * leave the packets to it rather than contend for the lock. */
+	if (app_is_polling(nic, srn_now_ns(), &left))
+		return;
+	srn_count(nic->diag.cnt, SRN_CNT_BG_WAKEUPS, 1);
+	bool woke;
+	if (bg_pass(nic, &woke))
+		busy_poll(nic, woke);
+}
+
 static void *progress_main(void *arg)
 {
 	struct srn_nic *nic = arg;
@@ -303,103 +425,20 @@ static void *progress_main(void *arg)
 		}
 		aside_ns = 0;
 		if (app_is_polling(nic, srn_now_ns(), &left)) {
-			if (left < SRN_BG_RECHECK_NS)
-				left = SRN_BG_RECHECK_NS;
-			struct timespec ts = { .tv_sec = 0, .tv_nsec = (long)left };
-			int n = progress_wait(nic, nic->engine.ep_kick, ev, 4, &ts);
-			if (n > 0)
-				drain_kick(nic);
-			else if (n < 0 && errno != EINTR) {
-				progress_fatal(nic, "epoll_wait (kick)", errno);
+			if (!watch_polling_app(nic, left, ev))
 				break;
-			}
 			continue;
 		}
-		/* ACKs an application held for its next post, which did
-		 * not come (see srn_progress_poll).  Announcing the deep
-		 * sleep first and then looking (both sequentially consistent,
-		 * mirrored in srn_progress_poll) means either this thread
-		 * sees the held ACKs or the holder sees the announcement. */
-		atomic_store(&nic->engine.bg_deep_sleep, true);
-		/* An owner that came meanwhile saw the announcement and
-		 * kicks, or is seen here (both sequentially consistent). */
-		if (atomic_load(&nic->engine.sock_owner)) {
-			atomic_store(&nic->engine.bg_deep_sleep, false);
+		uint64_t dl = 0, fdl = 0;
+		if (!deep_sleep_begin(nic, &dl, &fdl))
 			continue;
-		}
-		if (atomic_load(&nic->engine.acks_deferred)) {
-			atomic_store(&nic->engine.bg_deep_sleep, false);
-			srn_nic_lock(nic);
-			srn_progress_poll(nic, SRN_POLL_BG);
-			srn_nic_unlock(nic);
-			continue;
-		}
-		/* Sleep until a packet, a kick, the next transport timer, or a
-		 * packet the fault injector holds comes due. */
-		uint64_t fdl, dl = sleep_deadline(nic, &fdl);
-		/* Same-host senders ring the socket while this is raised. */
-		if (!srn_shm_sleep_begin(&nic->link.shm)) {
-			atomic_store(&nic->engine.bg_deep_sleep, false);
-			srn_nic_lock(nic);
-			srn_count(nic->diag.cnt, SRN_CNT_BG_WAKEUPS, 1);
-			srn_progress_poll(nic, SRN_POLL_BG);
-			srn_nic_unlock(nic);
-			continue;
-		}
-		/* Announce the deadline slept to, then look again: a timer
-		 * armed or a packet held meanwhile by another thread is either
-		 * seen here or kicks (srn_nic_deadline_set). */
-		atomic_store(&nic->engine.sleep_until, dl ? dl : UINT64_MAX);
-		if (earlier_due(nic, dl)) {
-			atomic_store(&nic->engine.sleep_until, 0);
-			srn_shm_sleep_end(&nic->link.shm);
-			atomic_store(&nic->engine.bg_deep_sleep, false);
-			continue;
-		}
-		struct timespec ts, *tsp = NULL;
-		if (dl) {
-			uint64_t now = srn_now_ns();
-			uint64_t d = dl > now ? dl - now : 0;
-			ts.tv_sec = (time_t)(d / 1000000000ull);
-			ts.tv_nsec = (long)(d % 1000000000ull);
-			tsp = &ts;
-		}
-		int n = progress_wait(nic, nic->engine.ep_all, ev, 4, tsp);
-		int err = errno;
-		atomic_store_explicit(&nic->engine.sleep_until, 0, memory_order_relaxed);
-		srn_shm_sleep_end(&nic->link.shm);
-		atomic_store(&nic->engine.bg_deep_sleep, false);
+		int err;
+		int n = deep_sleep(nic, dl, ev, &err);
 		if (n < 0 && err != EINTR) {
 			progress_fatal(nic, "epoll_wait", err);
 			break;
 		}
-		if (n == 0 && !app_is_polling(nic, srn_now_ns(), &left)) {
-			srn_nic_lock(nic);
-			if (fdl)
-				srn_udp_fault_flush(&nic->link.udp, srn_now_ns());
-			srn_progress_poll(nic, SRN_POLL_BG);     /* timers; delayed RX packets */
-			srn_nic_unlock(nic);
-			continue;
-		}
-		bool readable = false;
-		for (int i = 0; i < n; i++) {
-			if (ev[i].data.u32 == 0)
-				drain_kick(nic);
-			else if (ev[i].data.u32 == 2)
-				drain_fd(nic->engine.ring_bell_fd);
-			if (ev[i].data.u32 != 0)
-				readable = true;
-		}
-		if (!readable || atomic_load(&nic->engine.stop))
-			continue;
-		/* The application may have started polling meanwhile; if so
-		 * leave the packets to it rather than contend for the lock. */
-		if (app_is_polling(nic, srn_now_ns(), &left))
-			continue;
-		srn_count(nic->diag.cnt, SRN_CNT_BG_WAKEUPS, 1);
-		bool woke;
-		if (bg_pass(nic, &woke))
-			busy_poll(nic, woke);
+		deep_sleep_woken(nic, ev, n, fdl);
 	}
 	srn_direct_own_unhold(&nic->link.direct);
 	return NULL;
@@ -571,6 +610,86 @@ static bool udp_due(struct srn_nic *nic, bool from_app, uint64_t now)
 	return false;
 }
 
+/* Up to SRN_RX_BATCHES_PER_POLL batches from the socket through UDP GRO.
+ * Returns packets processed. */
+static int udp_poll_gro(struct srn_nic *nic)
+{
+	int total = 0;
+	for (int b = 0; b < SRN_RX_BATCHES_PER_POLL; b++) {
+		int n = srn_udp_recv_gro(&nic->link.udp, nic->link.gro);
+		if (n <= 0)
+			break;
+		if (b)
+			srn_ack_flush(nic);     /* the previous batch's */
+		for (int i = 0; i < n; i++)
+			srn_rx_packet(nic, nic->link.gro->pkt[i].data, nic->link.gro->pkt[i].len,
+				      (const struct sockaddr *)nic->link.gro->pkt[i].src,
+				      nic->link.gro->pkt[i].seg_index, nic->link.gro->pkt[i].tos);
+		total += n;
+		nic->engine.udp_rx_pkts += (uint64_t)n;
+		/* A short batch drained the socket: asking again would be a
+		 * system call that finds nothing, on the latency path. */
+		if (nic->link.gro->datagrams < SRN_GRO_MSGS)
+			break;
+	}
+	return total;
+}
+
+/* The same without GRO, a datagram per packet.  Returns packets processed. */
+static int udp_poll_plain(struct srn_nic *nic)
+{
+	int total = 0;
+	for (int b = 0; b < SRN_RX_BATCHES_PER_POLL; b++) {
+		int trunc = 0;
+		int n = srn_udp_recv_batch(&nic->link.udp, &nic->link.rx, &trunc);
+		if (trunc)
+			srn_count(nic->diag.cnt, SRN_CNT_RX_TRUNCATED, (uint64_t)trunc);
+		if (n <= 0)
+			break;
+		if (b)
+			srn_ack_flush(nic);     /* the previous batch's */
+		for (int i = 0; i < n; i++) {
+			srn_rx_packet(nic, nic->link.rx.pkt[i].data, nic->link.rx.pkt[i].len,
+				      (const struct sockaddr *)&nic->link.rx.pkt[i].src, 0,
+				      nic->link.rx.pkt[i].tos);
+			/* A same-host doorbell (empty) is ring traffic. */
+			nic->engine.udp_rx_pkts += nic->link.rx.pkt[i].len != 0;
+		}
+		total += n;
+		if (n < SRN_RX_BATCH)
+			break;
+	}
+	return total;
+}
+
+/* At the end of a pass: hold the owed ACKs for the application's next
+ * post (see srn_progress_poll), or send them.  held: they were already
+ * held when the pass began. */
+static void acks_hold_or_send(struct srn_nic *nic, enum srn_poll_by by, bool held, uint64_t now)
+{
+	bool hold = by != SRN_POLL_BG && nic->lists.ack && !srn_egress_queued(nic->link.egress) && acks_all_plain(nic);
+	if (hold) {
+		atomic_store(&nic->engine.acks_deferred, true);
+		if (atomic_load(&nic->engine.bg_deep_sleep)) {
+			/* It would not notice them: send these now, and wake
+			 * it so that it watches the polling application from
+			 * now on (the kick is paid once per polling spell). */
+			hold = false;
+			srn_nic_kick(nic);
+		}
+	}
+	if (hold) {
+		/* Held since the first hold: looking again does not extend it. */
+		if (!held) {
+			nic->engine.acks_held_ns = now;
+			nic->engine.acks_held_looks = 0;
+		}
+		srn_count(nic->diag.cnt, SRN_CNT_ACKS_HELD, 1);
+	} else {
+		srn_ack_flush(nic);
+	}
+}
+
 int srn_progress_poll(struct srn_nic *nic, enum srn_poll_by by)
 {
 	bool from_app = by == SRN_POLL_APP;
@@ -604,43 +723,8 @@ int srn_progress_poll(struct srn_nic *nic, enum srn_poll_by by)
 	/* A waiting thread woken by the rings' bell alone knows the
 	 * socket holds nothing: a receive would be a wasted system call. */
 	bool udp = by != SRN_POLL_WAITER_RINGS && udp_due(nic, from_app, now);
-	for (int b = 0; b < SRN_RX_BATCHES_PER_POLL && udp && nic->link.gro; b++) {
-		int n = srn_udp_recv_gro(&nic->link.udp, nic->link.gro);
-		if (n <= 0)
-			break;
-		if (b)
-			srn_ack_flush(nic);     /* the previous batch's */
-		for (int i = 0; i < n; i++)
-			srn_rx_packet(nic, nic->link.gro->pkt[i].data, nic->link.gro->pkt[i].len,
-				      (const struct sockaddr *)nic->link.gro->pkt[i].src,
-				      nic->link.gro->pkt[i].seg_index, nic->link.gro->pkt[i].tos);
-		total += n;
-		nic->engine.udp_rx_pkts += (uint64_t)n;
-		/* A short batch drained the socket: asking again would be a
-		 * system call that finds nothing, on the latency path. */
-		if (nic->link.gro->datagrams < SRN_GRO_MSGS)
-			break;
-	}
-	for (int b = 0; b < SRN_RX_BATCHES_PER_POLL && udp && !nic->link.gro; b++) {
-		int trunc = 0;
-		int n = srn_udp_recv_batch(&nic->link.udp, &nic->link.rx, &trunc);
-		if (trunc)
-			srn_count(nic->diag.cnt, SRN_CNT_RX_TRUNCATED, (uint64_t)trunc);
-		if (n <= 0)
-			break;
-		if (b)
-			srn_ack_flush(nic);     /* the previous batch's */
-		for (int i = 0; i < n; i++) {
-			srn_rx_packet(nic, nic->link.rx.pkt[i].data, nic->link.rx.pkt[i].len,
-				      (const struct sockaddr *)&nic->link.rx.pkt[i].src, 0,
-				      nic->link.rx.pkt[i].tos);
-			/* A same-host doorbell (empty) is ring traffic. */
-			nic->engine.udp_rx_pkts += nic->link.rx.pkt[i].len != 0;
-		}
-		total += n;
-		if (n < SRN_RX_BATCH)
-			break;
-	}
+	if (udp)
+		total += nic->link.gro ? udp_poll_gro(nic) : udp_poll_plain(nic);
 	if (nic->tables.nmcast)
 		total += mcast_poll(nic);
 	srn_timers_run(nic, now);
@@ -652,27 +736,7 @@ int srn_progress_poll(struct srn_nic *nic, enum srn_poll_by by)
 	 * next verbs call that transmits or polls, or, if it goes quiet, until
 	 * the progress thread takes over (SRN_APP_IDLE_NS to
 	 * SRN_BG_RECHECK_NS later). */
-	bool hold = by != SRN_POLL_BG && nic->lists.ack && !srn_egress_queued(nic->link.egress) && acks_all_plain(nic);
-	if (hold) {
-		atomic_store(&nic->engine.acks_deferred, true);
-		if (atomic_load(&nic->engine.bg_deep_sleep)) {
-			/* It would not notice them: send these now, and wake
-			 * it so that it watches the polling application from
-			 * now on (the kick is paid once per polling spell). */
-			hold = false;
-			srn_nic_kick(nic);
-		}
-	}
-	if (hold) {
-		/* Held since the first hold: looking again does not extend it. */
-		if (!held) {
-			nic->engine.acks_held_ns = now;
-			nic->engine.acks_held_looks = 0;
-		}
-		srn_count(nic->diag.cnt, SRN_CNT_ACKS_HELD, 1);
-	} else {
-		srn_ack_flush(nic);
-	}
+	acks_hold_or_send(nic, by, held, now);
 	srn_txq_flush(nic);
 	atomic_store_explicit(&nic->engine.tx_waiting, nic->lists.tx != NULL, memory_order_relaxed);
 	srn_nic_mirror_faults(nic);

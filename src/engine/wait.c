@@ -94,6 +94,29 @@ static void serve(struct srn_nic *nic, bool sockets)
 	srn_nic_unlock(nic);
 }
 
+/* After srn_wait_event's poll (pfd as it set them up): empty the bells,
+ * and serve what the sockets and rings hold. */
+static void woken(struct srn_nic *nic, const struct pollfd *pfd, nfds_t nfd)
+{
+	srn_count(nic->diag.cnt, SRN_CNT_WAITER_WAKEUPS, 1);
+	for (int i = 1; i <= 2; i++) {
+		uint64_t v;
+		if (pfd[i].revents && read(pfd[i].fd, &v, sizeof(v)) < 0) {
+			/* EAGAIN: another wake took it */
+		}
+	}
+	bool fwd = nfd == 4 && pfd[3].revents;
+	if (nfd == 4) {
+		/* poll just looked at the forwarding socket: ask it
+		 * now if it holds something, else not this pass. */
+		srn_nic_lock(nic);
+		srn_udp_group_fwd_seen(&nic->link.udp, fwd);
+		srn_nic_unlock(nic);
+	}
+	if (pfd[0].revents || pfd[2].revents || fwd)
+		serve(nic, pfd[0].revents || fwd);
+}
+
 int srn_wait_event(struct srn_nic *nic, struct srn_channel *ch, struct srn_cq **cq)
 {
 	if (!can_own(nic))
@@ -160,23 +183,7 @@ int srn_wait_event(struct srn_nic *nic, struct srn_channel *ch, struct srn_cq **
 			}
 			continue;
 		}
-		srn_count(nic->diag.cnt, SRN_CNT_WAITER_WAKEUPS, 1);
-		for (int i = 1; i <= 2; i++) {
-			uint64_t v;
-			if (pfd[i].revents && read(pfd[i].fd, &v, sizeof(v)) < 0) {
-				/* EAGAIN: another wake took it */
-			}
-		}
-		bool fwd = nfd == 4 && pfd[3].revents;
-		if (nfd == 4) {
-			/* poll just looked at the forwarding socket: ask it
-			 * now if it holds something, else not this pass. */
-			srn_nic_lock(nic);
-			srn_udp_group_fwd_seen(&nic->link.udp, fwd);
-			srn_nic_unlock(nic);
-		}
-		if (pfd[0].revents || pfd[2].revents || fwd)
-			serve(nic, pfd[0].revents || fwd);
+		woken(nic, pfd, nfd);
 	}
 	if (owned)
 		srn_channel_unown(ch);   /* counts what this thread queued and left */

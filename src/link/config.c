@@ -158,6 +158,50 @@ static int parse_addr(const char *val, struct srn_dev_cfg *cfg, const char *wher
 					 "addr '%s': not an IPv4 or IPv6 address (or 'auto')", val);
 }
 
+/* One key's value into cfg; the key is one of those
+ * srn_config_parse_entry knows. */
+static int entry_value(struct srn_dev_cfg *cfg, const char *key, const char *val,
+					   const char *where, char *err, size_t errlen)
+{
+	unsigned long v;
+	if (!strcmp(key, "name")) {
+		if (!*val || strlen(val) >= sizeof(cfg->name))
+			return cfg_error(err, errlen, where, "name '%s': must be 1..%zu characters",
+							 val, sizeof(cfg->name) - 1);
+		if (!name_ok(val))
+			return cfg_error(err, errlen, where,
+							 "name '%s': only letters, digits, '.', '_' and '-' are allowed", val);
+		strcpy(cfg->name, val);
+	} else if (!strcmp(key, "addr")) {
+		if (!strcmp(val, "auto")) {
+			struct sockaddr_in *sin = (struct sockaddr_in *)&cfg->addr;
+			memset(&cfg->addr, 0, sizeof(cfg->addr));
+			sin->sin_family = AF_INET;
+			sin->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+			cfg->family = AF_INET;
+			cfg->auto_loopback = true;
+		} else {
+			int rc = parse_addr(val, cfg, where, err, errlen);
+			if (rc)
+				return rc;
+		}
+	} else if (!strcmp(key, "share")) {
+		if (strcmp(val, "0") && strcmp(val, "1"))
+			return cfg_error(err, errlen, where, "share '%s': 0 or 1", val);
+		cfg->exclusive = !strcmp(val, "0");
+	} else if (!strcmp(key, "port")) {
+		if (parse_uint(val, 1, 65535, &v))
+			return cfg_error(err, errlen, where, "port '%s': not a number in 1..65535", val);
+		cfg->port = (uint16_t)v;
+	} else {     /* mtu */
+		if (parse_uint(val, SRN_LINK_MTU_MIN, SRN_LINK_MTU_MAX, &v))
+			return cfg_error(err, errlen, where, "mtu '%s': not a number in %d..%d",
+							 val, SRN_LINK_MTU_MIN, SRN_LINK_MTU_MAX);
+		cfg->link_mtu = (uint32_t)v;
+	}
+	return 0;
+}
+
 int srn_config_parse_entry(const char *entry, int index, struct srn_dev_cfg *cfg,
 						   const char *where, char *err, size_t errlen)
 {
@@ -202,42 +246,9 @@ int srn_config_parse_entry(const char *entry, int index, struct srn_dev_cfg *cfg
 			return cfg_error(err, errlen, where, "'%s' given twice", key);
 		*seen = true;
 
-		unsigned long v;
-		if (seen == &seen_name) {
-			if (!*val || strlen(val) >= sizeof(cfg->name))
-				return cfg_error(err, errlen, where, "name '%s': must be 1..%zu characters",
-								 val, sizeof(cfg->name) - 1);
-			if (!name_ok(val))
-				return cfg_error(err, errlen, where,
-								 "name '%s': only letters, digits, '.', '_' and '-' are allowed", val);
-			strcpy(cfg->name, val);
-		} else if (seen == &seen_addr) {
-			if (!strcmp(val, "auto")) {
-				struct sockaddr_in *sin = (struct sockaddr_in *)&cfg->addr;
-				memset(&cfg->addr, 0, sizeof(cfg->addr));
-				sin->sin_family = AF_INET;
-				sin->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-				cfg->family = AF_INET;
-				cfg->auto_loopback = true;
-			} else {
-				int rc = parse_addr(val, cfg, where, err, errlen);
-				if (rc)
-					return rc;
-			}
-		} else if (seen == &seen_share) {
-			if (strcmp(val, "0") && strcmp(val, "1"))
-				return cfg_error(err, errlen, where, "share '%s': 0 or 1", val);
-			cfg->exclusive = !strcmp(val, "0");
-		} else if (seen == &seen_port) {
-			if (parse_uint(val, 1, 65535, &v))
-				return cfg_error(err, errlen, where, "port '%s': not a number in 1..65535", val);
-			cfg->port = (uint16_t)v;
-		} else {
-			if (parse_uint(val, SRN_LINK_MTU_MIN, SRN_LINK_MTU_MAX, &v))
-				return cfg_error(err, errlen, where, "mtu '%s': not a number in %d..%d",
-								 val, SRN_LINK_MTU_MIN, SRN_LINK_MTU_MAX);
-			cfg->link_mtu = (uint32_t)v;
-		}
+		int rc = entry_value(cfg, key, val, where, err, errlen);
+		if (rc)
+			return rc;
 	}
 	if (!seen_addr)
 		return cfg_error(err, errlen, where,

@@ -216,6 +216,61 @@ static int hooks_open(struct srn_udp *u, const char *name, char *err, size_t err
 	return 0;
 }
 
+/* Bind to the configured address: alone, or into the group that shares
+ * it (link/udp_group.h). */
+static int bind_cfg(struct srn_udp *u, struct srn_dev_cfg *cfg, char *err, size_t errlen)
+{
+	if (cfg->auto_loopback)
+		return bind_auto(u, cfg, err, errlen);
+	int rc;
+	struct sockaddr_storage ss;
+	socklen_t sl = fill_local(&ss, cfg);
+	/* Port 0 (tests): the kernel picks a port nobody else has. */
+	if (cfg->exclusive || cfg->port == 0)
+		rc = bind(u->fd, (struct sockaddr *)&ss, sl) ? -errno : 0;
+	else
+		rc = srn_udp_group_bind(u, cfg, (struct sockaddr *)&ss, sl, err, errlen);
+	if (rc && !err[0]) {
+		char target[SRN_SOCKADDR_STRLEN];
+		bind_error(cfg, srn_sockaddr_str((struct sockaddr *)&ss, target, sizeof(target)),
+				   -rc, err, errlen);
+	}
+	return rc;
+}
+
+/* The bound address and port, written back into cfg (the auto address
+ * and a 0 port become what the kernel chose), and the link MTU when the
+ * configuration left it open. */
+static int learn_local(struct srn_udp *u, struct srn_dev_cfg *cfg, char *err, size_t errlen)
+{
+	u->local_len = sizeof(u->local);
+	if (getsockname(u->fd, (struct sockaddr *)&u->local, &u->local_len)) {
+		int rc = -errno;
+		snprintf(err, errlen, "%s: getsockname: %s", cfg->name, strerror(-rc));
+		return rc;
+	}
+	if (u->family == AF_INET)
+		u->port = ntohs(((struct sockaddr_in *)&u->local)->sin_port);
+	else
+		u->port = ntohs(((struct sockaddr_in6 *)&u->local)->sin6_port);
+
+	/* Write back what the kernel chose: the auto address and a 0 port. */
+	memcpy(&cfg->addr, &u->local, sizeof(cfg->addr));
+	if (u->family == AF_INET)
+		((struct sockaddr_in *)&cfg->addr)->sin_port = 0;
+	else
+		((struct sockaddr_in6 *)&cfg->addr)->sin6_port = 0;
+	cfg->port = u->port;
+	if (cfg->link_mtu == 0) {
+		uint32_t mtu;
+		if (srn_link_detect_mtu((struct sockaddr *)&u->local, &mtu) == 0)
+			cfg->link_mtu = mtu;
+		else
+			cfg->link_mtu = cfg->auto_loopback ? SRN_LOOPBACK_MTU : SRN_FALLBACK_MTU;
+	}
+	return 0;
+}
+
 int srn_udp_open(struct srn_udp *u, struct srn_dev_cfg *cfg, char *err, size_t errlen)
 {
 	char dummy[1];
@@ -245,50 +300,12 @@ int srn_udp_open(struct srn_udp *u, struct srn_dev_cfg *cfg, char *err, size_t e
 	if (rc)
 		goto fail;
 
-	if (cfg->auto_loopback) {
-		rc = bind_auto(u, cfg, err, errlen);
-	} else {
-		struct sockaddr_storage ss;
-		socklen_t sl = fill_local(&ss, cfg);
-		/* Port 0 (tests): the kernel picks a port nobody else has. */
-		if (cfg->exclusive || cfg->port == 0)
-			rc = bind(u->fd, (struct sockaddr *)&ss, sl) ? -errno : 0;
-		else
-			rc = srn_udp_group_bind(u, cfg, (struct sockaddr *)&ss, sl, err, errlen);
-		if (rc && !err[0]) {
-			char target[SRN_SOCKADDR_STRLEN];
-			bind_error(cfg, srn_sockaddr_str((struct sockaddr *)&ss, target, sizeof(target)),
-					   -rc, err, errlen);
-		}
-	}
+	rc = bind_cfg(u, cfg, err, errlen);
 	if (rc)
 		goto fail;
-
-	u->local_len = sizeof(u->local);
-	if (getsockname(u->fd, (struct sockaddr *)&u->local, &u->local_len)) {
-		rc = -errno;
-		snprintf(err, errlen, "%s: getsockname: %s", cfg->name, strerror(-rc));
+	rc = learn_local(u, cfg, err, errlen);
+	if (rc)
 		goto fail;
-	}
-	if (u->family == AF_INET)
-		u->port = ntohs(((struct sockaddr_in *)&u->local)->sin_port);
-	else
-		u->port = ntohs(((struct sockaddr_in6 *)&u->local)->sin6_port);
-
-	/* Write back what the kernel chose: the auto address and a 0 port. */
-	memcpy(&cfg->addr, &u->local, sizeof(cfg->addr));
-	if (u->family == AF_INET)
-		((struct sockaddr_in *)&cfg->addr)->sin_port = 0;
-	else
-		((struct sockaddr_in6 *)&cfg->addr)->sin6_port = 0;
-	cfg->port = u->port;
-	if (cfg->link_mtu == 0) {
-		uint32_t mtu;
-		if (srn_link_detect_mtu((struct sockaddr *)&u->local, &mtu) == 0)
-			cfg->link_mtu = mtu;
-		else
-			cfg->link_mtu = cfg->auto_loopback ? SRN_LOOPBACK_MTU : SRN_FALLBACK_MTU;
-	}
 	rc = srn_udp_ecn_setup(u, cfg->name, err, errlen);
 	if (rc)
 		goto fail;

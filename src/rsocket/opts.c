@@ -105,6 +105,81 @@ static int ds_get(struct srn_rs *rs, int level, int optname, void *optval, sockl
 	return 0;
 }
 
+/* SOL_SOCKET options.  early: the QP and buffers do not exist yet. */
+static int set_socket_opt(struct srn_rs *rs, int optname, int v, bool early)
+{
+	switch (optname) {
+	case SO_REUSEADDR:
+		if (rdma_set_option(rs->id, RDMA_OPTION_ID, RDMA_OPTION_ID_REUSEADDR, &v,
+				    sizeof(v)) && rs->state == SRN_RS_INIT)
+			return -errno;
+		break;
+	case SO_RCVBUF:
+		if (early)
+			rs->rbuf_size = buf_size(v);
+		return 0;
+	case SO_SNDBUF:
+		if (early)
+			rs->sbuf_size = buf_size(v);
+		return 0;
+	case SO_KEEPALIVE:
+	case SO_OOBINLINE:
+		break;
+	default:
+		return -ENOPROTOOPT;
+	}
+	set_bit(&rs->so_opts, optname, v != 0);
+	return 0;
+}
+
+static int set_tcp_opt(struct srn_rs *rs, int optname, int v)
+{
+	switch (optname) {
+	case TCP_NODELAY:
+		set_bit(&rs->tcp_opts, optname, v != 0);
+		return 0;
+	case TCP_KEEPIDLE:
+		if (v <= 0)
+			return -EINVAL;
+		rs->keepalive_time = v;
+		return 0;
+	case TCP_KEEPCNT:
+	case TCP_KEEPINTVL:
+	case TCP_MAXSEG:
+		return 0;    /* a reliable connection has no use for them */
+	default:
+		return -ENOPROTOOPT;
+	}
+}
+
+/* SOL_RDMA options: sizes, settable only before the QP exists. */
+static int set_rdma_opt(struct srn_rs *rs, int optname, int v, bool early)
+{
+	if (!early || (rs->state != SRN_RS_INIT && rs->state != SRN_RS_BOUND &&
+		       rs->state != SRN_RS_LISTENING))
+		return -EINVAL;
+	switch (optname) {
+	case RDMA_SQSIZE:
+		rs->sq_size = (uint16_t)(v > SRN_RS_QP_MAX || v < 0 ? SRN_RS_QP_MAX : v);
+		return 0;
+	case RDMA_RQSIZE:
+		rs->rq_size = (uint16_t)(v > SRN_RS_QP_MAX || v < 0 ? SRN_RS_QP_MAX : v);
+		return 0;
+	case RDMA_INLINE:
+		rs->sq_inline = (uint16_t)(v > SRN_RS_QP_MAX || v < 0 ? SRN_RS_QP_MAX : v);
+		return 0;
+	case RDMA_IOMAPSIZE:
+		/* Only sizes the 8-bit scale carries (proto.h). */
+		rs->iomap_size = (uint16_t)srn_rs_scale_from_u8(
+			srn_rs_scale_to_u8(v < 0 ? 0 : (unsigned)v));
+		return 0;
+	case RDMA_ROUTE:
+		return 0;
+	default:
+		return -ENOPROTOOPT;
+	}
+}
+
 static int set_locked(struct srn_rs *rs, int level, int optname, const void *optval, socklen_t optlen)
 {
 	int v, ret;
@@ -122,45 +197,9 @@ static int set_locked(struct srn_rs *rs, int level, int optname, const void *opt
 	bool early = rs->cq == NULL;    /* the QP and buffers do not exist yet */
 	switch (level) {
 	case SOL_SOCKET:
-		switch (optname) {
-		case SO_REUSEADDR:
-			if (rdma_set_option(rs->id, RDMA_OPTION_ID, RDMA_OPTION_ID_REUSEADDR, &v,
-					    sizeof(v)) && rs->state == SRN_RS_INIT)
-				return -errno;
-			break;
-		case SO_RCVBUF:
-			if (early)
-				rs->rbuf_size = buf_size(v);
-			return 0;
-		case SO_SNDBUF:
-			if (early)
-				rs->sbuf_size = buf_size(v);
-			return 0;
-		case SO_KEEPALIVE:
-		case SO_OOBINLINE:
-			break;
-		default:
-			return -ENOPROTOOPT;
-		}
-		set_bit(&rs->so_opts, optname, v != 0);
-		return 0;
+		return set_socket_opt(rs, optname, v, early);
 	case IPPROTO_TCP:
-		switch (optname) {
-		case TCP_NODELAY:
-			set_bit(&rs->tcp_opts, optname, v != 0);
-			return 0;
-		case TCP_KEEPIDLE:
-			if (v <= 0)
-				return -EINVAL;
-			rs->keepalive_time = v;
-			return 0;
-		case TCP_KEEPCNT:
-		case TCP_KEEPINTVL:
-		case TCP_MAXSEG:
-			return 0;    /* a reliable connection has no use for them */
-		default:
-			return -ENOPROTOOPT;
-		}
+		return set_tcp_opt(rs, optname, v);
 	case IPPROTO_IPV6:
 		if (optname != IPV6_V6ONLY)
 			return -ENOPROTOOPT;
@@ -169,29 +208,7 @@ static int set_locked(struct srn_rs *rs, int level, int optname, const void *opt
 		set_bit(&rs->ipv6_opts, optname, v != 0);
 		return 0;
 	case SOL_RDMA:
-		if (!early || (rs->state != SRN_RS_INIT && rs->state != SRN_RS_BOUND &&
-			       rs->state != SRN_RS_LISTENING))
-			return -EINVAL;
-		switch (optname) {
-		case RDMA_SQSIZE:
-			rs->sq_size = (uint16_t)(v > SRN_RS_QP_MAX || v < 0 ? SRN_RS_QP_MAX : v);
-			return 0;
-		case RDMA_RQSIZE:
-			rs->rq_size = (uint16_t)(v > SRN_RS_QP_MAX || v < 0 ? SRN_RS_QP_MAX : v);
-			return 0;
-		case RDMA_INLINE:
-			rs->sq_inline = (uint16_t)(v > SRN_RS_QP_MAX || v < 0 ? SRN_RS_QP_MAX : v);
-			return 0;
-		case RDMA_IOMAPSIZE:
-			/* Only sizes the 8-bit scale carries (proto.h). */
-			rs->iomap_size = (uint16_t)srn_rs_scale_from_u8(
-				srn_rs_scale_to_u8(v < 0 ? 0 : (unsigned)v));
-			return 0;
-		case RDMA_ROUTE:
-			return 0;
-		default:
-			return -ENOPROTOOPT;
-		}
+		return set_rdma_opt(rs, optname, v, early);
 	default:
 		return -ENOPROTOOPT;
 	}

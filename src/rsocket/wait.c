@@ -192,6 +192,54 @@ static void rs_woken(int fd)
 	srn_rs_put(rs);
 }
 
+/* One look at every entry: an rsocket answers from its state and names
+ * the descriptors to sleep on, another fd goes to poll as it is.  Fills
+ * p and owner (p's entry -> fds' index) and returns how many entries;
+ * *ready counts the rsockets found ready. */
+static nfds_t rpoll_look(struct pollfd *fds, nfds_t nfds, const bool *is_rs, struct pollfd *p,
+			 nfds_t *owner, int *ready)
+{
+	nfds_t n = 0;
+	for (nfds_t i = 0; i < nfds; i++) {
+		fds[i].revents = 0;
+		if (is_rs[i]) {
+			int k = 0;
+			fds[i].revents = rs_check(fds[i].fd, fds[i].events, &p[n], &k);
+			for (int j = 0; j < k; j++)
+				owner[n + (nfds_t)j] = i;
+			n += (nfds_t)k;
+			*ready += fds[i].revents != 0;
+		} else {
+			p[n] = fds[i];
+			p[n].revents = 0;
+			owner[n++] = i;
+		}
+	}
+	return n;
+}
+
+/* What poll saw in p's n entries, back into fds: returns how many plain
+ * fds are ready; an rsocket's descriptor that fired takes its event
+ * and sets *woken (its news is counted at the next look). */
+static int rpoll_seen(struct pollfd *fds, const bool *is_rs, const struct pollfd *p,
+		      const nfds_t *owner, nfds_t n, bool *woken)
+{
+	int ready = 0;
+	for (nfds_t k = 0; k < n; k++) {
+		nfds_t i = owner[k];
+		if (!p[k].revents)
+			continue;
+		if (is_rs[i]) {
+			rs_woken(fds[i].fd);
+			*woken = true;
+		} else {
+			fds[i].revents = p[k].revents;
+			ready++;
+		}
+	}
+	return ready;
+}
+
 SRN_RDMACM_EXPORT int rpoll(struct pollfd *fds, nfds_t nfds, int timeout)
 {
 	if (nfds && !fds)
@@ -213,22 +261,7 @@ SRN_RDMACM_EXPORT int rpoll(struct pollfd *fds, nfds_t nfds, int timeout)
 	int ret;
 	for (;;) {
 		int ready = 0;
-		nfds_t n = 0;
-		for (nfds_t i = 0; i < nfds; i++) {
-			fds[i].revents = 0;
-			if (is_rs[i]) {
-				int k = 0;
-				fds[i].revents = rs_check(fds[i].fd, fds[i].events, &p[n], &k);
-				for (int j = 0; j < k; j++)
-					owner[n + (nfds_t)j] = i;
-				n += (nfds_t)k;
-				ready += fds[i].revents != 0;
-			} else {
-				p[n] = fds[i];
-				p[n].revents = 0;
-				owner[n++] = i;
-			}
-		}
+		nfds_t n = rpoll_look(fds, nfds, is_rs, p, owner, &ready);
 		int slice = 0;
 		if (!ready) {
 			slice = SRN_RS_WAKE_MS;
@@ -243,18 +276,7 @@ SRN_RDMACM_EXPORT int rpoll(struct pollfd *fds, nfds_t nfds, int timeout)
 			break;
 		}
 		bool woken = false;
-		for (nfds_t k = 0; k < n; k++) {
-			nfds_t i = owner[k];
-			if (!p[k].revents)
-				continue;
-			if (is_rs[i]) {
-				rs_woken(fds[i].fd);
-				woken = true;
-			} else {
-				fds[i].revents = p[k].revents;
-				ready++;
-			}
-		}
+		ready += rpoll_seen(fds, is_rs, p, owner, n, &woken);
 		if (ready) {
 			ret = ready;
 			break;

@@ -43,11 +43,6 @@
 #include "transport/tx.h"
 #include "wire/roce_hdr.h"
 
-static uint8_t transport_of(const struct srn_qp *qp)
-{
-	return srn_qp_transport(qp);
-}
-
 int srn_req_gather(struct srn_qp *qp, const struct srn_swqe *w, uint32_t off, uint32_t len,
 		   struct iovec *iov, int *niov)
 {
@@ -89,23 +84,25 @@ int srn_req_gather(struct srn_qp *qp, const struct srn_swqe *w, uint32_t off, ui
 
 static int opcode_for(struct srn_qp *qp, const struct srn_swqe *w, enum srn_seg seg)
 {
+	uint8_t tr = srn_qp_transport(qp);
+
 	switch (w->opcode) {
 	case IBV_WR_SEND:
-		return srn_opcode_send(transport_of(qp), seg, false, false);
+		return srn_opcode_send(tr, seg, false, false);
 	case IBV_WR_SEND_WITH_IMM:
-		return srn_opcode_send(transport_of(qp), seg, true, false);
+		return srn_opcode_send(tr, seg, true, false);
 	case IBV_WR_SEND_WITH_INV:
-		return srn_opcode_send(transport_of(qp), seg, false, true);
+		return srn_opcode_send(tr, seg, false, true);
 	case IBV_WR_RDMA_WRITE:
-		return srn_opcode_write(transport_of(qp), seg, false);
+		return srn_opcode_write(tr, seg, false);
 	case IBV_WR_RDMA_WRITE_WITH_IMM:
-		return srn_opcode_write(transport_of(qp), seg, true);
+		return srn_opcode_write(tr, seg, true);
 	case IBV_WR_RDMA_READ:
-		return transport_of(qp) | (SRN_OP_RC_RDMA_READ_REQUEST & SRN_OPCODE_OP_MASK);
+		return tr | (SRN_OP_RC_RDMA_READ_REQUEST & SRN_OPCODE_OP_MASK);
 	case IBV_WR_ATOMIC_CMP_AND_SWP:
-		return transport_of(qp) | (SRN_OP_RC_COMPARE_SWAP & SRN_OPCODE_OP_MASK);
+		return tr | (SRN_OP_RC_COMPARE_SWAP & SRN_OPCODE_OP_MASK);
 	case IBV_WR_ATOMIC_FETCH_AND_ADD:
-		return transport_of(qp) | (SRN_OP_RC_FETCH_ADD & SRN_OPCODE_OP_MASK);
+		return tr | (SRN_OP_RC_FETCH_ADD & SRN_OPCODE_OP_MASK);
 	default:
 		return -EOPNOTSUPP;
 	}

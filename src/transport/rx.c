@@ -109,11 +109,6 @@ static bool cnp_from_peer(const struct srn_qp *qp, const struct sockaddr *src, b
 	       (!qp->path.peer_sport && sp == srn_rxe_src_port(qp->attr.dest_qp_num));
 }
 
-static uint8_t transport_of_qp(const struct srn_qp *qp)
-{
-	return srn_qp_transport(qp);
-}
-
 /* Parse and check the ICRC: false (counted) if the packet is dropped.
  * local: it came through a same-host ring, which carries no ICRC. */
 static bool at_the_door(struct srn_nic *nic, const uint8_t *data, uint32_t len,
@@ -188,7 +183,7 @@ static void rx_packet(struct srn_nic *nic, const uint8_t *data, uint32_t len,
 		srn_count(nic->diag.cnt, SRN_CNT_UNKNOWN_QP, 1);
 		return;
 	}
-	if (srn_opcode_transport(p.opcode) != transport_of_qp(qp)) {
+	if (srn_opcode_transport(p.opcode) != srn_qp_transport(qp)) {
 		srn_count(nic->diag.cnt, SRN_CNT_MALFORMED, 1);
 		return;
 	}

@@ -510,17 +510,15 @@ static int wr_complete(struct ibv_qp_ex *q)
 		       IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | IBV_QP_EX_WITH_LOCAL_INV |      \
 		       IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_SEND_WITH_INV)
 
-struct ibv_qp *srn_verbs_create_qp_ex(struct ibv_context *c, struct ibv_qp_init_attr_ex *a)
+/* The extended attributes softrnic can honour: 0 or -errno. */
+static int qp_ex_attr_check(const struct ibv_qp_init_attr_ex *a, const struct ibv_pd *pd)
 {
 	uint32_t known = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS |
 			 IBV_QP_INIT_ATTR_XRCD | IBV_QP_INIT_ATTR_CREATE_FLAGS;
-	struct ibv_pd *pd = (a->comp_mask & IBV_QP_INIT_ATTR_PD) ? a->pd : NULL;
-	struct srn_xrcd *xrcd = (a->comp_mask & IBV_QP_INIT_ATTR_XRCD) ? (struct srn_xrcd *)a->xrcd
-									 : NULL;
 	if (!pd && a->qp_type != IBV_QPT_XRC_RECV)
-		return srn_null_errno(-EINVAL);
+		return -EINVAL;
 	if (a->comp_mask & ~known)
-		return srn_null_errno(-EOPNOTSUPP);
+		return -EOPNOTSUPP;
 	/* Create flags as the kernel judges them: bits no verbs flag names
 	 * are EINVAL (uverbs), named flags EOPNOTSUPP (rxe supports none,
 	 * nor do we), and no flags at all is simply accepted. */
@@ -529,17 +527,67 @@ struct ibv_qp *srn_verbs_create_qp_ex(struct ibv_context *c, struct ibv_qp_init_
 				 IBV_QP_CREATE_CVLAN_STRIPPING | IBV_QP_CREATE_SOURCE_QPN |
 				 IBV_QP_CREATE_PCI_WRITE_END_PADDING;
 		if (a->create_flags & ~named)
-			return srn_null_errno(-EINVAL);
+			return -EINVAL;
 		if (a->create_flags)
-			return srn_null_errno(-EOPNOTSUPP);
+			return -EOPNOTSUPP;
 	}
 	bool ops = a->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
 	if (ops && (a->send_ops_flags & ~(uint64_t)SRN_QP_EX_OPS))
-		return srn_null_errno(-EOPNOTSUPP);
+		return -EOPNOTSUPP;
 	/* An XRC receive QP has no send queue, so no ibv_wr_* table: any
 	 * send_ops_flags at all is EOPNOTSUPP (rxe and mlx5 say the same). */
 	if (ops && a->qp_type == IBV_QPT_XRC_RECV)
-		return srn_null_errno(-EOPNOTSUPP);
+		return -EOPNOTSUPP;
+	return 0;
+}
+
+/* Give a new QP its ibv_wr_* table, its batch stage and the send queue
+ * lock the batch takes: 0 or a positive errno. */
+static int qp_ex_wr_ops(struct srn_qp *qp)
+{
+	struct srn_wr_stage *st = calloc(1, sizeof(*st));
+	pthread_mutexattr_t ma;
+	pthread_mutexattr_init(&ma);
+	pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_ERRORCHECK);
+	int r = st ? pthread_mutex_init(&qp->sq.lock, &ma) : ENOMEM;
+	pthread_mutexattr_destroy(&ma);
+	if (r) {
+		free(st);
+		return r;
+	}
+	qp->sq.wr_stage = st;
+	struct ibv_qp_ex *x = &qp->ibqp_ex;
+	x->comp_mask = 0;
+	x->wr_send = wr_send;
+	x->wr_send_imm = wr_send_imm;
+	x->wr_send_inv = wr_send_inv;
+	x->wr_local_inv = wr_local_inv;
+	x->wr_bind_mw = wr_bind_mw;
+	x->wr_rdma_write = wr_rdma_write;
+	x->wr_rdma_write_imm = wr_rdma_write_imm;
+	x->wr_rdma_read = wr_rdma_read;
+	x->wr_atomic_cmp_swp = wr_cmp_swp;
+	x->wr_atomic_fetch_add = wr_fetch_add;
+	x->wr_set_ud_addr = wr_set_ud_addr;
+	x->wr_set_xrc_srqn = wr_set_xrc_srqn;
+	x->wr_set_sge = wr_set_sge;
+	x->wr_set_sge_list = wr_set_sge_list;
+	x->wr_set_inline_data = wr_set_inline_data;
+	x->wr_set_inline_data_list = wr_set_inline_data_list;
+	x->wr_start = wr_start;
+	x->wr_complete = wr_complete;
+	x->wr_abort = wr_abort;
+	return 0;
+}
+
+struct ibv_qp *srn_verbs_create_qp_ex(struct ibv_context *c, struct ibv_qp_init_attr_ex *a)
+{
+	struct ibv_pd *pd = (a->comp_mask & IBV_QP_INIT_ATTR_PD) ? a->pd : NULL;
+	struct srn_xrcd *xrcd = (a->comp_mask & IBV_QP_INIT_ATTR_XRCD) ? (struct srn_xrcd *)a->xrcd
+									 : NULL;
+	int ret = qp_ex_attr_check(a, pd);
+	if (ret)
+		return srn_null_errno(ret);
 	struct ibv_qp_init_attr init = {
 		.qp_context = a->qp_context,
 		.send_cq = a->send_cq,
@@ -550,44 +598,16 @@ struct ibv_qp *srn_verbs_create_qp_ex(struct ibv_context *c, struct ibv_qp_init_
 		.sq_sig_all = a->sq_sig_all,
 	};
 	struct srn_qp *qp;
-	int ret = srn_qp_create(c, pd, &init, xrcd, &qp);
+	ret = srn_qp_create(c, pd, &init, xrcd, &qp);
 	if (ret)
 		return srn_null_errno(ret);
 	a->cap = init.cap;
-	if (ops) {
-		struct srn_wr_stage *st = calloc(1, sizeof(*st));
-		pthread_mutexattr_t ma;
-		pthread_mutexattr_init(&ma);
-		pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_ERRORCHECK);
-		int r = st ? pthread_mutex_init(&qp->sq.lock, &ma) : ENOMEM;
-		pthread_mutexattr_destroy(&ma);
+	if (a->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) {
+		int r = qp_ex_wr_ops(qp);
 		if (r) {
-			free(st);
 			ibv_destroy_qp(&qp->ibqp_ex.qp_base);
 			return srn_null_errno(-r);
 		}
-		qp->sq.wr_stage = st;
-		struct ibv_qp_ex *x = &qp->ibqp_ex;
-		x->comp_mask = 0;
-		x->wr_send = wr_send;
-		x->wr_send_imm = wr_send_imm;
-		x->wr_send_inv = wr_send_inv;
-		x->wr_local_inv = wr_local_inv;
-		x->wr_bind_mw = wr_bind_mw;
-		x->wr_rdma_write = wr_rdma_write;
-		x->wr_rdma_write_imm = wr_rdma_write_imm;
-		x->wr_rdma_read = wr_rdma_read;
-		x->wr_atomic_cmp_swp = wr_cmp_swp;
-		x->wr_atomic_fetch_add = wr_fetch_add;
-		x->wr_set_ud_addr = wr_set_ud_addr;
-		x->wr_set_xrc_srqn = wr_set_xrc_srqn;
-		x->wr_set_sge = wr_set_sge;
-		x->wr_set_sge_list = wr_set_sge_list;
-		x->wr_set_inline_data = wr_set_inline_data;
-		x->wr_set_inline_data_list = wr_set_inline_data_list;
-		x->wr_start = wr_start;
-		x->wr_complete = wr_complete;
-		x->wr_abort = wr_abort;
 	}
 	return &qp->ibqp_ex.qp_base;
 }

@@ -59,15 +59,11 @@ int srn_qp_create(struct ibv_context *c, struct ibv_pd *ibpd, struct ibv_qp_init
 	return srn_qp_create_at(c, ibpd, init, xrcd, false, out);
 }
 
-int srn_qp_create_at(struct ibv_context *c, struct ibv_pd *ibpd, struct ibv_qp_init_attr *init,
-		     struct srn_xrcd *xrcd, bool gsi, struct srn_qp **out)
+/* Which queues a type has: XRC send QPs send only, XRC receive QPs only
+ * receive, into the SRQs of their domain.  Clears what the type has not. */
+static int qp_init_check(struct ibv_qp_init_attr *init, const struct srn_pd *pd,
+			 const struct srn_xrcd *xrcd, const struct srn_qp_limits *lim)
 {
-	struct srn_pd *pd = ibpd ? srn_pd(ibpd) : NULL;
-	struct srn_nic *nic = srn_ctx(c)->nic;
-	struct srn_qp_limits lim = limits_of(nic);
-
-	/* Which queues a type has: XRC send QPs send only, XRC receive QPs
-	 * only receive, into the SRQs of their domain. */
 	switch (init->qp_type) {
 	case IBV_QPT_RC:
 	case IBV_QPT_UC:
@@ -92,12 +88,16 @@ int srn_qp_create_at(struct ibv_context *c, struct ibv_pd *ibpd, struct ibv_qp_i
 	}
 	if (init->srq && init->qp_type == IBV_QPT_UD)
 		return -EOPNOTSUPP;   /* SRQ on UD: not yet */
-	if (srn_qp_check_cap(&init->cap, init->srq != NULL, &lim))
+	if (srn_qp_check_cap(&init->cap, init->srq != NULL, lim))
 		return -EINVAL;
+	return 0;
+}
 
-	struct srn_qp *qp = calloc(1, sizeof(*qp));
-	if (!qp)
-		return -ENOMEM;
+/* The new QP's own fields from the checked init attributes. */
+static void qp_init_fields(struct srn_qp *qp, struct srn_nic *nic, struct ibv_context *c,
+			   struct srn_pd *pd, struct srn_xrcd *xrcd,
+			   const struct ibv_qp_init_attr *init)
+{
 	qp->nic = nic;
 	qp->ctx = srn_ctx(c);
 	qp->pd = pd;
@@ -119,30 +119,27 @@ int srn_qp_create_at(struct ibv_context *c, struct ibv_pd *ibpd, struct ibv_qp_i
 	qp->state = IBV_QPS_RESET;
 	/* UD has no path MTU attribute: datagrams may fill the port MTU. */
 	qp->path.mtu = qp->type == IBV_QPT_UD ? srn_link_ib_mtu_bytes(nic->ib_mtu) : 256;
-	int ret = srn_qp_alloc_queues(qp);
-	if (ret)
-		goto fail;
-	qp->cap.max_send_wr = qp->sq.size;
-	qp->cap.max_recv_wr = qp->srq ? 0 : qp->rq.max_wr;
+}
 
-	srn_nic_lock(nic);
-	ret = gsi ? srn_nic_qp_add_gsi(nic, qp, &qp->qpn) : srn_nic_qp_add(nic, qp, &qp->qpn);
-	if (!ret) {
-		if (qp->scq)
-			qp->scq->nqps++;
-		if (qp->rcq)
-			qp->rcq->nqps++;
-		if (pd)
-			pd->refs++;
-		if (qp->srq)
-			qp->srq->nqps++;
-		if (xrcd)
-			xrcd->users++;
-	}
-	srn_nic_unlock(nic);
-	if (ret)
-		goto fail;
+/* The objects a new QP uses count it.  Must hold the nic lock. */
+static void qp_count_users(struct srn_qp *qp)
+{
+	if (qp->scq)
+		qp->scq->nqps++;
+	if (qp->rcq)
+		qp->rcq->nqps++;
+	if (qp->pd)
+		qp->pd->refs++;
+	if (qp->srq)
+		qp->srq->nqps++;
+	if (qp->xrcd)
+		qp->xrcd->users++;
+}
 
+/* The struct ibv_qp the application sees. */
+static void qp_init_ibqp(struct srn_qp *qp, struct ibv_context *c, struct ibv_pd *ibpd,
+			 const struct ibv_qp_init_attr *init)
+{
 	struct ibv_qp *q = &qp->ibqp_ex.qp_base;
 	q->context = c;
 	q->qp_context = init->qp_context;
@@ -156,6 +153,38 @@ int srn_qp_create_at(struct ibv_context *c, struct ibv_pd *ibpd, struct ibv_qp_i
 	q->qp_type = init->qp_type;
 	pthread_mutex_init(&q->mutex, NULL);
 	pthread_cond_init(&q->cond, NULL);
+}
+
+int srn_qp_create_at(struct ibv_context *c, struct ibv_pd *ibpd, struct ibv_qp_init_attr *init,
+		     struct srn_xrcd *xrcd, bool gsi, struct srn_qp **out)
+{
+	struct srn_pd *pd = ibpd ? srn_pd(ibpd) : NULL;
+	struct srn_nic *nic = srn_ctx(c)->nic;
+	struct srn_qp_limits lim = limits_of(nic);
+
+	int ret = qp_init_check(init, pd, xrcd, &lim);
+	if (ret)
+		return ret;
+
+	struct srn_qp *qp = calloc(1, sizeof(*qp));
+	if (!qp)
+		return -ENOMEM;
+	qp_init_fields(qp, nic, c, pd, xrcd, init);
+	ret = srn_qp_alloc_queues(qp);
+	if (ret)
+		goto fail;
+	qp->cap.max_send_wr = qp->sq.size;
+	qp->cap.max_recv_wr = qp->srq ? 0 : qp->rq.max_wr;
+
+	srn_nic_lock(nic);
+	ret = gsi ? srn_nic_qp_add_gsi(nic, qp, &qp->qpn) : srn_nic_qp_add(nic, qp, &qp->qpn);
+	if (!ret)
+		qp_count_users(qp);
+	srn_nic_unlock(nic);
+	if (ret)
+		goto fail;
+
+	qp_init_ibqp(qp, c, ibpd, init);
 	init->cap = qp->cap;
 	srn_nic_lock(nic);
 	qp->diag = srn_diag_obj_add(nic->diag.seg, SRN_DIAG_QP, qp);
@@ -290,6 +319,41 @@ static int check_send_opcode(const struct srn_qp *qp, enum ibv_wr_opcode op)
 	}
 }
 
+/* The work request's fields into its WQE; srn_sq_fill checked them. */
+static void swqe_fill(struct srn_swqe *w, const struct srn_qp *qp, const struct ibv_send_wr *wr,
+		      uint64_t total, bool inl, bool atomic)
+{
+	memset(w, 0, sizeof(*w));
+	w->wr_id = wr->wr_id;
+	w->opcode = wr->opcode;
+	w->send_flags = wr->send_flags;
+	w->imm_be = wr->imm_data;
+	w->length = (uint32_t)total;
+	w->num_sge = (uint32_t)wr->num_sge;
+	w->is_inline = inl;
+	if (qp->type == IBV_QPT_XRC_SEND)
+		w->xrc_srqn = wr->qp_type.xrc.remote_srqn;
+	if (qp->type == IBV_QPT_UD) {
+		w->ah = srn_ah(wr->wr.ud.ah);
+		w->remote_qpn = wr->wr.ud.remote_qpn & SRN_QPN_MASK;
+		w->remote_qkey = wr->wr.ud.remote_qkey;
+	} else if (atomic) {
+		w->remote_addr = wr->wr.atomic.remote_addr;
+		w->rkey = wr->wr.atomic.rkey;
+		w->compare_add = wr->wr.atomic.compare_add;
+		w->swap = wr->wr.atomic.swap;
+	} else if (wr->opcode == IBV_WR_BIND_MW) {
+		w->mw = srn_mw_from_handle(wr->bind_mw.mw);
+		w->rkey = wr->bind_mw.rkey;
+		w->bind = wr->bind_mw.bind_info;
+	} else {
+		w->remote_addr = wr->wr.rdma.remote_addr;
+		w->rkey = wr->wr.rdma.rkey;
+	}
+	if (wr->opcode == IBV_WR_LOCAL_INV || wr->opcode == IBV_WR_SEND_WITH_INV)
+		w->imm_be = wr->invalidate_rkey;   /* the rkey to invalidate */
+}
+
 /* Everything here reads only what is fixed when the QP is created (type,
  * cap, and a UD QP's MTU), so a batch of ibv_wr_* calls may run it without
  * nic->lock.  The slot at pos belongs to the caller: see verbs.h. */
@@ -334,35 +398,7 @@ int srn_sq_fill(struct srn_qp *qp, uint32_t pos, const struct ibv_send_wr *wr)
 	}
 
 	struct srn_swqe *w = &qp->sq.wqe[idx];
-	memset(w, 0, sizeof(*w));
-	w->wr_id = wr->wr_id;
-	w->opcode = wr->opcode;
-	w->send_flags = wr->send_flags;
-	w->imm_be = wr->imm_data;
-	w->length = (uint32_t)total;
-	w->num_sge = (uint32_t)wr->num_sge;
-	w->is_inline = inl;
-	if (qp->type == IBV_QPT_XRC_SEND)
-		w->xrc_srqn = wr->qp_type.xrc.remote_srqn;
-	if (qp->type == IBV_QPT_UD) {
-		w->ah = srn_ah(wr->wr.ud.ah);
-		w->remote_qpn = wr->wr.ud.remote_qpn & SRN_QPN_MASK;
-		w->remote_qkey = wr->wr.ud.remote_qkey;
-	} else if (atomic) {
-		w->remote_addr = wr->wr.atomic.remote_addr;
-		w->rkey = wr->wr.atomic.rkey;
-		w->compare_add = wr->wr.atomic.compare_add;
-		w->swap = wr->wr.atomic.swap;
-	} else if (wr->opcode == IBV_WR_BIND_MW) {
-		w->mw = srn_mw_from_handle(wr->bind_mw.mw);
-		w->rkey = wr->bind_mw.rkey;
-		w->bind = wr->bind_mw.bind_info;
-	} else {
-		w->remote_addr = wr->wr.rdma.remote_addr;
-		w->rkey = wr->wr.rdma.rkey;
-	}
-	if (wr->opcode == IBV_WR_LOCAL_INV || wr->opcode == IBV_WR_SEND_WITH_INV)
-		w->imm_be = wr->invalidate_rkey;   /* the rkey to invalidate */
+	swqe_fill(w, qp, wr, total, inl, atomic);
 	if (inl) {
 		/* Inline data is copied now: the buffer may be reused as soon
 		 * as post returns, and needs no memory key. */

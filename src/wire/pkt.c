@@ -28,6 +28,56 @@
  * these are valid at any address. */
 #define HDR(type, base, off)	((type *)((base) + (off)))
 
+/* The extension headers the opcode's table entry promises, at its
+ * offsets; srn_pkt_parse checked that the packet holds them. */
+static void parse_ext_headers(const uint8_t *buf, const struct srn_opcode_info *info,
+			      struct srn_pkt *p)
+{
+	if (info->hdr_mask & SRN_HDR_RETH) {
+		const struct srn_reth *h =
+			HDR(const struct srn_reth, buf, info->off_reth);
+
+		p->reth_va = be64toh(h->va);
+		p->reth_rkey = be32toh(h->rkey);
+		p->reth_len = be32toh(h->len);
+	}
+	if (info->hdr_mask & SRN_HDR_AETH) {
+		uint32_t w = be32toh(HDR(const struct srn_aeth, buf, info->off_aeth)->smsn);
+
+		p->aeth_syndrome = w >> 24;
+		p->aeth_msn = w & SRN_MSN_MASK;
+	}
+	if (info->hdr_mask & SRN_HDR_IMMDT)
+		p->imm_be = HDR(const struct srn_immdt, buf, info->off_immdt)->imm;
+	if (info->hdr_mask & SRN_HDR_IETH)
+		p->ieth_rkey =
+			be32toh(HDR(const struct srn_ieth, buf, info->off_ieth)->rkey);
+	if (info->hdr_mask & SRN_HDR_XRCETH)
+		p->xrc_srqn = be32toh(HDR(const struct srn_xrceth, buf, info->off_xrceth)->srqn) &
+			      SRN_QPN_MASK;
+	if (info->hdr_mask & SRN_HDR_DETH) {
+		const struct srn_deth *h =
+			HDR(const struct srn_deth, buf, info->off_deth);
+
+		p->deth_qkey = be32toh(h->qkey);
+		p->deth_sqpn = be32toh(h->sqpn) & SRN_QPN_MASK;
+	}
+	if (info->hdr_mask & SRN_HDR_ATMETH) {
+		const struct srn_atmeth *h =
+			HDR(const struct srn_atmeth, buf, info->off_atmeth);
+
+		p->atm_va = be64toh(h->va);
+		p->atm_rkey = be32toh(h->rkey);
+		p->atm_swap_add = be64toh(h->swap_add);
+		p->atm_compare = be64toh(h->compare);
+	}
+	if (info->hdr_mask & SRN_HDR_ATMACK)
+		p->atm_orig =
+			be64toh(HDR(const struct srn_atmack, buf, info->off_atmack)->orig);
+	if (info->hdr_mask & SRN_HDR_FETH)
+		p->feth = be32toh(HDR(const struct srn_feth, buf, info->off_feth)->bits);
+}
+
 int srn_pkt_parse(const uint8_t *buf, size_t len, struct srn_pkt *p)
 {
 	const struct srn_opcode_info *info;
@@ -87,48 +137,7 @@ int srn_pkt_parse(const uint8_t *buf, size_t len, struct srn_pkt *p)
 	p->placed = w & SRN_BTH_PLACED;
 	p->psn = w & SRN_PSN_MASK;
 
-	if (info->hdr_mask & SRN_HDR_RETH) {
-		const struct srn_reth *h =
-			HDR(const struct srn_reth, buf, info->off_reth);
-
-		p->reth_va = be64toh(h->va);
-		p->reth_rkey = be32toh(h->rkey);
-		p->reth_len = be32toh(h->len);
-	}
-	if (info->hdr_mask & SRN_HDR_AETH) {
-		w = be32toh(HDR(const struct srn_aeth, buf, info->off_aeth)->smsn);
-		p->aeth_syndrome = w >> 24;
-		p->aeth_msn = w & SRN_MSN_MASK;
-	}
-	if (info->hdr_mask & SRN_HDR_IMMDT)
-		p->imm_be = HDR(const struct srn_immdt, buf, info->off_immdt)->imm;
-	if (info->hdr_mask & SRN_HDR_IETH)
-		p->ieth_rkey =
-			be32toh(HDR(const struct srn_ieth, buf, info->off_ieth)->rkey);
-	if (info->hdr_mask & SRN_HDR_XRCETH)
-		p->xrc_srqn = be32toh(HDR(const struct srn_xrceth, buf, info->off_xrceth)->srqn) &
-			      SRN_QPN_MASK;
-	if (info->hdr_mask & SRN_HDR_DETH) {
-		const struct srn_deth *h =
-			HDR(const struct srn_deth, buf, info->off_deth);
-
-		p->deth_qkey = be32toh(h->qkey);
-		p->deth_sqpn = be32toh(h->sqpn) & SRN_QPN_MASK;
-	}
-	if (info->hdr_mask & SRN_HDR_ATMETH) {
-		const struct srn_atmeth *h =
-			HDR(const struct srn_atmeth, buf, info->off_atmeth);
-
-		p->atm_va = be64toh(h->va);
-		p->atm_rkey = be32toh(h->rkey);
-		p->atm_swap_add = be64toh(h->swap_add);
-		p->atm_compare = be64toh(h->compare);
-	}
-	if (info->hdr_mask & SRN_HDR_ATMACK)
-		p->atm_orig =
-			be64toh(HDR(const struct srn_atmack, buf, info->off_atmack)->orig);
-	if (info->hdr_mask & SRN_HDR_FETH)
-		p->feth = be32toh(HDR(const struct srn_feth, buf, info->off_feth)->bits);
+	parse_ext_headers(buf, info, p);
 
 	p->payload = buf + info->hdr_len;
 	p->paylen = (uint32_t)(rem - p->pad);

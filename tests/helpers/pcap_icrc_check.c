@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "lib/pcap_read.h"
+#include "pcap_read.h"
 #include "wire/icrc.h"
 
 static int check(const char *path)

@@ -25,7 +25,7 @@
 /* "parent" or "child": prefixes failure messages so the side is known. */
 extern const char *srn_tc_role;
 
-/* A failed check ends this side at once, named (tests/check.h). */
+/* A failed check ends this side at once, named (tests/lib/check.h). */
 #define SRN_CHECK_FATAL
 #define SRN_CHECK_TAG srn_tc_role
 #include "check.h"
