@@ -232,6 +232,54 @@ static int take_slot(struct srn_udp_group *g)
 	return -EUSERS;
 }
 
+/* Under the order file's lock: take a member slot, bind into the kernel's
+ * group, steer it with us in, and write the order back.  0 or -errno,
+ * with a line in err unless it is the bind's (the caller explains). */
+static int join_locked(struct srn_udp *u, struct srn_udp_group *g, int ofd,
+		       const struct srn_dev_cfg *cfg, const struct sockaddr *ss, socklen_t sl,
+		       char *err, size_t errlen)
+{
+	struct order_file o;
+	order_read(ofd, &o);
+	order_prune(g, &o, -1);
+	int ret = take_slot(g);
+	if (ret) {
+		snprintf(err, errlen, "%s: all %u processes an address can hold share %s already",
+			 cfg->name, SRN_GRP_MEMBERS, g->key);
+		return ret;
+	}
+	int one = 1;
+	if (setsockopt(u->fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one))) {
+		ret = -errno;
+		snprintf(err, errlen, "%s: cannot set SO_REUSEPORT: %s", cfg->name, strerror(-ret));
+		return ret;
+	}
+	if (bind(u->fd, ss, sl))
+		return -errno;
+	/* The kernel appended our socket to the group. */
+	for (unsigned i = 0; i < o.n; i++)
+		if (o.member[i] == g->member)
+			order_remove_at(&o, i);   /* a stale entry of a dead holder */
+	o.member[o.n++] = (uint8_t)g->member;
+	g->secret = o.secret;
+	u->grp = g;
+	ret = attach_prog(u, &o);
+	if (ret) {
+		snprintf(err, errlen, "%s: cannot steer the group of %s: %s", cfg->name, g->key,
+			 strerror(-ret));
+		u->grp = NULL;
+		return ret;
+	}
+	/* Without loopback the group still works where steering is right. */
+	if (fwd_open(g))
+		g->fwd_fd = -1;
+	if (pwrite(ofd, &o, sizeof(o), 0) != (ssize_t)sizeof(o)) {
+		/* Others re-learn the order from their prune; steering is only
+		 * the fast path. */
+	}
+	return 0;
+}
+
 int srn_udp_group_bind(struct srn_udp *u, const struct srn_dev_cfg *cfg,
 		       const struct sockaddr *ss, socklen_t sl, char *err, size_t errlen)
 {
@@ -268,47 +316,7 @@ int srn_udp_group_bind(struct srn_udp *u, const struct srn_dev_cfg *cfg,
 	}
 	/* Held for microseconds by each joiner and leaver. */
 	flock(ofd, LOCK_EX);
-	struct order_file o;
-	order_read(ofd, &o);
-	order_prune(g, &o, -1);
-	ret = take_slot(g);
-	if (ret) {
-		snprintf(err, errlen, "%s: all %u processes an address can hold share %s already",
-			 cfg->name, SRN_GRP_MEMBERS, g->key);
-		goto out;
-	}
-	int one = 1;
-	if (setsockopt(u->fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one))) {
-		ret = -errno;
-		snprintf(err, errlen, "%s: cannot set SO_REUSEPORT: %s", cfg->name, strerror(-ret));
-		goto out;
-	}
-	if (bind(u->fd, ss, sl)) {
-		ret = -errno;           /* err left empty: the caller explains a bind */
-		goto out;
-	}
-	/* The kernel appended our socket to the group. */
-	for (unsigned i = 0; i < o.n; i++)
-		if (o.member[i] == g->member)
-			order_remove_at(&o, i);   /* a stale entry of a dead holder */
-	o.member[o.n++] = (uint8_t)g->member;
-	g->secret = o.secret;
-	u->grp = g;
-	ret = attach_prog(u, &o);
-	/* Without loopback the group still works where steering is right. */
-	if (!ret && fwd_open(g))
-		g->fwd_fd = -1;
-	if (ret) {
-		snprintf(err, errlen, "%s: cannot steer the group of %s: %s", cfg->name, g->key,
-			 strerror(-ret));
-		u->grp = NULL;
-		goto out;
-	}
-	if (pwrite(ofd, &o, sizeof(o), 0) != (ssize_t)sizeof(o)) {
-		/* Others re-learn the order from their prune; steering is only
-		 * the fast path. */
-	}
-out:
+	ret = join_locked(u, g, ofd, cfg, ss, sl, err, errlen);
 	if (ret)
 		group_free(g);
 	flock(ofd, LOCK_UN);
