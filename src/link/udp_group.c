@@ -291,6 +291,7 @@ int srn_udp_group_bind(struct srn_udp *u, const struct srn_dev_cfg *cfg,
 		g->peer_fd[k] = -1;
 	const char *steer = getenv("SOFTRNIC_GROUP_STEER");
 	g->steer = !steer || strcmp(steer, "0");
+	g->fwd_gap_ns = FWD_POLL_GAP_NS;
 	int ret = srn_grp_addr_key(ss, g->key, sizeof(g->key));
 	if (ret) {
 		snprintf(err, errlen, "%s: no process group for this address: %s", cfg->name,

@@ -323,7 +323,7 @@ static int fwd_recv(struct srn_udp_group *g, uint8_t *const *buf, size_t cap, in
 	if (n <= 0 || g->fwd_fd < 0)
 		return 0;
 	uint64_t now = srn_now_ns();
-	if (!g->fwd_busy && now - g->fwd_polled_ns < FWD_POLL_GAP_NS)
+	if (!g->fwd_busy && now - g->fwd_polled_ns < g->fwd_gap_ns)
 		return 0;
 	g->fwd_polled_ns = now;
 	struct iovec iov[SRN_RX_BATCH][2];
@@ -339,6 +339,9 @@ static int fwd_recv(struct srn_udp_group *g, uint8_t *const *buf, size_t cap, in
 	}
 	int r = recvmmsg(g->fwd_fd, mm, (unsigned)n, MSG_DONTWAIT, NULL);
 	g->fwd_busy = r > 0;
+	g->fwd_gap_ns = r > 0 || g->foreign_seen ? FWD_POLL_GAP_NS
+			: g->fwd_gap_ns * 2 > FWD_POLL_GAP_MAX_NS ? FWD_POLL_GAP_MAX_NS
+			: g->fwd_gap_ns * 2;
 	if (r <= 0)
 		return 0;
 	for (int i = 0; i < r; i++) {

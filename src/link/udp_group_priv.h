@@ -77,16 +77,23 @@ struct srn_udp_group {
 	uint64_t resteer_ns;
 	struct srn_udp_group_stats st;
 	uint64_t fwd_polled_ns;         /* last look at the forwarding socket */
+	uint64_t fwd_gap_ns;            /* until the next look (FWD_POLL_GAP_NS..MAX) */
 	bool fwd_busy;                  /* and it had something */
 	struct fwd_hdr rx_hdr[SRN_RX_BATCH];
 };
 
 /* With steering right nothing is forwarded, and a look at an empty
  * forwarding socket on every poll would double the receive path's system
- * calls (half the bandwidth of a lone shared process): look every 20 us
- * unless the last look found packets.  The progress thread's epoll
- * watches the socket, so a sleeping process still wakes at once. */
+ * calls (half the bandwidth of a lone shared process).  A polling
+ * process looks 20 us after a look found packets (or steering was seen
+ * stale), and each empty look doubles the gap up to 1 ms: at 20 us the
+ * empty looks still cost 7-9 % of the UDP path's 8-byte latency and
+ * 64 KiB bandwidth (bench/shared_addr_ab.sh).  Only a packet that
+ * steering sent astray, or a REQ, waits that long, and only while the
+ * process polls: the progress thread's epoll and a waiting thread's
+ * poll watch the socket, so a sleeping process still wakes at once. */
 #define FWD_POLL_GAP_NS 20000ull
+#define FWD_POLL_GAP_MAX_NS 1000000ull
 
 /* udp_group.c */
 int srn_grp_addr_key(const struct sockaddr *a, char *out, size_t n);
