@@ -46,6 +46,13 @@ static unsigned base_port;
 
 enum { EXIT_OK = 0, EXIT_SETUP = 3, EXIT_DATA = 4 };
 
+/* A step of a pair's setup failed: say which, and why, then exit 3. */
+static int setup_failed(unsigned pair, const char *role, const char *step)
+{
+	fprintf(stderr, "pair %u %s: %s failed: %s\n", pair, role, step, strerror(errno));
+	return EXIT_SETUP;
+}
+
 static void fill(uint8_t *b, unsigned pair, unsigned round, uint8_t flip)
 {
 	uint32_t x = (pair + 1) * 2654435761u ^ (round + 1) * 40503u;
@@ -110,8 +117,12 @@ static int server(unsigned pair, int up)
 	struct rdma_cm_id *listen_id, *id;
 	struct ibv_qp_init_attr a;
 	qp_attr(&a);
-	if (!res || rdma_create_ep(&listen_id, res, NULL, &a) || rdma_listen(listen_id, 1))
-		return EXIT_SETUP;
+	if (!res)
+		return setup_failed(pair, "server", "rdma_getaddrinfo");
+	if (rdma_create_ep(&listen_id, res, NULL, &a))
+		return setup_failed(pair, "server", "rdma_create_ep");
+	if (rdma_listen(listen_id, 1))
+		return setup_failed(pair, "server", "rdma_listen");
 	if (!tell(up, 'R'))
 		return EXIT_SETUP;
 	if (rdma_get_request(listen_id, &id))
@@ -148,8 +159,10 @@ static int client(unsigned pair, int up, int down)
 	struct rdma_cm_id *id;
 	struct ibv_qp_init_attr a;
 	qp_attr(&a);
-	if (!res || rdma_create_ep(&id, res, NULL, &a))
-		return EXIT_SETUP;
+	if (!res)
+		return setup_failed(pair, "client", "rdma_getaddrinfo");
+	if (rdma_create_ep(&id, res, NULL, &a))
+		return setup_failed(pair, "client", "rdma_create_ep");
 	if (!tell(up, 'R'))
 		return EXIT_SETUP;
 	if (hear(down, FINISH_S * 1000) != 'G')
@@ -260,7 +273,9 @@ int main(int argc, char **argv)
 	srandom(seed);
 	snprintf(addr, sizeof(addr), "127.88.%u.%u", (unsigned)(random() % 250) + 1,
 		 (unsigned)(random() % 250) + 1);
-	base_port = 20000 + (unsigned)(random() % 20000);
+	/* Below the ephemeral range (32768 on), where the clients' own ports
+	 * come from: a server's port must not be one of them. */
+	base_port = 20000 + (unsigned)(random() % (32768 - 20000 - MAX_PROCS / 2));
 	char devs[96];
 	snprintf(devs, sizeof(devs), "name=softrnic0,addr=%s", addr);
 	setenv("SOFTRNIC_DEVICES", devs, 1);
