@@ -17,3 +17,10 @@ set_property(TEST test_mr_share_writers APPEND PROPERTY LABELS fast tsan)
 # shadow of a grown mapping (SEGV in the runtime), and no threads race here.
 srn_unit_test(test_mr_share_release test_mr_share_release.c helpers/rc_test_conn.c)
 set_property(TEST test_mr_share_release APPEND PROPERTY LABELS fast)
+# Registered memory grown (realloc, mremap) and forked while its pages are
+# on the memfd (issue 27): no SIGBUS, no SIGSEGV in the child, no sharing.
+srn_unit_test(test_mr_grow_fork test_mr_grow_fork.c helpers/rc_test_conn.c)
+set_property(TEST test_mr_grow_fork APPEND PROPERTY LABELS fast)
+# The same with a same-host peer streaming Writes at the region meanwhile.
+srn_unit_test(test_mr_fork_peer test_mr_fork_peer.c helpers/rc_test_conn.c)
+set_property(TEST test_mr_fork_peer APPEND PROPERTY LABELS fast)

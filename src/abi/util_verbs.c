@@ -271,7 +271,9 @@ SRN_EXPORT enum ibv_rate mbps_to_ibv_rate(int mbps)
  * page away from under the NIC.  softrnic's "NIC" reads and writes the
  * memory through the process's own mappings (or a peer writes it through
  * this process's pid), which stay correct across fork(), exactly like a
- * kernel with copy-on-fork pinning.  Hence IBV_FORK_UNNEEDED and no-ops.
+ * kernel with copy-on-fork pinning; pages moved onto a memfd for direct
+ * placement are copied into the child by an atfork handler
+ * (core/mr_share_maps.c).  Hence IBV_FORK_UNNEEDED and no-ops.
  */
 SRN_EXPORT int ibv_fork_init(void)
 {

@@ -20,6 +20,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <sys/syscall.h>
@@ -27,12 +28,14 @@
 
 #include "core/mr.h"
 #include "core/mr_map.h"
+#include "core/mr_share_maps.h"
 #include "core/nic.h"
 #include "link/shm_file.h"
 
 #define ATOMIC_MAX_DEFAULT (4u << 20)
 #define MAP_MIN (64u << 10)
 #define MAP_MAX_DEFAULT (16u << 20)
+#define GROW_ROOM (1ull << 40)
 
 static struct srn_mr_share *spans;     /* under the list lock */
 
@@ -56,10 +59,8 @@ static size_t env_size(const char *off, const char *name, size_t def)
  * need it (up to SOFTRNIC_DIRECT_ATOMIC_MAX).  Writes and Reads only gain
  * speed (a copy through the mapping runs at about twice the speed of
  * process_vm_writev for 1 MiB), so only spans of 64 KiB and more move
- * (up to SOFTRNIC_DIRECT_MAP_MAX): their bandwidth is what gains, and a
- * small heap buffer's pages are often reused by malloc after the
- * region goes, where the span's MADV_DONTFORK would hide them from a
- * forked child. */
+ * (up to SOFTRNIC_DIRECT_MAP_MAX): their bandwidth is what gains, and
+ * every moved span costs a forked child a copy of it. */
 static bool may_move(unsigned access, size_t len)
 {
 	/* A region with remote atomics follows the atomic switches alone. */
@@ -153,14 +154,38 @@ static void protect_undo(int uf, uintptr_t base, size_t len)
 	close(uf);
 }
 
+/* The memfd's size for a span of len bytes.  The program may grow the
+ * span's mapping in place or move it larger (realloc does, through
+ * libc's own mremap, which no hook sees), and a shared mapping grown
+ * past its file's end raises SIGBUS at the first store there.  So the
+ * file is 1 TiB long, sparse: only the span's own len bytes are
+ * allocated, a grown tail takes pages as it is touched, as anonymous
+ * memory would, and the file's size costs nothing (a memfd's size is
+ * not charged to the commit limit).  Capped by RLIMIT_FSIZE: a truncate
+ * past it raises SIGXFSZ; 0 when even the span would pass it (no move). */
+static size_t file_size(size_t len)
+{
+	uint64_t want = GROW_ROOM;
+	struct rlimit rl;
+	if (!getrlimit(RLIMIT_FSIZE, &rl) && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < want)
+		want = (uint64_t)rl.rlim_cur & ~(uint64_t)(sysconf(_SC_PAGESIZE) - 1);
+	if (want > SIZE_MAX / 2)
+		want = SIZE_MAX / 2;
+	return want >= len ? (size_t)want : 0;
+}
+
 /* Copy [base, base+len) onto a new sealed memfd and map it over the same
  * addresses.  0 or -errno (nothing changed).  Must hold the list lock. */
 static int move_pages(uintptr_t base, size_t len, int *fdp, uint64_t *ino)
 {
-	/* 0600, sealed against shrinking (a peer's mapping can never fault
-	 * past its end), every page allocated now (no SIGBUS on a full
-	 * /dev/shm later). */
-	int fd = srn_shm_memfd_create(len, len);
+	/* 0600, sealed against shrinking (a peer's mapping of the span can
+	 * never fault past its end) and growing, the span's pages allocated
+	 * now (no SIGBUS on a full memory later), longer than the span
+	 * (file_size). */
+	size_t size = file_size(len);
+	if (!size)
+		return -EFBIG;
+	int fd = srn_shm_memfd_create_named(SRN_MR_SHARE_NAME, size, len);
 	if (fd < 0)
 		return fd;
 	struct stat st;
@@ -207,20 +232,21 @@ static int move_pages(uintptr_t base, size_t len, int *fdp, uint64_t *ino)
 		return ret;
 	}
 	close(uf);      /* wakes any writer that waited: it writes the new pages */
-	madvise((void *)base, len, MADV_DONTFORK);
 	*fdp = fd;
 	*ino = (uint64_t)st.st_ino;
 	return 0;
 }
 
-/* The span's last region went (ibv_dereg_mr): put its pages back on
- * private anonymous memory, contents copied, with one mremap, writes
- * held off through userfaultfd as for the move, and forks allowed again.
- * After dereg the memory is then what the program allocated: a fork
- * copies it, realloc may grow it in place (a memfd mapping grown past
- * the file's end faults with SIGBUS), MADV_DONTNEED empties it.  0 or
- * -errno: then it stays on the memfd.  Must hold the list lock. */
-static int unshare_pages(uintptr_t base, size_t len)
+/* The span's last region went (ibv_dereg_mr): put the pages of one of
+ * its mappings back on private anonymous memory, contents copied, with
+ * one mremap, writes held off through userfaultfd as for the move, its
+ * protection kept.  After dereg the memory is then what the program
+ * allocated: a fork copies it with no work in the child, MADV_DONTNEED
+ * empties it, and the memfd goes.  0 or -errno: then it stays on the
+ * memfd (before Linux 5.19, which cannot write-protect shared memory),
+ * still growable and copied into a forked child.  Must hold the list
+ * lock. */
+static int unshare_pages(uintptr_t base, size_t len, int prot)
 {
 	void *tmp = srn_raw_mmap(NULL, len, PROT_READ | PROT_WRITE,
 				    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -244,8 +270,24 @@ static int unshare_pages(uintptr_t base, size_t len)
 		return ret;
 	}
 	close(uf);
-	madvise((void *)base, len, MADV_DOFORK);
+	if (prot != (PROT_READ | PROT_WRITE))
+		syscall(SYS_mprotect, base, len, prot);
 	return 0;
+}
+
+/* Put every mapping of the span's memfd back on private memory, wherever
+ * the program has moved or grown it since (unshare_pages).  Must hold
+ * the list lock. */
+static void unshare_all(uint64_t ino)
+{
+	struct srn_span_map m[16];
+	for (int pass = 0; pass < 16; pass++) {
+		int n = srn_span_maps_find(ino, m, 16);
+		for (int i = 0; i < n; i++)
+			unshare_pages(m[i].start, m[i].end - m[i].start, m[i].prot);
+		if (n < 16)
+			break;
+	}
 }
 
 /* The live span holding all of [s, e), or NULL; *overlap: some span
@@ -303,6 +345,7 @@ void srn_mr_share_attach(struct srn_mr *mr)
 	struct srn_mr_share *n = calloc(1, sizeof(*n));
 	if (!n)
 		return;
+	srn_span_maps_fork_once();
 	/* This device's threads (progress, responder) write nothing while
 	 * the pages move: they write only under its lock. */
 	srn_nic_lock(nic);
@@ -327,16 +370,16 @@ void srn_mr_share_attach(struct srn_mr *mr)
 }
 
 /* Drop mr's hold on its span; with `restore`, the last region to go
- * puts the pages back (unshare_pages) if they are still where the move
- * put them. */
+ * puts the pages back on private memory (unshare_all), wherever the
+ * program has moved or grown them since; without (a rereg: peers may
+ * still place until the table changes) they stay on the memfd, which
+ * the mapping keeps alive, and a forked child still copies them
+ * (core/mr_share_maps.c). */
 static void drop(struct srn_mr *mr, bool restore)
 {
 	struct srn_mr_share *sp = mr->share;
 	if (!sp)
 		return;
-	/* Before the lock (stdio allocates); the span cannot go meanwhile,
-	 * this region holds it. */
-	bool mapped = restore && maps_all(sp->base, sp->base + sp->len, sp->ino);
 	srn_mr_map_lock();
 	mr->share = NULL;
 	bool last = --sp->refs == 0;
@@ -346,13 +389,11 @@ static void drop(struct srn_mr *mr, bool restore)
 				*pp = sp->next;
 				break;
 			}
-		if (mapped && !sp->dead)
-			unshare_pages(sp->base, sp->len);
+		if (restore)
+			unshare_all(sp->ino);
 	}
 	srn_mr_map_unlock();
 	if (last) {
-		/* Not restored, the pages stay where they are, on the memfd:
-		 * the mapping keeps it alive after the descriptor goes. */
 		close(sp->fd);
 		free(sp);
 	}

@@ -30,13 +30,24 @@
  *    pages, are not: registering memory that another thread is writing
  *    is the program's race, as with any memory a NIC re-maps.
  *  - edge pages shared with other data: moved whole, contents copied.
- *  - fork: the span is MADV_DONTFORK, as ibv_fork_init makes registered
- *    memory (a shared mapping in a child would share the parent's bytes).
- *    When its last region is deregistered the pages go back to private
- *    anonymous memory (copied, one mremap), forks allowed again, so
- *    afterwards fork, realloc and MADV_DONTNEED behave as on any memory;
- *    where that cannot be done (no userfaultfd write-protection of
- *    shared memory before Linux 5.19) they stay on the memfd.
+ *  - growth: realloc and mremap grow a span's mapping in place or move
+ *    it larger, libc's realloc through its own mremap, which no hook
+ *    sees; a shared mapping grown past its file's end faults (SIGBUS) at
+ *    the first store there.  So the memfd is 1 TiB long (RLIMIT_FSIZE
+ *    permitting), sparse: the grown tail takes pages as it is touched.
+ *    Sealed against shrinking and growing as before; peers map only the
+ *    span and accept a file at least that long.
+ *  - fork: a child gets a private copy of every span mapping it
+ *    inherited, made by an atfork child handler (mr_share_maps.c), so it
+ *    can use all its memory, as with a kernel NIC on Linux 5.13+; no
+ *    MADV_DONTFORK (that hid heap objects sharing the span's edge pages
+ *    from the child).  When the span's last region is deregistered every
+ *    mapping of its memfd, wherever the program moved or grew it, goes
+ *    back to private anonymous memory (copied, one mremap each), so
+ *    afterwards fork and MADV_DONTNEED behave as on any memory; where
+ *    that cannot be done (no userfaultfd write-protection of shared
+ *    memory before Linux 5.19) they stay on the memfd, still growable and
+ *    still copied into a child.
  *  - unmap, mremap, mmap over the span (verbs_unmap.c hooks): the regions
  *    are revoked as any region is, and the span is marked dead: a later
  *    registration there never reuses it.
@@ -46,8 +57,8 @@
  * SOFTRNIC_DIRECT_ATOMIC_MAX (default 4 MiB) or with
  * SOFTRNIC_DIRECT_ATOMIC=0, and Write/Read regions under 64 KiB, over
  * SOFTRNIC_DIRECT_MAP_MAX or with SOFTRNIC_DIRECT_MAP=0, keep their pages
- * (small ones: their pages are often heap that malloc reuses after the
- * region goes, and the span stays MADV_DONTFORK).
+ * (small ones: the gain is bandwidth, and each span costs a forked
+ * child a copy).
  */
 #ifndef SRN_CORE_MR_SHARE_H
 #define SRN_CORE_MR_SHARE_H

@@ -603,14 +603,17 @@ int srn_direct_copy(const struct srn_direct_peer *p, bool write, const struct io
 }
 
 /* Open and map the target's memfd for region m: the descriptor must be a
- * sealed memfd of our user, 0600, exactly share_len long (so the mapping
- * can never fault past its end) and the inode published with it (a
- * descriptor number the target closed and reused names another file). */
+ * sealed memfd of our user, 0600, at least share_len long and sealed
+ * against shrinking (so the mapping of its first share_len bytes can
+ * never fault past its end; the file is longer, sparse, so the target's
+ * program can grow its own mapping: core/mr_share.c) and the inode
+ * published with it (a descriptor number the target closed and reused
+ * names another file). */
 static uint8_t *map_share(const struct srn_direct_peer *p, const struct srn_direct_mr_ent *m)
 {
 	if (m->share_fd <= 0 || !m->share_len || m->share_len > SIZE_MAX / 2)
 		return NULL;
-	int fd = srn_shm_peer_fd_open(p->pid, m->share_fd - 1, (size_t)m->share_len);
+	int fd = srn_shm_peer_fd_open_min(p->pid, m->share_fd - 1, (size_t)m->share_len);
 	if (fd < 0)
 		return NULL;
 	struct stat st;

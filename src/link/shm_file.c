@@ -122,9 +122,14 @@ int srn_shm_file_ours(int fd, long long size)
 
 int srn_shm_memfd_create(size_t bytes, size_t reserve)
 {
-	int fd = memfd_create("softrnic-link", MFD_CLOEXEC | MFD_ALLOW_SEALING | MFD_NOEXEC_SEAL);
+	return srn_shm_memfd_create_named("softrnic-link", bytes, reserve);
+}
+
+int srn_shm_memfd_create_named(const char *name, size_t bytes, size_t reserve)
+{
+	int fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING | MFD_NOEXEC_SEAL);
 	if (fd < 0 && errno == EINVAL)
-		fd = memfd_create("softrnic-link", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+		fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (fd < 0)
 		return -errno;
 	/* memfds start 0777 (0666 with NOEXEC_SEAL) whatever the umask;
@@ -147,7 +152,10 @@ int srn_shm_memfd_open(const struct srn_shm_locator *loc, size_t bytes)
 	return srn_shm_peer_fd_open(loc->pid, loc->fd, bytes);
 }
 
-int srn_shm_peer_fd_open(int32_t pid, int32_t pfd, size_t bytes)
+/* Open descriptor pfd of process pid and check it: exactly `bytes` long,
+ * or with at_least at least that (a mapping of its first `bytes` still
+ * never faults past the end: the file cannot shrink). */
+static int peer_fd_open(int32_t pid, int32_t pfd, size_t bytes, bool at_least)
 {
 	char path[48];
 	snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)pid, (int)pfd);
@@ -159,12 +167,25 @@ int srn_shm_peer_fd_open(int32_t pid, int32_t pfd, size_t bytes)
 	/* Seals first: once SHRINK is on, the size we check next stays. */
 	int seals = fcntl(fd, F_GET_SEALS);
 	int ret = seals < 0 || !(seals & F_SEAL_SHRINK) ? -EPERM
-							: srn_shm_file_ours(fd, (long long)bytes);
+							: srn_shm_file_ours(fd, at_least ? -1 : (long long)bytes);
+	struct stat st;
+	if (!ret && at_least && (fstat(fd, &st) || st.st_size < (off_t)bytes))
+		ret = -EINVAL;
 	if (ret) {
 		close(fd);
 		return ret;
 	}
 	return fd;
+}
+
+int srn_shm_peer_fd_open(int32_t pid, int32_t pfd, size_t bytes)
+{
+	return peer_fd_open(pid, pfd, bytes, false);
+}
+
+int srn_shm_peer_fd_open_min(int32_t pid, int32_t pfd, size_t bytes)
+{
+	return peer_fd_open(pid, pfd, bytes, true);
 }
 
 /* "uid 65534, regular file, mode 0644" for the device log. */

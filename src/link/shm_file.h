@@ -68,6 +68,8 @@ int srn_shm_file_ours(int fd, long long size);
 /* A new inbox memfd of `bytes`, mode 0600, its first `reserve` bytes
  * allocated, sealed against shrinking and growing.  fd or -errno. */
 int srn_shm_memfd_create(size_t bytes, size_t reserve);
+/* The same under another name (it shows in /proc/PID/maps). */
+int srn_shm_memfd_create_named(const char *name, size_t bytes, size_t reserve);
 
 /* Open the memfd a locator names, read-write, and check it: ours, 0600,
  * `bytes` long, sealed against shrinking.  fd or -errno. */
@@ -75,6 +77,9 @@ int srn_shm_memfd_open(const struct srn_shm_locator *loc, size_t bytes);
 /* The same for descriptor pfd of process pid (the direct-placement table,
  * link/direct.h, whose descriptor the locator also names). */
 int srn_shm_peer_fd_open(int32_t pid, int32_t pfd, size_t bytes);
+/* The same, but at least `bytes` long (a region's memfd, sized past its
+ * span so that the program can grow the mapping: core/mr_share.c). */
+int srn_shm_peer_fd_open_min(int32_t pid, int32_t pfd, size_t bytes);
 
 /* Publish loc for the device bound to local: remove files of our own user
  * under its names (dead owners'), then create the locator exclusively

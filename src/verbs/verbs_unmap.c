@@ -14,8 +14,9 @@
  *
  * Not seen: libc's internal calls (free() of a large block, which unmaps
  * with libc's hidden __munmap; malloc_trim's brk), raw syscall(), and
- * other processes' calls.  Memory freed while registered is a program
- * error these do not cover.
+ * other processes' calls.  What a peer reaches after those is listed in
+ * docs/DESIGN.md, "Registered memory: the rule"; a span on a memfd may
+ * grow through them without a fault (core/mr_share.c, file_size).
  */
 #include <errno.h>
 #include <stdarg.h>
