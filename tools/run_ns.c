@@ -243,6 +243,85 @@ static void gid_text(const struct srn_dev_cfg *c, char *out, size_t len)
 		n += (size_t)snprintf(out + n, len - n, "%s%02x%02x", i ? ":" : "", g[i], g[i + 1]);
 }
 
+/* <ibdev>/device: no PCI function behind it, and the netdev that carries
+ * the address.  0 or -errno. */
+static int gen_device_dir(int dfd, const char *ifname)
+{
+	int sub = mkdirs_at(dfd, "device");
+	if (sub < 0)
+		return sub;
+	/* No PCI function behind it: no NUMA affinity, as sysfs says for a
+	 * virtual device. */
+	int ret = write_file_at(sub, "numa_node", "-1\n");
+	/* device/net/<ifname>: the netdev that carries the address (auto:
+	 * loopback), as rdma-core's ibdev2netdev reads it. */
+	int net = !ret && ifname[0] ? mkdirs_at(sub, "net") : -ENOENT;
+	if (net >= 0) {
+		char link[PATH_MAX];
+		snprintf(link, sizeof(link), "/sys/class/net/%s", ifname);
+		ret = symlinkat(link, net, ifname) ? -errno : 0;
+		close(net);
+	}
+	close(sub);
+	return ret;
+}
+
+/* ports/1/{gid_attrs/types,gid_attrs/ndevs,gids}: every entry of the GID
+ * table RoCE v2, on ifname, with gid when the address is known now. */
+static int gen_gid_table(int sub, const char *ifname, const char *gid)
+{
+	int ret = 0;
+	int t = mkdirs_at(sub, "gid_attrs/types");
+	int nd = t < 0 ? t : mkdirs_at(sub, "gid_attrs/ndevs");
+	int gd = nd < 0 ? nd : mkdirs_at(sub, "gids");
+	for (int i = 0; gd >= 0 && !ret && i < SRN_GID_TBL_LEN; i++) {
+		char n[16];
+		snprintf(n, sizeof(n), "%d", i);
+		ret = write_file_at(t, n, "RoCE v2\n");
+		if (!ret && ifname[0])
+			ret = write_file_at(nd, n, "%s\n", ifname);
+		/* An auto address is picked when the device opens. */
+		if (!ret && gid[0])
+			ret = write_file_at(gd, n, "%s\n", gid);
+	}
+	if (t >= 0)
+		close(t);
+	if (nd >= 0)
+		close(nd);
+	if (gd >= 0)
+		close(gd);
+	return ret ? ret : gd < 0 ? gd : 0;
+}
+
+/* <ibdev>/ports/1, as srn_port_query describes the port.  0 or -errno. */
+static int gen_port_dir(int dfd, const char *ifname, const char *gid)
+{
+	int sub = mkdirs_at(dfd, "ports/1");
+	if (sub < 0)
+		return sub;
+	/* 4X EDR (active_width 2, active_speed 32 in srn_port_query). */
+	int ret = write_file_at(sub, "rate", "100 Gb/sec (4X EDR)\n");
+	ret = ret ? ret : write_file_at(sub, "state", "4: ACTIVE\n");
+	ret = ret ? ret : write_file_at(sub, "phys_state", "5: LinkUp\n");
+	ret = ret ? ret : write_file_at(sub, "link_layer", "Ethernet\n");
+	ret = ret ? ret : write_file_at(sub, "lid", "0x0\n");
+	ret = ret ? ret : write_file_at(sub, "sm_lid", "0x0\n");
+	ret = ret ? ret : write_file_at(sub, "lid_mask_count", "0\n");
+	/* IBV_PORT_CM_SUP | IBV_PORT_IP_BASED_GIDS */
+	ret = ret ? ret : write_file_at(sub, "cap_mask", "0x%08x\n",
+					IBV_PORT_CM_SUP | IBV_PORT_IP_BASED_GIDS);
+	ret = ret ? ret : gen_gid_table(sub, ifname, gid);
+	int p = ret ? ret : mkdirs_at(sub, "pkeys");
+	if (p >= 0) {
+		ret = write_file_at(p, "0", "0x%04x\n", SRN_DEFAULT_PKEY);
+		close(p);
+	} else if (!ret) {
+		ret = p;
+	}
+	close(sub);
+	return ret;
+}
+
 static int gen_ibdev(int classfd, struct ibv_device *dev, const struct srn_dev_cfg *cfg)
 {
 	char rel[PATH_MAX];
@@ -265,69 +344,8 @@ static int gen_ibdev(int classfd, struct ibv_device *dev, const struct srn_dev_c
 	ret = ret ? ret : write_file_at(dfd, "sys_image_guid", "%s\n", guid);
 	ret = ret ? ret : write_file_at(dfd, "node_desc", "softrnic %s\n", dev->name);
 	ret = ret ? ret : write_file_at(dfd, "hca_type", "softrnic\n");
-	int sub = ret ? ret : mkdirs_at(dfd, "device");
-	if (sub >= 0) {
-		/* No PCI function behind it: no NUMA affinity, as sysfs says
-		 * for a virtual device. */
-		ret = write_file_at(sub, "numa_node", "-1\n");
-		/* device/net/<ifname>: the netdev that carries the address
-		 * (auto: loopback), as rdma-core's ibdev2netdev reads it. */
-		int net = !ret && ifname[0] ? mkdirs_at(sub, "net") : -ENOENT;
-		if (net >= 0) {
-			char link[PATH_MAX];
-			snprintf(link, sizeof(link), "/sys/class/net/%s", ifname);
-			ret = symlinkat(link, net, ifname) ? -errno : 0;
-			close(net);
-		}
-		close(sub);
-	} else {
-		ret = sub;
-	}
-	sub = ret ? ret : mkdirs_at(dfd, "ports/1");
-	if (sub >= 0) {
-		/* 4X EDR (active_width 2, active_speed 32 in srn_port_query). */
-		ret = write_file_at(sub, "rate", "100 Gb/sec (4X EDR)\n");
-		ret = ret ? ret : write_file_at(sub, "state", "4: ACTIVE\n");
-		ret = ret ? ret : write_file_at(sub, "phys_state", "5: LinkUp\n");
-		ret = ret ? ret : write_file_at(sub, "link_layer", "Ethernet\n");
-		ret = ret ? ret : write_file_at(sub, "lid", "0x0\n");
-		ret = ret ? ret : write_file_at(sub, "sm_lid", "0x0\n");
-		ret = ret ? ret : write_file_at(sub, "lid_mask_count", "0\n");
-		/* IBV_PORT_CM_SUP | IBV_PORT_IP_BASED_GIDS */
-		ret = ret ? ret : write_file_at(sub, "cap_mask", "0x%08x\n",
-						IBV_PORT_CM_SUP | IBV_PORT_IP_BASED_GIDS);
-		int t = ret ? ret : mkdirs_at(sub, "gid_attrs/types");
-		int nd = t < 0 ? t : mkdirs_at(sub, "gid_attrs/ndevs");
-		int gd = nd < 0 ? nd : mkdirs_at(sub, "gids");
-		for (int i = 0; gd >= 0 && !ret && i < SRN_GID_TBL_LEN; i++) {
-			char n[16];
-			snprintf(n, sizeof(n), "%d", i);
-			ret = write_file_at(t, n, "RoCE v2\n");
-			if (!ret && ifname[0])
-				ret = write_file_at(nd, n, "%s\n", ifname);
-			/* An auto address is picked when the device opens. */
-			if (!ret && gid[0])
-				ret = write_file_at(gd, n, "%s\n", gid);
-		}
-		if (t >= 0)
-			close(t);
-		if (nd >= 0)
-			close(nd);
-		if (gd >= 0)
-			close(gd);
-		else if (!ret)
-			ret = gd;
-		int p = ret ? ret : mkdirs_at(sub, "pkeys");
-		if (p >= 0) {
-			ret = write_file_at(p, "0", "0x%04x\n", SRN_DEFAULT_PKEY);
-			close(p);
-		} else if (!ret) {
-			ret = p;
-		}
-		close(sub);
-	} else if (!ret) {
-		ret = sub;
-	}
+	ret = ret ? ret : gen_device_dir(dfd, ifname);
+	ret = ret ? ret : gen_port_dir(dfd, ifname, gid);
 	close(dfd);
 	if (ret)
 		return ret;

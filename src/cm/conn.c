@@ -356,10 +356,10 @@ void srn_cm_rej_req(struct srn_cm_dev *dev, const uint8_t gid[16], const struct 
 	send_stateless(dev, gid, &m);
 }
 
-int srn_cm_req_in(struct srn_cm_dev *dev, const struct srn_cm_msg *m, const uint8_t gid[16])
+/* A REQ we know (retransmitted): say we are working on it (MRA), or send
+ * our REP again.  True when it was one. */
+static bool req_again(struct srn_cm_dev *dev, const struct srn_cm_req *r, const uint8_t gid[16])
 {
-	const struct srn_cm_req *r = &m->req;
-	/* A REQ we know (retransmitted): say we are working on it. */
 	for (struct srn_cm_id *id = srn_cm.ids; id; id = id->next) {
 		if (id->destroying || id->remote_comm_id != r->local_comm_id ||
 		    memcmp(id->peer_gid, gid, 16) != 0 || id->state < SRN_CMS_REQ_RCVD)
@@ -374,8 +374,40 @@ int srn_cm_req_in(struct srn_cm_dev *dev, const struct srn_cm_msg *m, const uint
 		} else if (id->state == SRN_CMS_REP_SENT && id->last_valid) {
 			srn_cm_send(dev, gid, id->last_mad);
 		}
-		return 0;
+		return true;
 	}
+	return false;
+}
+
+/* What the passive side's new id takes from the REQ. */
+static void child_from_req(struct srn_cm_id *id, const struct srn_cm_dev *dev,
+			   const struct srn_cm_msg *m, enum ibv_qp_type qpt)
+{
+	const struct srn_cm_req *r = &m->req;
+	id->local_comm_id = new_comm_id(dev);
+	id->remote_comm_id = r->local_comm_id;
+	id->tid = m->tid;
+	id->remote_qpn = r->qpn;
+	id->send_psn = r->psn;
+	/* Drawn now, not at accept: a program may move its QP to RTR with
+	 * rdma_init_qp_attr before it accepts. */
+	id->recv_psn = rand24();
+	id->resp_res = r->init_depth;
+	id->init_depth = qpt == IBV_QPT_XRC_RECV ? 0 : r->resp_res;   /* a target sends no reads */
+	id->retry_count = r->retry_count;
+	id->rnr_retry = r->rnr_retry;
+	id->ack_timeout = r->ack_timeout ? r->ack_timeout : CMA_DEFAULT_ACK_TIMEOUT;
+	id->mtu = r->mtu < dev->mtu ? (enum ibv_mtu)r->mtu : dev->mtu;
+	id->remote_cm_timeout = r->local_cm_timeout;
+	id->max_cm_retries = r->max_cm_retries;
+	id->tos = r->traffic_class;
+}
+
+int srn_cm_req_in(struct srn_cm_dev *dev, const struct srn_cm_msg *m, const uint8_t gid[16])
+{
+	const struct srn_cm_req *r = &m->req;
+	if (req_again(dev, r, gid))
+		return 0;
 	struct srn_cma_hdr h;
 	struct srn_cm_id *l;
 	int why = srn_cm_listener_take(dev, r->service_id, r->pdata, sizeof(r->pdata), &h, &l);
@@ -403,23 +435,7 @@ int srn_cm_req_in(struct srn_cm_dev *dev, const struct srn_cm_msg *m, const uint
 		srn_cm_rej_req(dev, gid, m, SRN_CM_REJ_CONSUMER_DEFINED);
 		return 0;
 	}
-	id->local_comm_id = new_comm_id(dev);
-	id->remote_comm_id = r->local_comm_id;
-	id->tid = m->tid;
-	id->remote_qpn = r->qpn;
-	id->send_psn = r->psn;
-	/* Drawn now, not at accept: a program may move its QP to RTR with
-	 * rdma_init_qp_attr before it accepts. */
-	id->recv_psn = rand24();
-	id->resp_res = r->init_depth;
-	id->init_depth = qpt == IBV_QPT_XRC_RECV ? 0 : r->resp_res;   /* a target sends no reads */
-	id->retry_count = r->retry_count;
-	id->rnr_retry = r->rnr_retry;
-	id->ack_timeout = r->ack_timeout ? r->ack_timeout : CMA_DEFAULT_ACK_TIMEOUT;
-	id->mtu = r->mtu < dev->mtu ? (enum ibv_mtu)r->mtu : dev->mtu;
-	id->remote_cm_timeout = r->local_cm_timeout;
-	id->max_cm_retries = r->max_cm_retries;
-	id->tos = r->traffic_class;
+	child_from_req(id, dev, m, qpt);
 	id->state = SRN_CMS_REQ_RCVD;
 	id->listener = l;
 	srn_cm_fill_path(id, id->mtu);

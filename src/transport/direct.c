@@ -401,10 +401,71 @@ static void target_gone(struct srn_nic *nic, struct srn_shm_peer *sp, struct srn
 	srn_direct_peer_drop(dp);       /* its mappings pin a dead process's memory */
 }
 
+/* May w go direct at all: an RC QP in RTS, a Write, Read or atomic the
+ * packet path need not answer itself, and nothing outstanding before it. */
+static bool may_place(const struct srn_qp *qp, const struct srn_swqe *w)
+{
+	if (!qp->nic->link.direct_on || qp->type != IBV_QPT_RC || qp->state != IBV_QPS_RTS)
+		return false;
+	if (w->opcode != IBV_WR_RDMA_WRITE && w->opcode != IBV_WR_RDMA_WRITE_WITH_IMM &&
+	    w->opcode != IBV_WR_RDMA_READ && w->opcode != IBV_WR_ATOMIC_CMP_AND_SWP &&
+	    w->opcode != IBV_WR_ATOMIC_FETCH_AND_ADD)
+		return false;
+	/* Zero-length and oversized requests: the responder's answers
+	 * (IBTA 9.4.2.1, max_msg_sz) come from the packet path. */
+	if (!w->length || w->length > SRN_MAX_MSG_SZ || w->placed)
+		return false;
+	return qp->sq.tail == qp->req.cur && qp->req.cur == qp->req.sent_end &&
+	       !qp->req.cur_started && !qp->comp.rnr_wait && !qp->req.rd_atomic_inflight;
+}
+
+/* After a placement: count, trace and complete w (and the rest of its
+ * batch), in order, as after the ACK or the last READ response. */
+static void complete_placed(struct srn_qp *qp, struct srn_swqe *w, unsigned batch, bool atomic,
+			    const struct iovec *iov, int niov, uint64_t orig)
+{
+	struct srn_nic *nic = qp->nic;
+	bool write = w->opcode == IBV_WR_RDMA_WRITE;
+	/* SOFTRNIC_PCAP: the packets it stood for, while the WQEs still hold
+	 * their PSNs and their slots (completion frees a slot to an ibv_wr_*
+	 * batch).  Without a trace, this one branch is all it costs. */
+	if (__builtin_expect(nic->link.udp.pcap != NULL, 0))
+		srn_direct_trace(qp, batch ? batch : 1, orig);
+	/* The rest of a batch of Writes: each completes in turn, in order,
+	 * as the first does below; their PSNs go back in one pass. */
+	if (batch > 1)
+		give_back_run(qp, batch);
+	for (unsigned i = 1; i < batch; i++) {
+		qp->req.cur++;
+		qp->req.sent_end++;
+		srn_count(nic->diag.cnt, SRN_CNT_DIRECT_WRITE, 1);
+		srn_count(nic->diag.cnt, SRN_CNT_DIRECT_WRITE_BYTES, w->length);
+		srn_complete_send(qp, IBV_WC_SUCCESS);
+		w = &qp->sq.wqe[qp->req.cur & (qp->sq.size - 1)];
+	}
+	if (batch <= 1)
+		give_back_psns(qp, w, 0);
+	qp->req.cur++;
+	qp->req.sent_end++;
+	if (atomic) {
+		/* Local buffer resolved with local write before the atomic ran
+		 * (local_iov): this cannot fail now. */
+		scatter_orig(iov, niov, orig);
+		srn_count(nic->diag.cnt, SRN_CNT_DIRECT_ATOMIC, 1);
+	} else {
+		srn_count(nic->diag.cnt, write ? SRN_CNT_DIRECT_WRITE : SRN_CNT_DIRECT_READ, 1);
+		srn_count(nic->diag.cnt,
+			  write ? SRN_CNT_DIRECT_WRITE_BYTES : SRN_CNT_DIRECT_READ_BYTES, w->length);
+	}
+	/* Nothing was outstanding before it: complete now, in order, as
+	 * after the ACK (or the last READ response). */
+	srn_complete_send(qp, IBV_WC_SUCCESS);
+}
+
 bool srn_direct_try(struct srn_qp *qp, struct srn_swqe *w)
 {
 	struct srn_nic *nic = qp->nic;
-	if (!nic->link.direct_on || qp->type != IBV_QPT_RC || qp->state != IBV_QPS_RTS)
+	if (!may_place(qp, w))
 		return false;
 	/* Write-with-immediate: the data goes direct, then the immediate
 	 * alone as one packet (the target's receive and CQ). */
@@ -412,15 +473,6 @@ bool srn_direct_try(struct srn_qp *qp, struct srn_swqe *w)
 	bool write = w->opcode == IBV_WR_RDMA_WRITE || imm;
 	bool atomic = w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
 		      w->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD;
-	if (!write && !atomic && w->opcode != IBV_WR_RDMA_READ)
-		return false;
-	/* Zero-length and oversized requests: the responder's answers
-	 * (IBTA 9.4.2.1, max_msg_sz) come from the packet path. */
-	if (!w->length || w->length > SRN_MAX_MSG_SZ || w->placed)
-		return false;
-	if (qp->sq.tail != qp->req.cur || qp->req.cur != qp->req.sent_end ||
-	    qp->req.cur_started || qp->comp.rnr_wait || qp->req.rd_atomic_inflight)
-		return false;
 	/* For a post-mortem: the copy into the target faults in this thread. */
 	srn_diag_busy(nic->diag.busy, SRN_DIAG_STAGE_DIRECT, qp->qpn, w->opcode, w->first_psn,
 		      w->remote_addr, w->length);
@@ -476,39 +528,6 @@ bool srn_direct_try(struct srn_qp *qp, struct srn_swqe *w)
 		srn_count(nic->diag.cnt, SRN_CNT_DIRECT_WRITE_BYTES, w->length);
 		return false;
 	}
-	/* SOFTRNIC_PCAP: the packets it stood for, while the WQEs still hold
-	 * their PSNs and their slots (completion frees a slot to an ibv_wr_*
-	 * batch).  Without a trace, this one branch is all it costs. */
-	if (__builtin_expect(nic->link.udp.pcap != NULL, 0))
-		srn_direct_trace(qp, batch ? batch : 1, orig);
-	/* The rest of a batch of Writes: each completes in turn, in order,
-	 * as the first does below; their PSNs go back in one pass. */
-	if (batch > 1)
-		give_back_run(qp, batch);
-	for (unsigned i = 1; i < batch; i++) {
-		qp->req.cur++;
-		qp->req.sent_end++;
-		srn_count(nic->diag.cnt, SRN_CNT_DIRECT_WRITE, 1);
-		srn_count(nic->diag.cnt, SRN_CNT_DIRECT_WRITE_BYTES, w->length);
-		srn_complete_send(qp, IBV_WC_SUCCESS);
-		w = &qp->sq.wqe[qp->req.cur & (qp->sq.size - 1)];
-	}
-	if (batch <= 1)
-		give_back_psns(qp, w, 0);
-	qp->req.cur++;
-	qp->req.sent_end++;
-	if (atomic) {
-		/* Local buffer resolved with local write before the atomic ran
-		 * (local_iov): this cannot fail now. */
-		scatter_orig(iov, niov, orig);
-		srn_count(nic->diag.cnt, SRN_CNT_DIRECT_ATOMIC, 1);
-	} else {
-		srn_count(nic->diag.cnt, write ? SRN_CNT_DIRECT_WRITE : SRN_CNT_DIRECT_READ, 1);
-		srn_count(nic->diag.cnt,
-			  write ? SRN_CNT_DIRECT_WRITE_BYTES : SRN_CNT_DIRECT_READ_BYTES, w->length);
-	}
-	/* Nothing was outstanding before it: complete now, in order, as
-	 * after the ACK (or the last READ response). */
-	srn_complete_send(qp, IBV_WC_SUCCESS);
+	complete_placed(qp, w, batch, atomic, iov, niov, orig);
 	return true;
 }
