@@ -18,9 +18,9 @@ target_include_directories(test_progress_wake PRIVATE ${IBVERBS_INCLUDE})
 add_test(NAME progress_wake_timer COMMAND test_progress_wake timer)
 add_test(NAME progress_wake_held COMMAND test_progress_wake held)
 set_tests_properties(progress_wake_timer PROPERTIES TIMEOUT 60 LABELS "unit;fast;tsan"
-  ENVIRONMENT "SOFTRNIC_SHM=0;SOFTRNIC_FAULTS=tx.drop=100,opcode=0x0a")
+  ENVIRONMENT "SOFTRNIC_SHM=0;SOFTRNIC_FAULTS=tx.drop=100,opcode=0x0a;SOFTRNIC_DEVICES=name=softrnic0,addr=auto,share=0")
 set_tests_properties(progress_wake_held PROPERTIES TIMEOUT 60 LABELS "unit;fast;tsan"
-  ENVIRONMENT "SOFTRNIC_SHM=0;SOFTRNIC_FAULTS=tx.delay=100,delay_us=5000,opcode=0x0a")
+  ENVIRONMENT "SOFTRNIC_SHM=0;SOFTRNIC_FAULTS=tx.delay=100,delay_us=5000,opcode=0x0a;SOFTRNIC_DEVICES=name=softrnic0,addr=auto,share=0")
 
 # A held ACK leaves before the packets of the post it waited for.
 add_executable(test_ack_order test_ack_order.c helpers/rc_test_conn.c)

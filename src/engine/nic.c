@@ -236,6 +236,10 @@ void srn_nic_exit_flush(struct srn_nic *nic)
 	if (pthread_mutex_trylock(&nic->lock) == 0) {
 		srn_ack_flush(nic);
 		srn_txq_flush(nic);
+		/* The progress thread still runs, and counts forwards and
+		 * faults under the lock: read them under it too.  Held by
+		 * another thread at exit, the last few go uncounted. */
+		srn_nic_mirror_faults(nic);
 		pthread_mutex_unlock(&nic->lock);
 	}
 	/* The trace's last records are still buffered: a program that exits
@@ -244,7 +248,6 @@ void srn_nic_exit_flush(struct srn_nic *nic)
 	if (nic->link.udp.pcap)
 		srn_pcap_flush(nic->link.udp.pcap, 0);
 	srn_shm_exit(&nic->link.shm);
-	srn_nic_mirror_faults(nic);
 	stats_at_exit(nic);
 }
 

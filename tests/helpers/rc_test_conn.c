@@ -52,6 +52,13 @@ pid_t srn_tc_fork(int *fd)
 {
 	int sv[2];
 	CHECK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
+	/* Each side its own 127.0.0.N, as these tests were written for: they
+	 * test the transport between two processes, with timers as tight as
+	 * 4 ms, and must not share an address (and its steering) with
+	 * whatever else the suite runs at the time.  Sharing has its own
+	 * tests (shared_addr_*, shared_many, default_addr).  A test that sets
+	 * SOFTRNIC_DEVICES keeps its own. */
+	setenv("SOFTRNIC_DEVICES", "name=softrnic0,addr=auto,share=0", 0);
 	fflush(NULL);   /* no buffered output printed twice */
 	pid_t parent = getpid();
 	pid_t pid = fork();

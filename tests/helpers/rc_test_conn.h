@@ -3,7 +3,8 @@
  * (test_rc_stress, test_rc_passive, test_rc_dereg).
  *
  * The test forks before any verbs call, so each process opens its own
- * softrnic device and binds its own 127.0.0.N: the two sides talk real
+ * softrnic device and binds its own 127.0.0.N (srn_tc_fork asks for
+ * addr=auto,share=0 unless SOFTRNIC_DEVICES is set): the two sides talk real
  * RoCEv2, through the same-host shared-memory rings, or over UDP through
  * the kernel with SOFTRNIC_SHM=0 or a fault injector.  A socketpair created before the
  * fork is the out-of-band channel (QPN, PSN, GID, addresses, rkeys,
