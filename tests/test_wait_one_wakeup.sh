@@ -47,6 +47,10 @@ link=rings
 # splits bursts).
 unset SOFTRNIC_DEVICES SOFTRNIC_CONFIG SOFTRNIC_FAULTS SOFTRNIC_PCAP SOFTRNIC_SPIN_US \
     SOFTRNIC_NO_GSO
+# Each side its own 127.0.0.N: on the host's shared address the socket
+# also brings other processes' packets that steering sent astray while
+# they join and leave (forwarded on), wake-ups that are not this pair's.
+export SOFTRNIC_DEVICES=name=softrnic0,addr=auto,share=0
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
