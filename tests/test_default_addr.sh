@@ -17,6 +17,13 @@
 # Nothing sets SOFTRNIC_DEVICES or SOFTRNIC_CONFIG.  Loopback only; every
 # run under timeout.  Exit 0 pass, 1 fail, 77 skip.
 set -u
+# As root, in a network namespace of its own: the suite's other processes
+# share 127.0.0.1 too, and with many members a REQ can be routed wrong
+# (docs/known-issues.md, open); this test is about the default address,
+# with one unrelated process beside it.
+if [ "$(id -u)" = 0 ] && [ -z "${SRN_DA_NETNS:-}" ] && command -v unshare >/dev/null; then
+	exec env SRN_DA_NETNS=1 unshare -n sh -c 'ip link set lo up && exec bash "$0"' "$0"
+fi
 SOFTRNIC=$SRN_BUILD/bin/softrnic
 command -v rping >/dev/null || { echo "SKIP: rdmacm-utils not installed"; exit 77; }
 command -v ibv_rc_pingpong >/dev/null || { echo "SKIP: ibverbs-utils not installed"; exit 77; }
