@@ -573,6 +573,11 @@ long srn_cm_port_holder(const uint8_t *mad, size_t len)
 	} else {
 		return 0;
 	}
+	return srn_cm_port_holder_sid(sid, pdata, plen);
+}
+
+long srn_cm_port_holder_sid(uint64_t sid, const uint8_t *pdata, size_t plen)
+{
 	struct srn_cma_hdr h;
 	if ((sid & SRN_CMA_SID_PREFIX_MASK) != SRN_CMA_SID_PREFIX ||
 	    srn_cma_hdr_parse(pdata, plen, (uint16_t)sid, &h))

@@ -59,5 +59,7 @@ int srn_cm_listener_take(struct srn_cm_dev *dev, uint64_t service_id, const uint
  * route a request to the process behind a shared address that listens
  * (link/udp_group.h, srn_udp_group_set_gsi). */
 long srn_cm_port_holder(const uint8_t *mad, size_t len);
+/* The same for a request's service ID and private data (held.c). */
+long srn_cm_port_holder_sid(uint64_t sid, const uint8_t *pdata, size_t plen);
 
 #endif

@@ -41,6 +41,7 @@ enum srn_cm_cnt {
 	SRN_CM_CNT_TX_FAIL,
 	SRN_CM_CNT_RETRIES,
 	SRN_CM_CNT_REQ_HELD,           /* a REQ waited for its listener (held.c) */
+	SRN_CM_CNT_REQ_REROUTED,       /* a held REQ went to the process that came to listen */
 	SRN_CM_CNT_REQ_BACKLOG_DROP,   /* a REQ dropped: the listener's backlog was full */
 	SRN_CM_CNT_PEER_DIED,          /* a same-host peer process died (peer_watch.c) */
 	SRN_CM_CNT_MAX

@@ -121,6 +121,14 @@ const struct srn_udp_group_stats *srn_udp_group_stats(const struct srn_udp *u);
 typedef long srn_gsi_listener_fn(const uint8_t *mad, size_t len);
 void srn_udp_group_set_gsi(struct srn_udp *u, srn_gsi_listener_fn *fn);
 
+/* A REQ that reached our CM when nobody listened for it (the CM holds
+ * it) now has a listener in process pid: pass the packet on to pid's
+ * member as it came off the wire.  The REQ is named by its source GID
+ * and the requester's communication ID.  0: passed on, and the CM
+ * forgets its copy; -ENOENT: not kept here (or too old); -ESRCH: pid is
+ * no member of this group; -EAGAIN: its socket is full. */
+int srn_udp_group_reroute(struct srn_udp *u, const uint8_t sgid[16], uint32_t comm_id, long pid);
+
 /* The classic BPF program (udp_group_prog.c) for a group whose kernel
  * socket order is order[0..n) (member numbers).  prog holds at least
  * SRN_GRP_PROG_MAX instructions; returns their number.  Exposed for the

@@ -248,8 +248,68 @@ static unsigned listener_member(struct srn_udp_group *g, const uint8_t *d, uint3
 		return (unsigned)m;
 	}
 	long pid = fn(d + SRN_GSI_MAD_OFF, len - SRN_GSI_MAD_OFF);
-	int m = pid > 0 && pid != (long)getpid() ? member_of_pid(g, pid) : -1;
-	return m < 0 ? g->member : (unsigned)m;     /* ours, or nobody's: our CM answers */
+	if (pid <= 0) {
+		*flags = FWD_UNHEARD;   /* our CM holds it; we keep the packet */
+		return g->member;
+	}
+	int m = pid != (long)getpid() ? member_of_pid(g, pid) : -1;
+	return m < 0 ? g->member : (unsigned)m;     /* ours, or not in the group: our CM answers */
+}
+
+/* The source GID of a stashed REQ, and its requester's comm ID. */
+static bool stash_is(const struct grp_stashed_req *e, const uint8_t sgid[16], uint32_t comm_id)
+{
+	uint8_t gid[16];
+	srn_sockaddr_to_gid((const struct sockaddr *)&e->src, gid);
+	return srn_gsi_be32(e->pkt + SRN_GSI_DATA_OFF) == comm_id && memcmp(gid, sgid, 16) == 0;
+}
+
+/* Keep a copy of a REQ our CM is about to hold (FWD_UNHEARD). */
+static void stash_req(struct srn_udp_group *g, const uint8_t *d, uint32_t len,
+		      const struct sockaddr *src, socklen_t srclen)
+{
+	if (len > GRP_STASH_MAX || len < SRN_GSI_ROUTE_MIN || srclen > sizeof(g->stash[0].src))
+		return;
+	struct grp_stashed_req *e = &g->stash[g->stash_next];
+	uint8_t gid[16];
+	srn_sockaddr_to_gid(src, gid);
+	for (unsigned i = 0; i < GRP_STASH_N; i++)   /* a retransmission takes its old entry */
+		if (g->stash[i].t_ns && stash_is(&g->stash[i], gid, srn_gsi_be32(d + SRN_GSI_DATA_OFF)))
+			e = &g->stash[i];
+	if (e == &g->stash[g->stash_next])
+		g->stash_next = (g->stash_next + 1) % GRP_STASH_N;
+	e->t_ns = srn_now_ns();
+	e->len = len;
+	e->srclen = srclen;
+	memcpy(&e->src, src, srclen);
+	memcpy(e->pkt, d, len);
+}
+
+int srn_udp_group_reroute(struct srn_udp *u, const uint8_t sgid[16], uint32_t comm_id, long pid)
+{
+	struct srn_udp_group *g = u->grp;
+	if (!g)
+		return -ENOENT;
+	uint64_t now = srn_now_ns();
+	for (unsigned i = 0; i < GRP_STASH_N; i++) {
+		struct grp_stashed_req *e = &g->stash[i];
+		if (!e->t_ns || now - e->t_ns > GRP_STASH_NS || !stash_is(e, sgid, comm_id))
+			continue;
+		int m = pid > 0 && pid != (long)getpid() ? member_of_pid(g, pid) : -1;
+		if (m < 0)
+			return -ESRCH;
+		const struct sockaddr_in *to = g->fwd_fd >= 0 ? srn_grp_peer_fwd(g, (unsigned)m) : NULL;
+		if (!to)
+			return -ESRCH;
+		int r = srn_grp_fwd_send(g->fwd_fd, to, FWD_MAGIC, 0, g->secret,
+					 (const struct sockaddr *)&e->src, e->srclen, e->pkt, e->len);
+		if (r)
+			return r == -EAGAIN || r == -ENOBUFS ? -EAGAIN : r;
+		g->st.forwarded++;
+		e->t_ns = 0;
+		return 0;
+	}
+	return -ENOENT;
 }
 
 /* Which member a packet is for; *flags gets FWD_ROUTE when that member
@@ -277,6 +337,8 @@ static bool route_again(struct srn_udp_group *g, const uint8_t *d, uint32_t len,
 {
 	uint32_t flags = 0;
 	unsigned m = owner_of(g, d, len, &flags);
+	if (m == g->member && (flags & FWD_UNHEARD))
+		stash_req(g, d, len, (const struct sockaddr *)&h->src, h->srclen);
 	if (m == g->member || flags)
 		return false;
 	return forward(g, m, 0, d, len, (const struct sockaddr *)&h->src, h->srclen);
@@ -370,8 +432,11 @@ static bool foreign(struct srn_udp_group *g, const uint8_t *d, uint32_t len,
 {
 	uint32_t flags = 0;
 	unsigned m = owner_of(g, d, len, &flags);
-	if (m == g->member)
+	if (m == g->member) {
+		if (flags & FWD_UNHEARD)
+			stash_req(g, d, len, src, srclen);
 		return false;
+	}
 	/* A REQ reaches any member by design; anything else here means the
 	 * program is stale. */
 	if (!flags && !is_req(d, len))

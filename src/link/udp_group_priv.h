@@ -25,6 +25,7 @@
 #define SLOT_MAGIC 0x32544c53u          /* "SLT2" */
 #define SLOT_GSI 1u                     /* slot_rec.flags: its CM serves QP1 */
 #define FWD_ROUTE 1u                    /* fwd_hdr.flags: a REQ for the receiver's CM to route */
+#define FWD_UNHEARD 0x100u              /* owner_of only, never sent: a REQ nobody listens for */
 
 struct order_file {
 	uint32_t magic;
@@ -50,6 +51,24 @@ struct fwd_hdr {
 	uint32_t flags;                 /* FWD_ROUTE */
 	uint64_t secret;
 	struct sockaddr_storage src;    /* the packet's source on the wire */
+};
+
+/* REQs our CM holds because nobody on the host listens for them yet
+ * (cm/held.c): the packet as it came, so that when another member
+ * starts to listen the CM can have it passed on (srn_udp_group_reroute)
+ * instead of answering it with a REJ.  A REQ on the wire is 280 bytes;
+ * the CM holds at most 32 and each for a second, so the oldest entry
+ * gives way. */
+#define GRP_STASH_N 32
+#define GRP_STASH_MAX 320
+#define GRP_STASH_NS 2000000000ull      /* longer than the CM's hold */
+
+struct grp_stashed_req {
+	uint64_t t_ns;                  /* 0: empty */
+	uint32_t len;
+	socklen_t srclen;
+	struct sockaddr_storage src;
+	uint8_t pkt[GRP_STASH_MAX];
 };
 
 /* A member that finds another's packet on its socket while steering is
@@ -80,6 +99,8 @@ struct srn_udp_group {
 	uint64_t fwd_gap_ns;            /* until the next look (FWD_POLL_GAP_NS..MAX) */
 	bool fwd_busy;                  /* and it had something */
 	struct fwd_hdr rx_hdr[SRN_RX_BATCH];
+	struct grp_stashed_req stash[GRP_STASH_N];
+	unsigned stash_next;            /* the entry the next REQ takes */
 };
 
 /* With steering right nothing is forwarded, and a look at an empty

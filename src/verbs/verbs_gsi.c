@@ -9,6 +9,11 @@
  * UD QP in every other way (same checks, same transport), numbered 1.
  * One per nic: a second call fails with EBUSY.
  *
+ * softrnic_gsi_serve and softrnic_gsi_reroute serve QP1 behind a shared
+ * address: the first lets the link ask the CM which process listens for
+ * a REQ, the second passes on a REQ the CM held until a listener came in
+ * another process.
+ *
  * softrnic_peer_pid tells the CM which process on this host owns a peer's
  * QP, so it can watch that process die (a kernel's CM learns it from
  * the kernel; ours has no kernel): the owner named by the peer's inbox
@@ -60,6 +65,24 @@ SRN_EXPORT int softrnic_gsi_serve(struct ibv_context *ctx, srn_gsi_listener_fn *
 	int member = (int)srn_udp_member(&nic->link.udp);
 	srn_nic_unlock(nic);
 	return member;
+}
+
+SRN_EXPORT int softrnic_gsi_reroute(struct ibv_context *ctx, const uint8_t sgid[16], uint32_t comm_id,
+				    long pid);
+
+/* A REQ our CM holds for want of a listener found one in process pid,
+ * behind the same address: the link passes the packet on
+ * (srn_udp_group_reroute). */
+SRN_EXPORT int softrnic_gsi_reroute(struct ibv_context *ctx, const uint8_t sgid[16], uint32_t comm_id,
+				    long pid)
+{
+	if (!ctx || !sgid)
+		return -EINVAL;
+	struct srn_nic *nic = srn_ctx(ctx)->nic;
+	srn_nic_lock(nic);
+	int r = srn_udp_group_reroute(&nic->link.udp, sgid, comm_id, pid);
+	srn_nic_unlock(nic);
+	return r;
 }
 
 SRN_EXPORT int softrnic_peer_pid(struct ibv_context *ctx, const union ibv_gid *gid, uint32_t qpn);
