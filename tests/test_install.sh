@@ -5,7 +5,7 @@
 #           libraries sit in <prefix>/lib/softrnic only, the installed
 #           `softrnic run` finds them next to itself, and Debian's
 #           ibv_rc_pingpong (and ibv_devinfo) run through it
-#   machine the whole-machine setup DESIGN.md documents for root, played in
+#   machine the whole-machine setup README.md documents for root, played in
 #           a private mount namespace so the machine is untouched: an
 #           /etc/ld.so.conf.d entry for <prefix>/lib/softrnic ahead of the
 #           system's, ldconfig (into a cache bind-mounted over

@@ -194,7 +194,7 @@ netns)
 	# Steering off: correctness rests on forwarding alone.
 	PA0="$PA SOFTRNIC_GROUP_STEER=0" PB0="$PB SOFTRNIC_GROUP_STEER=0"
 	# (UD only: an RC round without steering sometimes ends in
-	# RETRY_EXC_ERR, not understood yet; see DESIGN.md.)
+	# RETRY_EXC_ERR, not understood yet; see docs/known-issues.md.)
 	round ud_nosteer_ab ibv_ud_pingpong "$PA0" "$PB0" "$ADDR_A" -g 0 -e -n 200 || fail=1
 	round ud_nosteer_ba ibv_ud_pingpong "$PB0" "$PA0" "$ADDR_B" -g 0 -e -n 200 || fail=1
 	fw=$(counter_sum grp_forwarded "$W"/ud_nosteer*)
