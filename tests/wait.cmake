@@ -20,3 +20,18 @@ foreach(mode eintr restart bell_flush bell two_waiters)
   endforeach()
   set_property(TEST wait_signals_${mode}_udp APPEND PROPERTY ENVIRONMENT SOFTRNIC_SHM=0)
 endforeach()
+
+# A program that sleeps in its own poll or epoll on the channel's fd
+# serves the device in that sleep (verbs/verbs_fdwait.c), and the calls
+# still answer as libc's: events, EINTR, timeouts, the program's own fds.
+# Linked static: the test reads the device's counters.
+add_executable(test_wait_fds test_wait_fds.c helpers/rc_test_conn.c)
+target_link_libraries(test_wait_fds PRIVATE srn_static Threads::Threads)
+foreach(mode epoll epoll_pwait2 poll ppoll eintr timeout other_fd)
+  foreach(link rings udp)
+    add_test(NAME wait_fds_${mode}_${link} COMMAND test_wait_fds ${mode})
+    set_tests_properties(wait_fds_${mode}_${link} PROPERTIES TIMEOUT 90
+      LABELS "unit;fast;tsan")
+  endforeach()
+  set_property(TEST wait_fds_${mode}_udp APPEND PROPERTY ENVIRONMENT SOFTRNIC_SHM=0)
+endforeach()

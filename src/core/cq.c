@@ -270,6 +270,14 @@ int srn_channel_take(struct srn_channel *ch, struct srn_cq **cq)
 	return got ? 0 : -EAGAIN;
 }
 
+bool srn_channel_pending(struct srn_channel *ch)
+{
+	pthread_mutex_lock(&ch->lock);
+	bool any = ch->head != ch->tail;
+	pthread_mutex_unlock(&ch->lock);
+	return any;
+}
+
 bool srn_channel_own(struct srn_channel *ch, uint32_t tid, int bell_fd)
 {
 	pthread_mutex_lock(&ch->lock);

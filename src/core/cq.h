@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "core/async.h"
+#include "diag/clock.h"
 
 struct srn_nic;
 struct srn_context;
@@ -39,6 +40,10 @@ struct srn_channel {
 	 * thread: the waiting thread serves the socket); zero for a
 	 * program that polls the fd and takes ready events. */
 	_Atomic int blocks_score;
+	/* When a program's own poll or epoll on a set holding this fd last
+	 * slept serving the NIC (verbs/verbs_fdwait.c): arming then needs
+	 * no hand-over either. */
+	_Atomic uint64_t fdwait_ns;
 };
 
 enum srn_cq_arm { SRN_CQ_DISARMED, SRN_CQ_ARM_NEXT, SRN_CQ_ARM_SOLICITED };
@@ -133,9 +138,14 @@ void srn_channel_unown(struct srn_channel *ch);
 /* The program's ibv_get_cq_event blocked (true) or found an event
  * ready (false); srn_channel_blocks: it usually blocks. */
 void srn_channel_note_wait(struct srn_channel *ch, bool blocked);
+#define SRN_FDWAIT_HINT_NS 10000000ull     /* 10 ms */
 static inline bool srn_channel_blocks(struct srn_channel *ch)
 {
-	return atomic_load_explicit(&ch->blocks_score, memory_order_relaxed) > 0;
+	uint64_t fw = atomic_load_explicit(&ch->fdwait_ns, memory_order_relaxed);
+	return atomic_load_explicit(&ch->blocks_score, memory_order_relaxed) > 0 ||
+	       (fw && srn_now_ns() - fw < SRN_FDWAIT_HINT_NS);
 }
+/* An event is queued. */
+bool srn_channel_pending(struct srn_channel *ch);
 
 #endif

@@ -13,6 +13,10 @@
  * holds an event.  The progress thread stands aside meanwhile (progress.c)
  * and sleeps only to its deadlines: transport timers, held packets.
  *
+ * srn_wait_fds does the same for a program's own poll or epoll on a set
+ * that holds a channel fd (verbs/verbs_fdwait.c): the program's fds are
+ * polled beside the device's, and it returns for the program's alone.
+ *
  * One owner per device.  A second waiting thread, a device with
  * multicast groups or a shared address's forwarding socket, waits the
  * old way (the progress thread serves it).
@@ -117,18 +121,26 @@ static void woken(struct srn_nic *nic, const struct pollfd *pfd, nfds_t nfd)
 		serve(nic, pfd[0].revents || fwd);
 }
 
-int srn_wait_event(struct srn_nic *nic, struct srn_channel *ch, struct srn_cq **cq)
+/* Become the device's socket owner (false: another thread is, or it
+ * cannot be owned), as thread `me`. */
+static bool enter(struct srn_nic *nic, uint32_t me)
 {
-	if (!can_own(nic))
-		return -EOPNOTSUPP;
-	uint32_t me = srn_diag_tid(), none = 0;
-	if (!atomic_compare_exchange_strong(&nic->engine.sock_owner, &none, me))
-		return -EOPNOTSUPP;
+	uint32_t none = 0;
+	if (!can_own(nic) || !atomic_compare_exchange_strong(&nic->engine.sock_owner, &none, me))
+		return false;
 	/* Asleep on the socket, the progress thread would wake with this
 	 * thread for every packet: have it stand aside. */
 	if (atomic_load(&nic->engine.bg_deep_sleep))
 		srn_nic_kick(nic);
 	srn_count(nic->diag.cnt, SRN_CNT_WAITS_SERVING, 1);
+	return true;
+}
+
+int srn_wait_event(struct srn_nic *nic, struct srn_channel *ch, struct srn_cq **cq)
+{
+	uint32_t me = srn_diag_tid();
+	if (!enter(nic, me))
+		return -EOPNOTSUPP;
 	/* The device socket (packets, same-host doorbells by datagram), the
 	 * bell for events other threads queue, same-host senders' bell
 	 * (link/shm_bell.h), and a shared address's forwarding socket
@@ -187,6 +199,81 @@ int srn_wait_event(struct srn_nic *nic, struct srn_channel *ch, struct srn_cq **
 	}
 	if (owned)
 		srn_channel_unown(ch);   /* counts what this thread queued and left */
+	leave(nic);
+	return ret;
+}
+
+/* Why long: one loop with the ownership, the flush before sleeping, the
+ * shm sleeping word and the deadline, as srn_wait_event's, plus the
+ * split of the poll result between the program's fds and ours. */
+int srn_wait_fds(struct srn_nic *nic, struct pollfd *app, nfds_t napp, int timeout_ms,
+		 const sigset_t *mask, srn_ppoll_fn *real_ppoll, srn_wait_ready_fn *ready, void *arg)
+{
+	if (napp > SRN_WAIT_FDS_MAX || !enter(nic, srn_diag_tid()))
+		return -EOPNOTSUPP;
+	/* The program's fds first, then ours as srn_wait_event watches
+	 * them (the event bell is not needed: the program's channel fd is
+	 * in its set and counts every event). */
+	struct pollfd pfd[SRN_WAIT_FDS_MAX + 4];
+	for (nfds_t i = 0; i < napp; i++)
+		pfd[i] = (struct pollfd){ .fd = app[i].fd, .events = app[i].events };
+	struct pollfd *ours = pfd + napp;
+	ours[0] = (struct pollfd){ .fd = nic->link.udp.fd, .events = POLLIN };
+	ours[1] = (struct pollfd){ .fd = -1 };
+	ours[2] = (struct pollfd){ .fd = nic->engine.ring_bell_fd, .events = POLLIN };
+	ours[3] = (struct pollfd){ .fd = srn_udp_group_fd(&nic->link.udp), .events = POLLIN };
+	nfds_t nours = ours[3].fd >= 0 ? 4 : 3;
+	uint64_t deadline = timeout_ms < 0 ? 0 : srn_now_ns() + (uint64_t)timeout_ms * 1000000;
+	struct timespec zero = { 0, 0 };
+	int ret;
+	for (bool first = true;; first = false) {
+		if (atomic_load_explicit(&nic->engine.acks_deferred, memory_order_relaxed)) {
+			srn_nic_lock(nic);
+			srn_ack_flush(nic);
+			srn_txq_flush(nic);
+			srn_nic_unlock(nic);
+		}
+		struct timespec ts, *tsp = NULL;
+		if (timeout_ms >= 0) {
+			uint64_t now = srn_now_ns();
+			uint64_t left = now < deadline ? deadline - now : 0;
+			ts = (struct timespec){ (time_t)(left / 1000000000), (long)(left % 1000000000) };
+			tsp = &ts;
+		}
+		bool asleep = srn_shm_sleep_begin(&nic->link.shm);
+		int n = real_ppoll(pfd, napp + nours, asleep ? tsp : &zero, mask);
+		int err = errno;
+		if (asleep)
+			srn_shm_sleep_end(&nic->link.shm);
+		if (n < 0) {
+			if (err == ENOMEM && !first)
+				continue;
+			ret = -err;       /* EINTR too: poll and epoll_wait never restart */
+			break;
+		}
+		int mine = 0;
+		for (nfds_t i = 0; i < napp; i++)
+			mine += pfd[i].revents != 0;
+		if (asleep)
+			woken(nic, ours, nours);
+		else
+			serve(nic, false);
+		if (!mine && ready && ready(arg)) {
+			app[0].revents = POLLIN;   /* our pass queued what the program waits for */
+			ret = 1;
+			break;
+		}
+		if (mine) {
+			for (nfds_t i = 0; i < napp; i++)
+				app[i].revents = pfd[i].revents;
+			ret = mine;
+			break;
+		}
+		if (asleep && tsp && !ts.tv_sec && !ts.tv_nsec) {
+			ret = 0;          /* the time is up */
+			break;
+		}
+	}
 	leave(nic);
 	return ret;
 }

@@ -84,4 +84,9 @@ static inline void *srn_null_errno(int neg)
 	return NULL;
 }
 
+/* A channel's fd is known to the interposed waits (verbs_fdwait.c). */
+struct srn_channel;
+void srn_fdwait_channel_add(struct srn_channel *ch);
+void srn_fdwait_channel_del(struct srn_channel *ch);
+
 #endif

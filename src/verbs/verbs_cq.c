@@ -24,6 +24,7 @@ SRN_EXPORT struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *
 	}
 	ch->ibch.context = context;
 	ch->ibch.refcnt = 0;
+	srn_fdwait_channel_add(ch);
 	return &ch->ibch;
 }
 
@@ -32,6 +33,7 @@ SRN_EXPORT int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
 	struct srn_channel *ch = srn_channel(channel);
 	if (ch->ncqs)
 		return EBUSY;
+	srn_fdwait_channel_del(ch);
 	srn_channel_fini(ch);
 	free(ch);
 	return 0;
