@@ -216,29 +216,38 @@ static bool set_of_pollfds(const struct pollfd *fds, nfds_t n, struct fdw_set *s
 	return s->n > 0;
 }
 
-/* After a pass: does a channel of the set hold an event now?  Only
- * channels still registered are looked at (one may be destroyed while
- * another thread waits on its set). */
+/* Must hold reg_lock: ch has not been destroyed since the set was made
+ * (another thread may destroy a channel while one waits on its set). */
+static bool registered(const struct srn_channel *ch)
+{
+	for (int k = 0; k < FDW_CHANNELS; k++)
+		if (chans[k].ch == ch)
+			return true;
+	return false;
+}
+
+/* After a pass: does a channel of the set hold an event now? */
 static bool set_ready(void *arg)
 {
 	struct fdw_set *s = arg;
 	bool any = false;
 	pthread_mutex_lock(&reg_lock);
 	for (int i = 0; i < s->n && !any; i++)
-		for (int k = 0; k < FDW_CHANNELS; k++)
-			if (chans[k].ch == s->ch[i]) {
-				any = srn_channel_pending(s->ch[i]);
-				break;
-			}
+		any = registered(s->ch[i]) && srn_channel_pending(s->ch[i]);
 	pthread_mutex_unlock(&reg_lock);
 	return any;
 }
 
+/* A wait on this set served the device: arming its channels needs no
+ * hand-over to the progress thread for a while (core/cq.h). */
 static void set_mark(const struct fdw_set *s)
 {
 	uint64_t now = srn_now_ns();
+	pthread_mutex_lock(&reg_lock);
 	for (int i = 0; i < s->n; i++)
-		atomic_store_explicit(&s->ch[i]->fdwait_ns, now, memory_order_relaxed);
+		if (registered(s->ch[i]))
+			atomic_store_explicit(&s->ch[i]->fdwait_ns, now, memory_order_relaxed);
+	pthread_mutex_unlock(&reg_lock);
 }
 
 static int ts_to_ms(const struct timespec *ts)
@@ -259,9 +268,9 @@ static int fdw_poll(struct pollfd *fds, nfds_t n, int tmo, const struct timespec
 	struct fdw_set s;
 	if (tmo != 0 && tmo != -2 && atomic_load_explicit(&nreg, memory_order_relaxed) &&
 	    n <= SRN_WAIT_FDS_MAX && set_of_pollfds(fds, n, &s)) {
-		set_mark(&s);
 		int r = srn_wait_fds(s.nic, fds, n, tmo, mask, sys_ppoll, NULL, NULL);
 		if (r != -EOPNOTSUPP) {
+			set_mark(&s);
 			if (r < 0) {
 				errno = -r;
 				return -1;
@@ -326,11 +335,11 @@ static int fdw_epoll(int epfd, struct epoll_event *ev, int max, int tmo, const s
 			uint64_t now = srn_now_ns();
 			left = now >= deadline ? 0 : (int)((deadline - now + 999999) / 1000000);
 		}
-		set_mark(&s);
 		struct pollfd p = { .fd = epfd, .events = POLLIN };
 		int r = left == 0 ? 0 : srn_wait_fds(s.nic, &p, 1, left, mask, sys_ppoll, set_ready, &s);
 		if (r == -EOPNOTSUPP)
 			return sys_epoll_pwait(epfd, ev, max, left, mask);
+		set_mark(&s);      /* the next arm needs no hand-over */
 		if (r < 0) {
 			errno = -r;
 			return -1;
