@@ -74,7 +74,9 @@ void srn_direct_pub_mr(struct srn_nic *nic, const struct srn_mr *mr)
 		e.pd = (uint64_t)(uintptr_t)mr->pd;
 		e.iova = mr->iova;
 		e.length = mr->length;
-		e.base = (uint64_t)(uintptr_t)mr->base;
+		/* Where its keys resolve (a system-call copy goes there): the
+		 * library's mapping of a moved span, not the program's. */
+		e.base = (uint64_t)(uintptr_t)mr->at;
 		/* From now on a same-host peer may write this memory from
 		 * its own process (an RDMA Write or an atomic placed
 		 * directly), which valgrind in ours cannot see, as it cannot
@@ -87,11 +89,13 @@ void srn_direct_pub_mr(struct srn_nic *nic, const struct srn_mr *mr)
 		if (nic->link.direct_on &&
 		    (mr->access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)))
 			SRN_MEM_DEFINED_IF_ADDRESSABLE(mr->base, mr->length);
-		/* Its memfd (core/mr_share.h): peers map it for atomics and copies. */
-		if (mr->share) {
+		/* Its memfd (core/mr_share.h): peers map it for atomics and
+		 * copies, where this side allows them to; file offset 0 is
+		 * share_base in the addresses base is given in. */
+		if (mr->share && mr->share->peers_map) {
 			e.share_fd = mr->share->fd + 1;
 			e.share_ino = mr->share->ino;
-			e.share_base = mr->share->base;
+			e.share_base = (uint64_t)(uintptr_t)mr->share->alias;
 			e.share_len = mr->share->len;
 		}
 	}

@@ -216,7 +216,7 @@ void *srn_mr_resolve(struct srn_nic *nic, struct srn_pd *pd, uint32_t qpn, uint3
 	}
 	if (!srn_mr_rights_range_ok(mr->access, mr->iova, mr->length, need, va, len, why))
 		return NULL;
-	return region->base + (va - region->iova);
+	return region->at + (va - region->iova);
 }
 
 bool srn_mr_rights_range_ok(unsigned access, uint64_t iova, uint64_t length, unsigned need,

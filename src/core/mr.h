@@ -5,7 +5,10 @@
  * key; nothing is copied at registration.  Every access through a key goes
  * through srn_mr_resolve(), which validates key (incl. the key byte that
  * detects stale keys), PD, range and rights before any byte moves.  Pages
- * are not pinned: core/mr_map.h says what stands in for the pin.
+ * are not pinned: a region's pages moved onto a memfd are reached through
+ * the library's own mapping of it, whatever the program does to its own
+ * (core/mr_share.h); core/mr_map.h says what stands in for the pin of the
+ * others.
  */
 #ifndef SRN_CORE_MR_H
 #define SRN_CORE_MR_H
@@ -31,7 +34,12 @@ struct srn_mr {
 	struct ibv_mw ibmw;            /* the handle of a window */
 	struct srn_pd *pd;
 	uint64_t iova;                 /* address the peer/lkey users name */
-	uint8_t *base;                 /* where iova maps in this process */
+	uint8_t *base;                 /* where iova maps in the program */
+	/* Where every access through its keys goes: base, or the same bytes
+	 * in the library's own mapping of its span's memfd (share->alias),
+	 * which keeps them whatever the program does to base.  Written
+	 * before its key is inserted or under nic->lock. */
+	uint8_t *at;
 	uint64_t length;
 	unsigned access;
 	uint32_t key;

@@ -7,7 +7,10 @@
  * region needs (-EFAULT otherwise, as the kernel's page pinning answers),
  * and a region whose pages the program unmaps, moves or maps over while it
  * is registered is revoked before the pages go: every later access through
- * its keys fails as a bad key does (remote access error).  The program's
+ * its keys fails as a bad key does (remote access error).  A region moved
+ * onto a memfd (core/mr_share.h) is reached through the library's own
+ * mapping of it, which keeps its pages where no hook sees them go (libc's
+ * own munmap in free and realloc).  The program's
  * munmap/mremap/mmap(MAP_FIXED)/mprotect/shmdt calls reach us through
  * verbs/verbs_unmap.c.
  */

@@ -1,6 +1,6 @@
 /*
- * mr_share.c - moving a region's pages onto a memfd for same-host direct
- * atomics (mr_share.h).
+ * mr_share.c - moving a region's pages onto a memfd the library keeps
+ * mapped, for the pin and for same-host direct placement (mr_share.h).
  *
  * The spans live on one process-wide list under the mr_map list lock
  * (core/mr_map.h), the lock the unmap hooks take, so a hook that unmaps a
@@ -33,7 +33,7 @@
 #include "link/shm_file.h"
 
 #define ATOMIC_MAX_DEFAULT (4u << 20)
-#define MAP_MIN (64u << 10)
+#define PIN_MIN (64u << 10)            /* SRN_MR_PIN_MIN in mr_share.h */
 #define MAP_MAX_DEFAULT (16u << 20)
 #define GROW_ROOM (1ull << 40)
 
@@ -55,20 +55,32 @@ static size_t env_size(const char *off, const char *name, size_t def)
 	return def;
 }
 
-/* May a span of len bytes of a region with these rights move?  Atomics
- * need it (up to SOFTRNIC_DIRECT_ATOMIC_MAX).  Writes and Reads only gain
- * speed (a copy through the mapping runs at about twice the speed of
- * process_vm_writev for 1 MiB), so only spans of 64 KiB and more move
- * (up to SOFTRNIC_DIRECT_MAP_MAX): their bandwidth is what gains, and
- * every moved span costs a forked child a copy of it. */
-static bool may_move(unsigned access, size_t len)
+/* May same-host peers map a span of len bytes of a region with these
+ * rights?  Atomics need it (up to SOFTRNIC_DIRECT_ATOMIC_MAX).  Writes
+ * and Reads only gain speed (a copy through the mapping runs at about
+ * twice the speed of process_vm_writev for 1 MiB), from 64 KiB up to
+ * SOFTRNIC_DIRECT_MAP_MAX. */
+static bool peers_may_map(const struct srn_nic *nic, unsigned access, size_t len)
 {
+	if (!nic->link.direct_on)
+		return false;
 	/* A region with remote atomics follows the atomic switches alone. */
 	if (access & IBV_ACCESS_REMOTE_ATOMIC)
 		return len <= env_size("SOFTRNIC_DIRECT_ATOMIC", "SOFTRNIC_DIRECT_ATOMIC_MAX",
 				       ATOMIC_MAX_DEFAULT);
-	return (access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ)) && len >= MAP_MIN &&
+	return (access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ)) && len >= PIN_MIN &&
 	       len <= env_size("SOFTRNIC_DIRECT_MAP", "SOFTRNIC_DIRECT_MAP_MAX", MAP_MAX_DEFAULT);
+}
+
+/* Does a span of len bytes move for the pin (mr_share.h)?  From 64 KiB,
+ * what libc's allocator may unmap under a registration, up to
+ * SOFTRNIC_MR_PIN_MAX (default 1 GiB: the move holds twice the span for
+ * a moment; SOFTRNIC_MR_PIN=0: none). */
+#define PIN_MAX_DEFAULT (1ull << 30)
+static bool pinned(size_t len)
+{
+	return len >= PIN_MIN && len <= env_size("SOFTRNIC_MR_PIN", "SOFTRNIC_MR_PIN_MAX",
+						 PIN_MAX_DEFAULT);
 }
 
 /* Is the mapping of one /proc/self/maps line what maps_all wants: with
@@ -174,18 +186,40 @@ static size_t file_size(size_t len)
 	return want >= len ? (size_t)want : 0;
 }
 
-/* Copy [base, base+len) onto a new sealed memfd and map it over the same
- * addresses.  0 or -errno (nothing changed).  Must hold the list lock. */
-static int move_pages(uintptr_t base, size_t len, int *fdp, uint64_t *ino)
+/* Write [base, base+len) to offset 0 of fd.  The kernel's copy reads
+ * whole pages, as a NIC's DMA would: bytes around the region that are
+ * not the program's to read as objects (other allocations; under
+ * AddressSanitizer its redzones, where memcpy would be stopped).  It
+ * allocates the file's pages as it goes, without a page fault each (a
+ * copy into a mapping of the memfd took 0.9 ms per MiB).  A raw system
+ * call: AddressSanitizer's pwrite checks the buffer as objects.  0 or
+ * -errno. */
+static int copy_in(int fd, uintptr_t base, size_t len)
+{
+	size_t done = 0;
+	while (done < len) {
+		ssize_t n = syscall(SYS_pwrite64, fd, (const void *)(base + done), len - done,
+				    (off_t)done);
+		if (n <= 0)
+			return n < 0 ? -errno : -EFAULT;
+		done += (size_t)n;
+	}
+	return 0;
+}
+
+/* Copy [base, base+len) onto a new sealed memfd, map it over the same
+ * addresses and once more for the library (*alias).  0 or -errno
+ * (nothing changed).  Must hold the list lock. */
+static int move_pages(uintptr_t base, size_t len, int *fdp, uint64_t *ino, uint8_t **alias)
 {
 	/* 0600, sealed against shrinking (a peer's mapping of the span can
-	 * never fault past its end) and growing, the span's pages allocated
-	 * now (no SIGBUS on a full memory later), longer than the span
-	 * (file_size). */
+	 * never fault past its end) and growing, longer than the span
+	 * (file_size); the span's pages are allocated by the copy (no
+	 * SIGBUS on a full memory later). */
 	size_t size = file_size(len);
 	if (!size)
 		return -EFBIG;
-	int fd = srn_shm_memfd_create_named(SRN_MR_SHARE_NAME, size, len);
+	int fd = srn_shm_memfd_create_named(SRN_MR_SHARE_NAME, size, 0);
 	if (fd < 0)
 		return fd;
 	struct stat st;
@@ -195,28 +229,23 @@ static int move_pages(uintptr_t base, size_t len, int *fdp, uint64_t *ino)
 		return ret;
 	}
 	void *tmp = srn_raw_mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (tmp == MAP_FAILED) {
+	void *own = srn_raw_mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (tmp == MAP_FAILED || own == MAP_FAILED) {
 		int ret = -errno;
+		if (tmp != MAP_FAILED)
+			srn_raw_munmap(tmp, len);
+		if (own != MAP_FAILED)
+			srn_raw_munmap(own, len);
 		close(fd);
 		return ret;
 	}
 	int uf = protect_begin(base, len, false);
-	if (uf < 0) {
+	int ret = uf < 0 ? uf : copy_in(fd, base, len);
+	if (ret) {
+		if (uf >= 0)
+			protect_undo(uf, base, len);
 		srn_raw_munmap(tmp, len);
-		close(fd);
-		return uf;
-	}
-	/* Whole pages move, so the copy reads bytes around the region that
-	 * are not the program's to read as objects (other allocations; under
-	 * AddressSanitizer, its redzones, which memcpy would be stopped at).
-	 * The kernel's copy of our own pages reads them as pages, as a NIC's
-	 * DMA would. */
-	struct iovec to = { tmp, len }, from = { (void *)base, len };
-	ssize_t got = process_vm_readv(getpid(), &to, 1, &from, 1, 0);
-	if (got != (ssize_t)len) {
-		int ret = got < 0 ? -errno : -EFAULT;
-		protect_undo(uf, base, len);
-		srn_raw_munmap(tmp, len);
+		srn_raw_munmap(own, len);
 		close(fd);
 		return ret;
 	}
@@ -225,31 +254,54 @@ static int move_pages(uintptr_t base, size_t len, int *fdp, uint64_t *ino)
 	void *at = (void *)syscall(SYS_mremap, tmp, len, len, MREMAP_MAYMOVE | MREMAP_FIXED,
 				   (void *)base);
 	if (at == MAP_FAILED) {
-		int ret = -errno;
+		ret = -errno;
 		protect_undo(uf, base, len);
 		srn_raw_munmap(tmp, len);
+		srn_raw_munmap(own, len);
 		close(fd);
 		return ret;
 	}
 	close(uf);      /* wakes any writer that waited: it writes the new pages */
+	/* A forked child gets its private copy of the program's view
+	 * (mr_share_maps.c); our own view stays with the parent's regions. */
+	madvise(own, len, MADV_DONTFORK);
 	*fdp = fd;
 	*ino = (uint64_t)st.st_ino;
+	*alias = own;
+	return 0;
+}
+
+/* Read len bytes at offset off of fd into dst (a private mapping of
+ * ours).  0 or -errno. */
+static int copy_out(int fd, uint8_t *dst, size_t len, uint64_t off)
+{
+	size_t done = 0;
+	while (done < len) {
+		ssize_t n = syscall(SYS_pread64, fd, dst + done, len - done, (off_t)(off + done));
+		if (n <= 0)
+			return n < 0 ? -errno : -EFAULT;
+		done += (size_t)n;
+	}
 	return 0;
 }
 
 /* The span's last region went (ibv_dereg_mr): put the pages of one of
- * its mappings back on private anonymous memory, contents copied, with
- * one mremap, writes held off through userfaultfd as for the move, its
- * protection kept.  After dereg the memory is then what the program
- * allocated: a fork copies it with no work in the child, MADV_DONTNEED
- * empties it, and the memfd goes.  0 or -errno: then it stays on the
- * memfd (before Linux 5.19, which cannot write-protect shared memory),
- * still growable and copied into a forked child.  Must hold the list
- * lock. */
-static int unshare_pages(uintptr_t base, size_t len, int prot)
+ * its mappings (m, of fd) back on private anonymous memory, contents
+ * copied, with one mremap, writes held off through userfaultfd as for
+ * the move, its protection kept.  After dereg the memory is then what
+ * the program allocated: a fork copies it with no work in the child,
+ * MADV_DONTNEED empties it, and the memfd goes.  The copy reads the
+ * file, not the mapping, into pages populated at once (through the
+ * mapping, a fault per page on each side: 1.1 ms per MiB).  0 or
+ * -errno: then it stays on the memfd (before Linux 5.19, which cannot
+ * write-protect shared memory), still growable and copied into a forked
+ * child.  Must hold the list lock. */
+static int unshare_pages(int fd, const struct srn_span_map *m)
 {
+	uintptr_t base = m->start;
+	size_t len = m->end - m->start;
 	void *tmp = srn_raw_mmap(NULL, len, PROT_READ | PROT_WRITE,
-				    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+				 MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
 	if (tmp == MAP_FAILED)
 		return -errno;
 	int uf = protect_begin(base, len, true);
@@ -257,34 +309,33 @@ static int unshare_pages(uintptr_t base, size_t len, int prot)
 		srn_raw_munmap(tmp, len);
 		return uf;
 	}
-	struct iovec to = { tmp, len }, from = { (void *)base, len };
-	ssize_t got = process_vm_readv(getpid(), &to, 1, &from, 1, 0);
+	int ret = copy_out(fd, tmp, len, m->off);
 	void *at = MAP_FAILED;
-	if (got == (ssize_t)len)
+	if (!ret)
 		at = (void *)syscall(SYS_mremap, tmp, len, len, MREMAP_MAYMOVE | MREMAP_FIXED,
 				     (void *)base);
 	if (at == MAP_FAILED) {
-		int ret = got != (ssize_t)len && got < 0 ? -errno : -EFAULT;
+		ret = ret ? ret : -errno;
 		protect_undo(uf, base, len);
 		srn_raw_munmap(tmp, len);
 		return ret;
 	}
 	close(uf);
-	if (prot != (PROT_READ | PROT_WRITE))
-		syscall(SYS_mprotect, base, len, prot);
+	if (m->prot != (PROT_READ | PROT_WRITE))
+		syscall(SYS_mprotect, base, len, m->prot);
 	return 0;
 }
 
 /* Put every mapping of the span's memfd back on private memory, wherever
  * the program has moved or grown it since (unshare_pages).  Must hold
  * the list lock. */
-static void unshare_all(uint64_t ino)
+static void unshare_all(uint64_t ino, int fd)
 {
 	struct srn_span_map m[16];
 	for (int pass = 0; pass < 16; pass++) {
 		int n = srn_span_maps_find(ino, m, 16);
 		for (int i = 0; i < n; i++)
-			unshare_pages(m[i].start, m[i].end - m[i].start, m[i].prot);
+			unshare_pages(fd, &m[i]);
 		if (n < 16)
 			break;
 	}
@@ -308,13 +359,10 @@ static struct srn_mr_share *find_span(uintptr_t s, uintptr_t e, bool *overlap)
 void srn_mr_share_attach(struct srn_mr *mr)
 {
 	struct srn_nic *nic = mr->pd->nic;
-	if (!nic->link.direct_on)
-		return;
 	uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
 	uintptr_t s = (uintptr_t)mr->base & ~(pg - 1);
 	uintptr_t e = ((uintptr_t)mr->base + mr->length + pg - 1) & ~(pg - 1);
-	if (e <= s || !(mr->access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-				       IBV_ACCESS_REMOTE_ATOMIC)))
+	if (e <= s)
 		return;
 	/* A region inside a span already moved shares it, whatever its size,
 	 * if the span is still mapped there.  libc unmaps memory without our
@@ -338,9 +386,11 @@ void srn_mr_share_attach(struct srn_mr *mr)
 	if (now && !mr->map_collected) {
 		now->refs++;
 		mr->share = now;
+		mr->at = now->alias + ((uintptr_t)mr->base - now->base);
 	}
 	srn_mr_map_unlock();
-	if (now || overlap || !may_move(mr->access, e - s) || !maps_all(s, e, 0))
+	bool peers = peers_may_map(nic, mr->access, e - s);
+	if (now || overlap || !(peers || pinned(e - s)) || !maps_all(s, e, 0))
 		return;
 	struct srn_mr_share *n = calloc(1, sizeof(*n));
 	if (!n)
@@ -353,14 +403,17 @@ void srn_mr_share_attach(struct srn_mr *mr)
 	int ret = -EBUSY;
 	if (!mr->map_collected && !find_span(s, e, &overlap) && !overlap &&
 	    !srn_mr_map_overlap_locked(mr, s, e - s))
-		ret = move_pages(s, e - s, &n->fd, &n->ino);
+		ret = move_pages(s, e - s, &n->fd, &n->ino, &n->alias);
 	if (!ret) {
 		n->base = s;
 		n->len = e - s;
+		n->peers_map = peers;
+		n->pid = getpid();
 		n->refs = 1;
 		n->next = spans;
 		spans = n;
 		mr->share = n;
+		mr->at = n->alias + ((uintptr_t)mr->base - s);
 	}
 	srn_mr_map_unlock();
 	/* raw nic unlock: nothing was queued, a page move under it only */
@@ -382,6 +435,7 @@ static void drop(struct srn_mr *mr, bool restore)
 		return;
 	srn_mr_map_lock();
 	mr->share = NULL;
+	mr->at = mr->base;
 	bool last = --sp->refs == 0;
 	if (last) {
 		for (struct srn_mr_share **pp = &spans; *pp; pp = &(*pp)->next)
@@ -389,8 +443,13 @@ static void drop(struct srn_mr *mr, bool restore)
 				*pp = sp->next;
 				break;
 			}
+		/* Our own view goes first: unshare_all finds every mapping of
+		 * the memfd left, which are then the program's.  A forked
+		 * child never had it (DONTFORK): its memory may be there. */
+		if (sp->pid == getpid())
+			srn_raw_munmap(sp->alias, sp->len);
 		if (restore)
-			unshare_all(sp->ino);
+			unshare_all(sp->ino, sp->fd);
 	}
 	srn_mr_map_unlock();
 	if (last) {

@@ -1,7 +1,22 @@
 /*
- * mr_share.h - regions with remote rights re-backed by a memfd, so that
- * same-host peers can execute atomics on the very page and copy Writes
- * and Reads through a mapping (link/direct.h).
+ * mr_share.h - regions re-backed by a memfd: the library keeps its own
+ * mapping of it, which stands in for a NIC's pin, and same-host peers
+ * can execute atomics on the very page and copy Writes and Reads through
+ * a mapping (link/direct.h).
+ *
+ * The pin: a kernel NIC's region keeps its pages whatever the program
+ * does to its mapping; after free() (libc's own munmap, which no hook
+ * sees), realloc or mmap over it a peer's Read returns the registered
+ * bytes and its Write lands in pages the program no longer sees.  So
+ * every region of SRN_MR_PIN_MIN (64 KiB) or more of private anonymous
+ * memory (SOFTRNIC_MR_PIN_MAX, none by default; SOFTRNIC_MR_PIN=0: none)
+ * moves as below, and every access through its keys (responder,
+ * system-call copy, local SGEs) goes through the library's mapping of
+ * the memfd (the alias, mr->at), never through the program's addresses.
+ * The program's mapping is a second view of the same pages while it
+ * lasts.  Smaller regions keep their pages (below 64 KiB glibc's blocks
+ * come from its heap, whose pages free() leaves mapped, and each span
+ * costs a descriptor and two mappings).
  *
  * A Compare-and-Swap or Fetch-and-Add from a peer process must be a CPU
  * atomic on the target's memory; cross-memory attach only copies, and
@@ -53,12 +68,12 @@
  *    registration there never reuses it.
  *  - rereg that moves the region or changes its rights: it stops sharing
  *    (its atomics take the rings); a rereg never moves pages.
- * The move costs about 1 ms per MiB at registration.  Atomic regions over
- * SOFTRNIC_DIRECT_ATOMIC_MAX (default 4 MiB) or with
- * SOFTRNIC_DIRECT_ATOMIC=0, and Write/Read regions under 64 KiB, over
- * SOFTRNIC_DIRECT_MAP_MAX or with SOFTRNIC_DIRECT_MAP=0, keep their pages
- * (small ones: the gain is bandwidth, and each span costs a forked
- * child a copy).
+ * Peers map a span (peers_map) only where the old switches allow: atomic
+ * regions up to SOFTRNIC_DIRECT_ATOMIC_MAX (default 4 MiB, =0 none) of
+ * any size, Write/Read regions of 64 KiB to SOFTRNIC_DIRECT_MAP_MAX
+ * (default 16 MiB, SOFTRNIC_DIRECT_MAP=0 none); other spans are pins
+ * only (peers copy into the alias by system call, atomics take the
+ * rings).  Small atomic regions move for the atomics alone.
  */
 #ifndef SRN_CORE_MR_SHARE_H
 #define SRN_CORE_MR_SHARE_H
@@ -76,13 +91,17 @@ struct srn_mr_share {
 	size_t len;
 	int fd;                        /* the memfd, open while refs > 0 */
 	uint64_t ino;
+	uint8_t *alias;                /* our own mapping of its first len bytes */
+	int pid;                       /* the process alias is mapped in */
+	bool peers_map;                /* same-host peers may map it */
 	int refs;                      /* regions using it (under the mr_map list lock) */
 	bool dead;                     /* pages unmapped or replaced (under the list lock) */
 };
 
 /* At registration of a tracked region (after its mapping check, before
  * its key is inserted): move its pages onto a memfd, or share the span
- * already moved, when it may (see above); mr->share is then set.  Takes
+ * already moved, when it may (see above); mr->share and mr->at are then
+ * set.  Takes
  * the region's nic lock and the list lock; must hold neither. */
 void srn_mr_share_attach(struct srn_mr *mr);
 /* The region stops using its span (rereg; a failed registration).

@@ -36,10 +36,10 @@ static bool span_line(const char *l, uint64_t ino, struct srn_span_map *m)
 	 * (a few hundred lines per dereg). */
 	if (!strstr(l, want))
 		return false;
-	unsigned long s, e, i;
+	unsigned long s, e, off, i;
 	char perms[5];
 	int n = 0;
-	if (sscanf(l, "%lx-%lx %4s %*s %*s %lu %n", &s, &e, perms, &i, &n) < 4 || e <= s ||
+	if (sscanf(l, "%lx-%lx %4s %lx %*s %lu %n", &s, &e, perms, &off, &i, &n) < 5 || e <= s ||
 	    perms[3] != 's')
 		return false;
 	const char *name = n ? l + n : "";
@@ -47,6 +47,7 @@ static bool span_line(const char *l, uint64_t ino, struct srn_span_map *m)
 		return false;
 	m->start = s;
 	m->end = e;
+	m->off = off;
 	m->prot = (perms[0] == 'r' ? PROT_READ : 0) | (perms[1] == 'w' ? PROT_WRITE : 0) |
 		  (perms[2] == 'x' ? PROT_EXEC : 0);
 	return true;

@@ -23,6 +23,7 @@
 /* One mapping of a span's memfd. */
 struct srn_span_map {
 	uintptr_t start, end;
+	uint64_t off;                  /* the file offset start maps */
 	int prot;
 };
 

@@ -137,7 +137,7 @@ int srn_shm_memfd_create_named(const char *name, size_t bytes, size_t reserve)
 	 * fault of the header impossible to refuse; the seals make a
 	 * shrink impossible, so no mapping of it can ever SIGBUS. */
 	int ret = fchmod(fd, 0600) || ftruncate(fd, (off_t)bytes) ||
-			  fallocate(fd, 0, 0, (off_t)reserve) ||
+			  (reserve && fallocate(fd, 0, 0, (off_t)reserve)) ||
 			  fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)
 		  ? -errno : srn_shm_file_ours(fd, (long long)bytes);
 	if (ret) {

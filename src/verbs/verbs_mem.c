@@ -57,6 +57,7 @@ static struct ibv_mr *reg(struct ibv_pd *ibpd, void *addr, size_t length, uint64
 	mr->pd = pd;
 	mr->iova = iova;
 	mr->base = addr;
+	mr->at = addr;
 	mr->length = length;
 	mr->access = access;
 	/* Tracked first, so an unmap racing with the check below revokes
@@ -64,7 +65,8 @@ static struct ibv_mr *reg(struct ibv_pd *ibpd, void *addr, size_t length, uint64
 	srn_mr_track(mr);
 	ret = srn_mr_map_check(addr, length, srn_mr_access_writable(access));
 	if (!ret) {
-		/* Remote atomics: pages onto a memfd peers may map. */
+		/* Pages onto a memfd the library keeps mapped (a pin), which
+		 * peers may map for atomics and copies. */
 		srn_mr_share_attach(mr);
 		srn_nic_lock(pd->nic);
 		ret = srn_mr_insert(pd->nic, mr);
@@ -155,11 +157,16 @@ static int rereg_apply(struct srn_mr *mr, const struct rereg *n)
 		}
 		/* New translation or rights: no more shared pages (its atomics
 		 * take the rings); peers see that at the publish below. */
-		if (n->moves || n->access != mr->access)
+		if ((n->moves || n->access != mr->access) && mr->share) {
+			/* Peers stop using the span's mappings (fenced) before
+			 * our own goes. */
+			srn_direct_unpub_mr(nic, mr);
 			srn_mr_share_detach(mr);
+		}
 		mr->access = n->access;
 		if (n->moves) {
 			mr->base = n->base;
+			mr->at = n->base;
 			mr->iova = n->iova;
 			mr->length = n->length;
 			srn_mr_rekey(nic, mr);
