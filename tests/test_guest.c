@@ -148,7 +148,8 @@ static int signals_mode(void)
 }
 
 /* One Send between two QPs of this process, completed while this thread
- * sleeps on the channel: only the progress thread can receive it. */
+ * sleeps on the channel: only the progress thread can receive it (the
+ * script sets SOFTRNIC_FDWAIT=0, else this poll would serve the device). */
 static void send_while_asleep(struct ibv_context *ctx, const union ibv_gid *gid)
 {
 	struct ibv_pd *pd = ibv_alloc_pd(ctx);
@@ -241,7 +242,10 @@ struct crash_info {
 	uint32_t rkey;
 };
 
-#define CRASH_LEN (64 * 1024)
+/* Under the pin's 64 KiB (core/mr_share.c): a pinned region is reached
+ * through the library's own mapping, which the program's mprotect does
+ * not touch, as a kernel NIC's DMA goes on into pinned pages. */
+#define CRASH_LEN (32 * 1024)
 
 static struct ibv_qp *crash_qp(struct ibv_context *ctx, struct ibv_pd *pd)
 {
