@@ -25,11 +25,20 @@
  *   other_fd
  *       the pipe in the same epoll set becomes readable while the channel
  *       is idle: epoll_wait reports the pipe, and only the pipe.
+ *   oneshot
+ *       the channel in the set with EPOLLONESHOT: once reported, a Send's
+ *       event does not end a 200 ms epoll_wait (0) until EPOLL_CTL_MOD
+ *       arms it again, and then it does.
+ *   cancel
+ *       a thread cancelled in epoll_wait while it serves the device:
+ *       the next wait serves it again and the Send arrives (a thread
+ *       gone with the device owned would leave nobody serving it).
  *
  * Each runs over the rings, and over UDP with SOFTRNIC_SHM=0 (wait.cmake).
  * The bounds only turn a hang into a failure.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -269,6 +278,66 @@ static void case_other_fd(struct side *s)
 	CHECK(read(s->pipe[0], &c, 1) == 1);
 }
 
+/* One Send's event, taken, and its receive reposted. */
+static void take_one(struct side *s)
+{
+	struct ibv_cq *ecq;
+	void *ectx;
+	CHECK(ibv_get_cq_event(s->ch, &ecq, &ectx) == 0, "%s", strerror(errno));
+	ibv_ack_cq_events(ecq, 1);
+	struct ibv_wc wc = srn_tc_poll_one(s->cq, WAIT_S);
+	CHECK(wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_RECV);
+	post_recv(s, (int)wc.wr_id);
+}
+
+static void case_oneshot(struct side *s)
+{
+	struct epoll_event e = { .events = EPOLLIN | EPOLLONESHOT, .data.fd = s->ch->fd };
+	CHECK(epoll_ctl(s->ep, EPOLL_CTL_MOD, s->ch->fd, &e) == 0);
+	CHECK(ibv_req_notify_cq(s->cq, 0) == 0);
+	ask(s, CMD_SEND);
+	sleep_for_channel(s, EPOLL);
+	take_one(s);
+	/* Spent: the next event must not be reported. */
+	CHECK(ibv_req_notify_cq(s->cq, 0) == 0);
+	ask(s, CMD_SEND);
+	struct epoll_event ev[2];
+	int n = epoll_wait(s->ep, ev, 2, 200);
+	CHECK(n == 0, "a spent EPOLLONESHOT fd reported (%d)", n);
+	CHECK(epoll_ctl(s->ep, EPOLL_CTL_MOD, s->ch->fd, &e) == 0);
+	sleep_for_channel(s, EPOLL);
+	take_one(s);
+}
+
+static void *cancelled_waiter(void *arg)
+{
+	struct side *s = arg;
+	struct epoll_event ev[2];
+	for (;;)
+		epoll_wait(s->ep, ev, 2, WAIT_S * 1000);
+	return NULL;
+}
+
+static void case_cancel(struct side *s)
+{
+	CHECK(ibv_req_notify_cq(s->cq, 0) == 0);
+	uint64_t serving0 = cnt(s, SRN_CNT_WAITS_SERVING);
+	pthread_t t;
+	CHECK(pthread_create(&t, NULL, cancelled_waiter, s) == 0);
+	double end = srn_tc_now() + WAIT_S;
+	while (cnt(s, SRN_CNT_WAITS_SERVING) == serving0 && srn_tc_now() < end)
+		nanosleep(&(struct timespec){ .tv_nsec = 1000000 }, NULL);
+	CHECK(cnt(s, SRN_CNT_WAITS_SERVING) > serving0, "the thread never served the device");
+	nanosleep(&(struct timespec){ .tv_nsec = 20000000 }, NULL);
+	CHECK(pthread_cancel(t) == 0);
+	CHECK(pthread_join(t, NULL) == 0);
+	uint64_t serving1 = cnt(s, SRN_CNT_WAITS_SERVING);
+	ask(s, CMD_SEND);
+	sleep_for_channel(s, EPOLL);
+	CHECK(cnt(s, SRN_CNT_WAITS_SERVING) > serving1, "after the cancel no wait served the device");
+	take_one(s);
+}
+
 /* ---- the peer ---- */
 
 static void peer(struct side *s)
@@ -289,14 +358,15 @@ static void peer(struct side *s)
 
 int main(int argc, char **argv)
 {
-	static const char *const modes[] = { "epoll", "epoll_pwait2", "poll", "ppoll",
-					     "eintr", "timeout", "other_fd" };
+	static const char *const modes[] = { "epoll", "epoll_pwait2", "poll", "ppoll", "eintr",
+					     "timeout", "other_fd", "oneshot", "cancel" };
 	const char *mode = argc > 1 ? argv[1] : "";
 	int m = -1;
-	for (int i = 0; i < 7; i++)
+	for (int i = 0; i < 9; i++)
 		if (!strcmp(mode, modes[i]))
 			m = i;
-	CHECK(m >= 0, "usage: test_wait_fds epoll|epoll_pwait2|poll|ppoll|eintr|timeout|other_fd");
+	CHECK(m >= 0, "usage: test_wait_fds epoll|epoll_pwait2|poll|ppoll|eintr|timeout|other_fd|"
+		      "oneshot|cancel");
 	int fd;
 	pid_t pid = srn_tc_fork(&fd);
 	static struct side s;
@@ -320,6 +390,8 @@ int main(int argc, char **argv)
 	case 4: case_eintr(&s); break;
 	case 5: case_timeout(&s); break;
 	case 6: case_other_fd(&s); break;
+	case 7: case_oneshot(&s); break;
+	case 8: case_cancel(&s); break;
 	}
 	ask(&s, CMD_DONE);
 	srn_tc_barrier(fd, 2, WAIT_S * 1000);

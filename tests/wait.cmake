@@ -27,7 +27,7 @@ endforeach()
 # Linked static: the test reads the device's counters.
 add_executable(test_wait_fds test_wait_fds.c helpers/rc_test_conn.c)
 target_link_libraries(test_wait_fds PRIVATE srn_static Threads::Threads)
-foreach(mode epoll epoll_pwait2 poll ppoll eintr timeout other_fd)
+foreach(mode epoll epoll_pwait2 poll ppoll eintr timeout other_fd oneshot cancel)
   foreach(link rings udp)
     add_test(NAME wait_fds_${mode}_${link} COMMAND test_wait_fds ${mode})
     set_tests_properties(wait_fds_${mode}_${link} PROPERTIES TIMEOUT 90

@@ -136,6 +136,26 @@ static bool enter(struct srn_nic *nic, uint32_t me)
 	return true;
 }
 
+/* What a waiting thread holds, for a cancellation in its poll (poll and
+ * ppoll are cancellation points, as read() on the kernel's channel fd
+ * is): without this the device would stay owned by a thread that is
+ * gone, and the progress thread would stand aside for ever. */
+struct wait_state {
+	struct srn_nic *nic;
+	struct srn_channel *ch;        /* NULL: srn_wait_fds */
+	bool owned, asleep;
+};
+
+static void wait_cancelled(void *arg)
+{
+	struct wait_state *w = arg;
+	if (w->asleep)
+		srn_shm_sleep_end(&w->nic->link.shm);
+	if (w->owned)
+		srn_channel_unown(w->ch);
+	leave(w->nic);
+}
+
 int srn_wait_event(struct srn_nic *nic, struct srn_channel *ch, struct srn_cq **cq)
 {
 	uint32_t me = srn_diag_tid();
@@ -157,7 +177,8 @@ int srn_wait_event(struct srn_nic *nic, struct srn_channel *ch, struct srn_cq **
 	 * other threads queue ring the bell, and the events this thread's
 	 * own passes queue hold no count on the fd (core/cq.c), since it
 	 * takes them at the top of the loop. */
-	bool owned = false;
+	struct wait_state w = { .nic = nic, .ch = ch };
+	pthread_cleanup_push(wait_cancelled, &w);
 	for (;;) {
 		if (srn_channel_take(ch, cq) == 0) {
 			ret = 0;
@@ -172,17 +193,19 @@ int srn_wait_event(struct srn_nic *nic, struct srn_channel *ch, struct srn_cq **
 			srn_txq_flush(nic);
 			srn_nic_unlock(nic);
 		}
-		if (!owned && !srn_channel_own(ch, me, nic->engine.bell_fd))
+		if (!w.owned && !srn_channel_own(ch, me, nic->engine.bell_fd))
 			continue;   /* queued meanwhile */
-		owned = true;
+		w.owned = true;
 		/* Same-host senders ring the socket while this is raised;
 		 * rings that already hold packets are served first. */
 		if (!srn_shm_sleep_begin(&nic->link.shm)) {
 			serve(nic, false);
 			continue;
 		}
+		w.asleep = true;
 		int n = poll(pfd, nfd, -1);
 		int err = errno;
+		w.asleep = false;
 		srn_shm_sleep_end(&nic->link.shm);
 		if (n < 0) {
 			if (err == EINTR && !restart_after_signal()) {
@@ -197,7 +220,8 @@ int srn_wait_event(struct srn_nic *nic, struct srn_channel *ch, struct srn_cq **
 		}
 		woken(nic, pfd, nfd);
 	}
-	if (owned)
+	pthread_cleanup_pop(0);
+	if (w.owned)
 		srn_channel_unown(ch);   /* counts what this thread queued and left */
 	leave(nic);
 	return ret;
@@ -226,6 +250,8 @@ int srn_wait_fds(struct srn_nic *nic, struct pollfd *app, nfds_t napp, int timeo
 	uint64_t deadline = timeout_ms < 0 ? 0 : srn_now_ns() + (uint64_t)timeout_ms * 1000000;
 	struct timespec zero = { 0, 0 };
 	int ret;
+	struct wait_state w = { .nic = nic };
+	pthread_cleanup_push(wait_cancelled, &w);
 	for (bool first = true;; first = false) {
 		if (atomic_load_explicit(&nic->engine.acks_deferred, memory_order_relaxed)) {
 			srn_nic_lock(nic);
@@ -241,8 +267,10 @@ int srn_wait_fds(struct srn_nic *nic, struct pollfd *app, nfds_t napp, int timeo
 			tsp = &ts;
 		}
 		bool asleep = srn_shm_sleep_begin(&nic->link.shm);
+		w.asleep = asleep;
 		int n = real_ppoll(pfd, napp + nours, asleep ? tsp : &zero, mask);
 		int err = errno;
+		w.asleep = false;
 		if (asleep)
 			srn_shm_sleep_end(&nic->link.shm);
 		if (n < 0) {
@@ -274,6 +302,7 @@ int srn_wait_fds(struct srn_nic *nic, struct pollfd *app, nfds_t napp, int timeo
 			break;
 		}
 	}
+	pthread_cleanup_pop(0);
 	leave(nic);
 	return ret;
 }
