@@ -6,7 +6,7 @@
 #     Ethernet, max_mtu and active_mtu 4096 (loopback's MTU is 65536), and
 #     with -v non-zero limits and a GID[0] that is the IPv4-mapped form of
 #     a 127.0.0.N loopback address;
-#   - SOFTRNIC_DEVICES names a device srntest on 127.0.0.9 with a 1500-byte
+#   - SOFTRNIC_DEVICES names a device srntest on 127.B.C.9 with a 1500-byte
 #     link MTU: hca_id srntest, active_mtu 1024 (the largest IB MTU whose
 #     packets, with RoCEv2's IP/UDP/BTH/ICRC overhead, fit in 1500).
 # ibv_devinfo prints a RoCE v2 GID as "::ffff:a.b.c.d, RoCE v2".
@@ -83,14 +83,17 @@ n=$(expect_gid0 127.0.0) || { echo "$n"; exit 1; }
 echo "ok: ibv_devinfo -v shows limits and GID[0] = ::ffff:127.0.0.$n"
 
 # -- a configured device -------------------------------------------------
-export SOFTRNIC_DEVICES="name=srntest,addr=127.0.0.9,port=4791,mtu=1500"
+# Not in 127.0.0.0/24: other tests' devices with addr=auto,share=0 take
+# 127.0.0.2 and up for themselves alone, and one on .9 failed this run.
+net=127.$((RANDOM % 200 + 20)).$((RANDOM % 250 + 1))
+export SOFTRNIC_DEVICES="name=srntest,addr=$net.9,port=4791,mtu=1500"
 devinfo
 expect_basics srntest
 expect "active_mtu 1024" "^[[:space:]]+active_mtu:[[:space:]]+1024 \(3\)\$"
 devinfo -v
-n=$(expect_gid0 127.0.0) || { echo "$n"; exit 1; }
-[ "$n" = 9 ] || fail "srntest's GID[0] is 127.0.0.$n, configured 127.0.0.9"
-echo "ok: SOFTRNIC_DEVICES device srntest on 127.0.0.9, active_mtu 1024"
+n=$(expect_gid0 "$net") || { echo "$n"; exit 1; }
+[ "$n" = 9 ] || fail "srntest's GID[0] is $net.$n, configured $net.9"
+echo "ok: SOFTRNIC_DEVICES device srntest on $net.9, active_mtu 1024"
 
 echo "PASS"
 exit 0

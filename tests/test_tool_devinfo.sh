@@ -147,21 +147,24 @@ else
 	fail "devinfo -v GID[0] '$gid0' is not ::ffff:127.0.0.N, RoCE v2"
 fi
 
-srn run --devices "name=srntool,addr=127.0.0.10,port=4792,mtu=1500" -- "$SOFTRNIC" devinfo -v
+# Configured addresses outside 127.0.0.0/24, where other tests' devices
+# with addr=auto,share=0 take addresses for themselves alone.
+net=127.$((RANDOM % 200 + 20)).$((RANDOM % 250 + 1))
+srn run --devices "name=srntool,addr=$net.10,port=4792,mtu=1500" -- "$SOFTRNIC" devinfo -v
 if [ "$rc" -eq 0 ] && grep -q "^hca_id:	srntool\$" <<<"$out" &&
    [ "$(value active_mtu "$out")" = "1024 (3)" ]; then
 	ok "run --devices: devinfo shows srntool with active_mtu 1024"
 else
 	fail "run --devices ... devinfo -v: rc $rc, '$err', output '$out'"
 fi
-check_udp_address "$out" 127.0.0.10 4792
+check_udp_address "$out" "$net.10" 4792
 
 # Same values as Debian's ibv_devinfo, read through the same library.  The
 # device is pinned to one address: the default device takes the first free
 # 127.0.0.N when it opens, and its GID and GUID follow that address, so two
 # processes can see different values while other tests hold addresses.
 if command -v ibv_devinfo >/dev/null; then
-	export SOFTRNIC_DEVICES="name=softrnic0,addr=127.0.0.12,port=4791"
+	export SOFTRNIC_DEVICES="name=softrnic0,addr=$net.12,port=4791"
 	srn devinfo
 	mine=$out
 	srn devinfo -v
