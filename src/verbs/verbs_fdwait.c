@@ -210,11 +210,16 @@ static void set_add(struct fdw_set *s, struct srn_channel *ch)
 	s->ch[s->n++] = ch;
 }
 
+/* The scans below only try the lock: poll is async-signal-safe, and a
+ * handler that polls while its thread holds the lock here must not
+ * deadlock.  Busy, the call goes to libc as if the set held none of
+ * ours. */
 static bool set_of_epoll(int epfd, struct fdw_set *s)
 {
 	s->nic = NULL;
 	s->n = 0;
-	pthread_mutex_lock(&reg_lock);
+	if (pthread_mutex_trylock(&reg_lock))
+		return false;
 	for (int k = 0; pairs_init && k < FDW_PAIRS; k++) {
 		struct srn_channel *ch;
 		if (pairs[k].epfd == epfd && (ch = channel_of(pairs[k].chfd)))
@@ -228,7 +233,8 @@ static bool set_of_pollfds(const struct pollfd *fds, nfds_t n, struct fdw_set *s
 {
 	s->nic = NULL;
 	s->n = 0;
-	pthread_mutex_lock(&reg_lock);
+	if (pthread_mutex_trylock(&reg_lock))
+		return false;
 	for (nfds_t i = 0; i < n; i++) {
 		struct srn_channel *ch;
 		if (fds[i].fd >= 0 && (fds[i].events & POLLIN) && (ch = channel_of(fds[i].fd)))
