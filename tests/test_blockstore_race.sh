@@ -12,9 +12,21 @@
 # there.  Each bench checks that on every read (`stale_reads`,
 # `verify_fail`); RDMA modes serve many of the reads by an RDMA Read of
 # the cache racing the server's updates of the same slots.
-# MODE: tcp | shm | udp.  Exit 0/1/77.
+# MODE: tcp | shm | udp | udp_lossy.  Exit 0/1/77.
+#
+# udp_lossy: udp with 2 % of the datagrams every process sends dropped
+# (SOFTRNIC_FAULTS), so go-back-N resends Writes the server served reads
+# with.  A resend reads its source again, as a NIC may until the work
+# request completes; a server that changed the source meanwhile (a slot
+# superseded by a write of its LBA) showed as "read lba N: Bad message"
+# in 4 of 5 runs of this mode, and in 1 of 3 udp runs under ASan next to
+# two CPU hogs (docs/known-issues.md, blockstore_race_udp).
 set -u
-MODE=${1:?usage: test_blockstore_race.sh tcp|shm|udp}
+MODE=${1:?usage: test_blockstore_race.sh tcp|shm|udp|udp_lossy}
+if [ "$MODE" = udp_lossy ]; then
+	MODE=udp
+	export SOFTRNIC_FAULTS="tx.drop=2,seed=$((RANDOM + 1))"
+fi
 source "$SRN_SRC/tests/lib/blockstore_lib.sh"
 
 start_server

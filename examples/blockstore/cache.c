@@ -10,6 +10,16 @@
  * client's RDMA Read of it fails the tag check instead of returning an old
  * version.
  *
+ * So the tag in the region changes under a pinned slot, and a send from
+ * it must not carry that tag: the NIC reads a send's buffer at any time
+ * until the work request completes (a go-back-N resend reads it again),
+ * and a served read whose slot was superseded meanwhile would arrive with
+ * a dead tag (magic 0).  Each slot therefore has a second copy of its tag,
+ * `sent[s]`, outside the region: written when the slot gets its block
+ * (commit, load), when it cannot be pinned, and never touched while it
+ * is.  A pinned slot's block never changes either, so block + sent[s] is
+ * what a served read sends (bs_cache_sent_tags).
+ *
  * Dirty slots queue in commit order (each at most once: `queued`); the
  * write-back thread takes up to BS_WB_MAX of them per journal batch and
  * writes them from the cache memory without the lock: a DIRTY slot's
@@ -50,6 +60,7 @@ struct bs_cache {
 	size_t len;
 	uint32_t nslots;
 	struct slot *slots;
+	struct bs_tag *sent; /* per slot: the tag a served read sends (file comment) */
 	int32_t *index; /* lba -> slot, -1 when not cached */
 	uint32_t *free_stack, nfree;
 	uint32_t *fifo, fifo_head, fifo_tail; /* dirty queue, nslots entries */
@@ -173,6 +184,7 @@ int bs_cache_commit(struct bs_cache *c, uint32_t slot, uint64_t lba, uint32_t cs
 			     .queued = true };
 	*seq = sl->seq;
 	bs_tag_set(tag_of(c, slot), lba, sl->seq, csum, slot);
+	c->sent[slot] = *tag_of(c, slot); /* a LANDING slot: no send reads it */
 	c->index[lba] = (int32_t)slot;
 	c->dirty++;
 	if (!queued)
@@ -217,6 +229,7 @@ int bs_cache_get(struct bs_cache *c, uint64_t lba, uint32_t *slot, int *hit)
 		sl->csum = csum;
 		sl->pins = 1;
 		bs_tag_set(tag_of(c, f), lba, 0, csum, f);
+		c->sent[f] = *tag_of(c, f); /* before the pin is handed out */
 		c->index[lba] = (int32_t)f;
 		*slot = f;
 		*hit = 0;
@@ -325,6 +338,7 @@ static void cache_free(struct bs_cache *c)
 	if (c->mem)
 		munmap(c->mem, c->len);
 	free(c->slots);
+	free(c->sent);
 	free(c->index);
 	free(c->free_stack);
 	free(c->fifo);
@@ -342,10 +356,11 @@ int bs_cache_create(struct bs_store *st, uint32_t nslots, struct bs_cache **out)
 	c->len = (size_t)nslots * BS_SLOT_STRIDE;
 	c->mem = map_region(c->len);
 	c->slots = calloc(nslots, sizeof(*c->slots));
+	c->sent = calloc(nslots, sizeof(*c->sent));
 	c->index = malloc(nb * sizeof(*c->index));
 	c->free_stack = malloc(nslots * sizeof(uint32_t));
 	c->fifo = malloc(nslots * sizeof(uint32_t));
-	if (!c->mem || !c->slots || !c->index || !c->free_stack || !c->fifo) {
+	if (!c->mem || !c->slots || !c->sent || !c->index || !c->free_stack || !c->fifo) {
 		cache_free(c);
 		return -ENOMEM;
 	}
@@ -392,6 +407,11 @@ size_t bs_cache_len(const struct bs_cache *c)
 uint32_t bs_cache_nslots(const struct bs_cache *c)
 {
 	return c->nslots;
+}
+
+struct bs_tag *bs_cache_sent_tags(const struct bs_cache *c)
+{
+	return c->sent;
 }
 
 uint8_t *bs_cache_move_begin(struct bs_cache *c)

@@ -15,6 +15,7 @@
 #include "store.h"
 
 struct bs_cache;
+struct bs_tag;
 
 int bs_cache_create(struct bs_store *st, uint32_t nslots, struct bs_cache **out);
 /* Flush every dirty slot, stop the write-back thread, free the memory. */
@@ -23,6 +24,12 @@ int bs_cache_destroy(struct bs_cache *c);
 uint8_t *bs_cache_mem(const struct bs_cache *c);
 size_t bs_cache_len(const struct bs_cache *c);
 uint32_t bs_cache_nslots(const struct bs_cache *c);
+/* nslots tags, outside the region and never moved: entry S is slot S's
+ * tag as it was when the slot got its current block.  It does not change
+ * while S is pinned (the tag in the region does: a superseded slot's dies
+ * at once), so a send from a pinned slot takes its block from the region
+ * and its tag from here.  Register it once, for local access. */
+struct bs_tag *bs_cache_sent_tags(const struct bs_cache *c);
 
 /* A free slot for a client to write into (FREE -> LANDING).  Evicts a
  * clean slot or waits (bounded) for write-back when none is free. */
@@ -36,7 +43,8 @@ void bs_cache_release(struct bs_cache *c, uint32_t slot);
 int bs_cache_commit(struct bs_cache *c, uint32_t slot, uint64_t lba, uint32_t csum,
 		    uint64_t *seq);
 /* The slot holding LBA, loading it from the store on a miss; pinned (not
- * recycled) until bs_cache_unpin.  *hit says whether it was cached. */
+ * recycled, its block and sent tag unchanged) until bs_cache_unpin.  *hit
+ * says whether it was cached. */
 int bs_cache_get(struct bs_cache *c, uint64_t lba, uint32_t *slot, int *hit);
 void bs_cache_unpin(struct bs_cache *c, uint32_t slot);
 /* Wait until no dirty slot is left (bounded). */

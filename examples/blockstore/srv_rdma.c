@@ -12,7 +12,13 @@
  *          and never copies it.
  *   read:  a client that knows the slot RDMA-Reads it (block + tag) with
  *          no server CPU at all; otherwise it Sends a bs_req and the server
- *          RDMA-Writes-with-immediate block + tag into the client's buffer.
+ *          RDMA-Writes-with-immediate block + tag into the client's buffer:
+ *          the block from the pinned slot, the tag from the cache's sent
+ *          copy (bs_cache_sent_tags), not from the slot.  A write of the
+ *          same LBA committed while that Write is still in flight kills
+ *          the slot's tag in the region, and the NIC may read (or, after a
+ *          loss, read again) the source of a work request until it
+ *          completes.
  *
  * Moving the cache (SIGUSR1), the rkey lifecycle: 1. revoke: every
  * connection is disconnected (rdma_disconnect moves its QP to ERR, so no
@@ -85,6 +91,7 @@ struct rsrv {
 	struct ibv_comp_channel *cc;
 	struct ibv_cq *cq;
 	struct ibv_mr *cache_mr;
+	struct ibv_mr *tags_mr; /* the cache's sent tags (served reads), local only */
 	struct conn conns[BS_MAX_CONNS];
 	uint32_t next_gen;
 	unsigned ndead;
@@ -174,7 +181,9 @@ static void reply(struct rsrv *r, struct conn *c, struct bs_rep *rep)
 
 /* Serve a READ: RDMA Write block + tag into the client's buffer, with the
  * request id as immediate data.  The slot stays pinned until the send
- * completes, so it cannot be recycled under the transfer. */
+ * completes, so it cannot be recycled under the transfer, and its block
+ * does not change; its tag in the region does once a newer write of the
+ * LBA is committed, so the tag goes from the sent copy, which does not. */
 static int serve_read(struct rsrv *r, struct conn *c, const struct bs_req *req)
 {
 	uint32_t slot;
@@ -183,9 +192,12 @@ static int serve_read(struct rsrv *r, struct conn *c, const struct bs_req *req)
 	if (ret)
 		return ret;
 	uint8_t *src = bs_cache_mem(r->s->cache) + (size_t)slot * BS_SLOT_STRIDE;
-	struct ibv_sge sge = { (uintptr_t)src, BS_SLOT_STRIDE, r->cache_mr->lkey };
-	struct ibv_send_wr wr = { .wr_id = wr_id(r, c, K_SLOT, slot), .sg_list = &sge,
-				  .num_sge = 1, .opcode = IBV_WR_RDMA_WRITE_WITH_IMM,
+	struct ibv_sge sge[2] = {
+		{ (uintptr_t)src, BS_BLOCK, r->cache_mr->lkey },
+		{ (uintptr_t)&bs_cache_sent_tags(r->s->cache)[slot], BS_TAG_LEN, r->tags_mr->lkey },
+	};
+	struct ibv_send_wr wr = { .wr_id = wr_id(r, c, K_SLOT, slot), .sg_list = sge,
+				  .num_sge = 2, .opcode = IBV_WR_RDMA_WRITE_WITH_IMM,
 				  .send_flags = IBV_SEND_SIGNALED, .imm_data = htonl(req->id) };
 	wr.wr.rdma.remote_addr = req->addr;
 	wr.wr.rdma.rkey = req->rkey;
@@ -311,7 +323,7 @@ static struct rdma_cm_id *on_connect_request(struct rsrv *r, struct rdma_cm_even
 	struct ibv_qp_init_attr qa = {
 		.send_cq = r->cq, .recv_cq = r->cq, .qp_type = IBV_QPT_RC,
 		.cap = { .max_send_wr = 2 * depth + RX_EXTRA, .max_recv_wr = c->nrx,
-			 .max_send_sge = 1, .max_recv_sge = 1, .max_inline_data = sizeof(struct bs_rep) },
+			 .max_send_sge = 2, .max_recv_sge = 1, .max_inline_data = sizeof(struct bs_rep) },
 	};
 	c->rx = calloc(c->nrx, sizeof(*c->rx));
 	if (!c->rx || rdma_create_qp(id, r->pd, &qa))
@@ -516,13 +528,17 @@ static int setup(struct rsrv *r)
 					 IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
 						 IBV_ACCESS_REMOTE_READ | IBV_ACCESS_MW_BIND)
 			    : NULL;
+	r->tags_mr = r->cache_mr ? ibv_reg_mr(r->pd, bs_cache_sent_tags(r->s->cache),
+					      (size_t)bs_cache_nslots(r->s->cache) * BS_TAG_LEN,
+					      IBV_ACCESS_LOCAL_WRITE)
+				 : NULL;
 	/* Non-blocking: epoll may report the channel readable for an event
 	 * that is no longer there (softrnic withdraws the event of a CQ that
 	 * was polled empty in the meantime); a blocking ibv_get_cq_event
 	 * would then sleep until the next completion. */
 	if (r->cc && fcntl(r->cc->fd, F_SETFL, fcntl(r->cc->fd, F_GETFL) | O_NONBLOCK))
 		return -errno;
-	if (!r->cache_mr || rdma_listen(r->listen, BS_MAX_CONNS)) {
+	if (!r->tags_mr || rdma_listen(r->listen, BS_MAX_CONNS)) {
 		fprintf(stderr, "blockstore: RDMA setup failed: %s\n", strerror(errno));
 		return -EIO;
 	}
@@ -540,6 +556,8 @@ static void teardown(struct rsrv *r)
 		reap_all(r, false);
 	}
 	reap_all(r, true);
+	if (r->tags_mr)
+		ibv_dereg_mr(r->tags_mr);
 	if (r->cache_mr)
 		ibv_dereg_mr(r->cache_mr);
 	if (r->cq)
