@@ -239,8 +239,10 @@ int srn_wait_fds(struct srn_nic *nic, struct pollfd *app, nfds_t napp, int timeo
 	 * them (the event bell is not needed: the program's channel fd is
 	 * in its set and counts every event). */
 	struct pollfd pfd[SRN_WAIT_FDS_MAX + 4];
-	for (nfds_t i = 0; i < napp; i++)
+	for (nfds_t i = 0; i < napp; i++) {
 		pfd[i] = (struct pollfd){ .fd = app[i].fd, .events = app[i].events };
+		app[i].revents = 0;     /* output only, as the kernel's poll: 0 after a timeout too */
+	}
 	struct pollfd *ours = pfd + napp;
 	ours[0] = (struct pollfd){ .fd = nic->link.udp.fd, .events = POLLIN };
 	ours[1] = (struct pollfd){ .fd = -1 };
