@@ -16,3 +16,9 @@ srn_script_test(direct_perftest test_direct_perftest.sh)
 srn_script_test(direct_pcap test_direct_pcap.sh)
 
 set_property(TEST test_direct_fence APPEND PROPERTY LABELS fast)
+
+# Regions under 64 KiB placed through a mapping too (issue 29).
+add_executable(test_direct_small test_direct_small.c helpers/rc_test_conn.c)
+target_link_libraries(test_direct_small PRIVATE softrnic)
+target_include_directories(test_direct_small PRIVATE ${IBVERBS_INCLUDE})
+srn_script_test(direct_small test_direct_small.sh)

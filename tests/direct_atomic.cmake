@@ -24,3 +24,7 @@ set_property(TEST test_mr_grow_fork APPEND PROPERTY LABELS fast)
 # The same with a same-host peer streaming Writes at the region meanwhile.
 srn_unit_test(test_mr_fork_peer test_mr_fork_peer.c helpers/rc_test_conn.c)
 set_property(TEST test_mr_fork_peer APPEND PROPERTY LABELS fast)
+# A buffer on the registering thread's own stack never moves: the move
+# write-protects it and that thread's next call hung on it (issue 29).
+srn_unit_test(test_mr_share_own_stack test_mr_share_own_stack.c helpers/rc_test_conn.c)
+set_property(TEST test_mr_share_own_stack APPEND PROPERTY LABELS fast tsan)

@@ -34,10 +34,17 @@
 
 #define ATOMIC_MAX_DEFAULT (4u << 20)
 #define PIN_MIN (64u << 10)            /* SRN_MR_PIN_MIN in mr_share.h */
+#define SMALL_SPAN PIN_MIN
+/* Spans under SMALL_SPAN moved for Writes and Reads at once: each holds
+ * a descriptor and a mapping per peer, so a program registering many
+ * small buffers keeps the rest on the system-call copy, never runs out
+ * of descriptors (1024 by default). */
+#define SMALL_SPANS_MAX 128
 #define MAP_MAX_DEFAULT (16u << 20)
 #define GROW_ROOM (1ull << 40)
 
 static struct srn_mr_share *spans;     /* under the list lock */
+static unsigned small_spans;           /* of them under SMALL_SPAN, for Writes and Reads */
 
 /* A size from the environment: `off` (named =0) gives 0, unset gives def. */
 static size_t env_size(const char *off, const char *name, size_t def)
@@ -57,9 +64,12 @@ static size_t env_size(const char *off, const char *name, size_t def)
 
 /* May same-host peers map a span of len bytes of a region with these
  * rights?  Atomics need it (up to SOFTRNIC_DIRECT_ATOMIC_MAX).  Writes
- * and Reads only gain speed (a copy through the mapping runs at about
- * twice the speed of process_vm_writev for 1 MiB), from 64 KiB up to
- * SOFTRNIC_DIRECT_MAP_MAX. */
+ * and Reads gain speed: a large copy through the mapping runs at about
+ * twice the speed of process_vm_writev (1 MiB), and a small one is a
+ * store instead of a system call (an 8-byte Write 0.75 us -> tens of
+ * ns).  So spans up to SOFTRNIC_DIRECT_MAP_MAX move, the small ones
+ * while fewer than SMALL_SPANS_MAX are (the caller checks under the list
+ * lock).  Every moved span costs a forked child a copy of it. */
 static bool peers_may_map(const struct srn_nic *nic, unsigned access, size_t len)
 {
 	if (!nic->link.direct_on)
@@ -68,7 +78,7 @@ static bool peers_may_map(const struct srn_nic *nic, unsigned access, size_t len
 	if (access & IBV_ACCESS_REMOTE_ATOMIC)
 		return len <= env_size("SOFTRNIC_DIRECT_ATOMIC", "SOFTRNIC_DIRECT_ATOMIC_MAX",
 				       ATOMIC_MAX_DEFAULT);
-	return (access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ)) && len >= PIN_MIN &&
+	return (access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ)) &&
 	       len <= env_size("SOFTRNIC_DIRECT_MAP", "SOFTRNIC_DIRECT_MAP_MAX", MAP_MAX_DEFAULT);
 }
 
@@ -81,6 +91,13 @@ static bool pinned(size_t len)
 {
 	return len >= PIN_MIN && len <= env_size("SOFTRNIC_MR_PIN", "SOFTRNIC_MR_PIN_MAX",
 						 PIN_MAX_DEFAULT);
+}
+
+/* Does a span of len bytes for these rights count against
+ * SMALL_SPANS_MAX? */
+static bool counts_small(unsigned access, size_t len)
+{
+	return !(access & IBV_ACCESS_REMOTE_ATOMIC) && len < SMALL_SPAN;
 }
 
 /* Is the mapping of one /proc/self/maps line what maps_all wants: with
@@ -341,6 +358,26 @@ static void unshare_all(uint64_t ino, int fd)
 	}
 }
 
+/* Does [s, e) touch the calling thread's own stack?  Its pages must not
+ * move: between write-protecting the span and the mremap this thread
+ * makes calls, whose stores to its stack would wait for the move they
+ * are part of (a 64-byte buffer on a thread's stack hung ibv_reg_mr).
+ * The main thread's stack is already refused by name ([stack], in
+ * mapping_ok); other threads' stacks are plain anonymous memory, and a
+ * thread other than this one storing there just waits for the move.
+ * Unsure (no attributes): treated as on it. */
+static bool on_own_stack(uintptr_t s, uintptr_t e)
+{
+	pthread_attr_t a;
+	void *lo;
+	size_t sz;
+	if (pthread_getattr_np(pthread_self(), &a))
+		return true;
+	int ret = pthread_attr_getstack(&a, &lo, &sz);
+	pthread_attr_destroy(&a);
+	return ret || (s < (uintptr_t)lo + sz && e > (uintptr_t)lo);
+}
+
 /* The live span holding all of [s, e), or NULL; *overlap: some span
  * overlaps it.  Must hold the list lock. */
 static struct srn_mr_share *find_span(uintptr_t s, uintptr_t e, bool *overlap)
@@ -370,9 +407,13 @@ void srn_mr_share_attach(struct srn_mr *mr)
 	 * still on it, and new memory mapped at its addresses: sharing the
 	 * old memfd would send peers' Writes to the old pages. */
 	bool overlap;
+	bool small = counts_small(mr->access, e - s);
 	srn_mr_map_lock();
 	struct srn_mr_share *sp = find_span(s, e, &overlap);
 	uint64_t ino = sp ? sp->ino : 0;
+	/* No room for another small span: skip the /proc/self/maps read
+	 * below (checked again under the lock before a move). */
+	bool room = !small || small_spans < SMALL_SPANS_MAX;
 	srn_mr_map_unlock();
 	bool mapped = sp && maps_all(s, e, ino);
 	srn_mr_map_lock();
@@ -390,7 +431,8 @@ void srn_mr_share_attach(struct srn_mr *mr)
 	}
 	srn_mr_map_unlock();
 	bool peers = peers_may_map(nic, mr->access, e - s);
-	if (now || overlap || !(peers || pinned(e - s)) || !maps_all(s, e, 0))
+	if (now || overlap || !room || !(peers || pinned(e - s)) || on_own_stack(s, e) ||
+	    !maps_all(s, e, 0))
 		return;
 	struct srn_mr_share *n = calloc(1, sizeof(*n));
 	if (!n)
@@ -402,9 +444,11 @@ void srn_mr_share_attach(struct srn_mr *mr)
 	srn_mr_map_lock();
 	int ret = -EBUSY;
 	if (!mr->map_collected && !find_span(s, e, &overlap) && !overlap &&
-	    !srn_mr_map_overlap_locked(mr, s, e - s))
+	    !srn_mr_map_overlap_locked(mr, s, e - s) && (!small || small_spans < SMALL_SPANS_MAX))
 		ret = move_pages(s, e - s, &n->fd, &n->ino, &n->alias);
 	if (!ret) {
+		n->small = small;
+		small_spans += small;
 		n->base = s;
 		n->len = e - s;
 		n->peers_map = peers;
@@ -438,6 +482,7 @@ static void drop(struct srn_mr *mr, bool restore)
 	mr->at = mr->base;
 	bool last = --sp->refs == 0;
 	if (last) {
+		small_spans -= sp->small;
 		for (struct srn_mr_share **pp = &spans; *pp; pp = &(*pp)->next)
 			if (*pp == sp) {
 				*pp = sp->next;

@@ -23,15 +23,18 @@
  * copies at about half the speed of memcpy through a mapping (1 MiB:
  * 9-11 GB/s against 18-20 here).  So at ibv_reg_mr with
  * IBV_ACCESS_REMOTE_ATOMIC, or with remote write or read for a span of
- * 64 KiB to SOFTRNIC_DIRECT_MAP_MAX (default 16 MiB), the region's whole
+ * up to SOFTRNIC_DIRECT_MAP_MAX (default 16 MiB; spans under 64 KiB while
+ * fewer than 128 such are moved, see mr_share.c), the region's whole
  * pages (the "span") are moved onto a sealed memfd: contents copied, then the memfd
  * mapped MAP_SHARED over the same addresses with one mremap, so the
  * program keeps its pointers and sees the same bytes.  The memfd's
  * descriptor is published in the direct table for same-user peers only.
  *
  * Only plain private anonymous memory is moved (heap, mmap'd anonymous,
- * BSS), never file-backed, huge-page (hugetlbfs), already shared or stack
- * memory; and only a span no other registered region overlaps (a region
+ * BSS), never file-backed, huge-page (hugetlbfs), already shared memory,
+ * the main thread's stack or the registering thread's own (the move
+ * write-protects the span while that thread runs on it); and only a span
+ * no other registered region overlaps (a region
  * inside a span already moved shares it).  Anything else keeps its pages
  * and its atomics take the rings, which are atomic with the direct ones
  * because the responder uses the same instructions on the same page.
@@ -68,12 +71,13 @@
  *    registration there never reuses it.
  *  - rereg that moves the region or changes its rights: it stops sharing
  *    (its atomics take the rings); a rereg never moves pages.
- * Peers map a span (peers_map) only where the old switches allow: atomic
+ * Peers map a span (peers_map) only where the switches allow: atomic
  * regions up to SOFTRNIC_DIRECT_ATOMIC_MAX (default 4 MiB, =0 none) of
- * any size, Write/Read regions of 64 KiB to SOFTRNIC_DIRECT_MAP_MAX
- * (default 16 MiB, SOFTRNIC_DIRECT_MAP=0 none); other spans are pins
- * only (peers copy into the alias by system call, atomics take the
- * rings).  Small atomic regions move for the atomics alone.
+ * any size, Write/Read regions up to SOFTRNIC_DIRECT_MAP_MAX (default
+ * 16 MiB, SOFTRNIC_DIRECT_MAP=0 none), those under 64 KiB while fewer
+ * than 128 are moved (a store through the mapping replaces a system call
+ * per operation); other spans of 64 KiB and more are pins only (peers
+ * copy into the alias by system call, atomics take the rings).
  */
 #ifndef SRN_CORE_MR_SHARE_H
 #define SRN_CORE_MR_SHARE_H
@@ -96,6 +100,7 @@ struct srn_mr_share {
 	bool peers_map;                /* same-host peers may map it */
 	int refs;                      /* regions using it (under the mr_map list lock) */
 	bool dead;                     /* pages unmapped or replaced (under the list lock) */
+	bool small;                    /* counts against the small spans' limit (mr_share.c) */
 };
 
 /* At registration of a tracked region (after its mapping check, before

@@ -73,6 +73,9 @@ struct srn_nic_link {
 	struct srn_direct_req direct_req;
 	bool direct_on;
 	bool direct_map_on;
+	/* This device placed directly since the engine last looked: same-host
+	 * traffic, as a ring's delivery is (engine/progress.c udp_due). */
+	bool direct_placed;
 };
 /* The engine (engine/): progress is driven by application threads in
  * post/poll, and a thread takes over when none has for a while
@@ -90,7 +93,7 @@ struct srn_nic_engine {
 	uint64_t bg_spin_ns;           /* progress thread busy-polls this long after socket traffic */
 	/* While the rings carry traffic, an application's poll asks the
 	 * socket only every SRN_UDP_POLL_GAP_NS. */
-	uint64_t shm_rx_ns;            /* when a ring last delivered */
+	uint64_t shm_rx_ns;            /* when a ring last delivered or we last placed directly */
 	uint64_t udp_polled_ns;        /* when the socket was last asked */
 	uint64_t udp_rx_pkts;          /* packets the socket delivered (busy poll) */
 	uint64_t events_fired;         /* completion events queued on channels (busy poll) */

@@ -44,6 +44,9 @@ enum srn_poll_by { SRN_POLL_BG, SRN_POLL_APP, SRN_POLL_WAITER, SRN_POLL_WAITER_R
 /* Receive and process what is waiting, then flush ACKs and deferred sends
  * and the transmit queue.  Must hold nic->lock.  Returns packets processed. */
 int srn_progress_poll(struct srn_nic *nic, enum srn_poll_by by);
+/* The same with the time the caller read under nic->lock (srn_now_ns):
+ * an application's poll reads the clock once for its stamp and this. */
+int srn_progress_poll_at(struct srn_nic *nic, enum srn_poll_by by, uint64_t now);
 /* An application thread is about to block (e.g. in ibv_get_cq_event): let
  * the progress thread take over at once. */
 void srn_progress_app_sleeps(struct srn_nic *nic);
@@ -51,7 +54,8 @@ void srn_progress_app_sleeps(struct srn_nic *nic);
  * socket traffic woke it (default 50 us, 0 = sleep at once, at most 0.1 s;
  * anything else gives the default). */
 uint64_t srn_progress_spin_ns(const char *env);
-/* Stamps and returns the time (srn_now_ns). */
+/* Stamps and returns the time (srn_now_ns).  Called under nic->lock by
+ * the polls, so the time also serves srn_progress_poll_at. */
 uint64_t srn_progress_app_active(struct srn_nic *nic);
 /* A poll that found its completions without receiving: held ACKs older
  * than SRN_ACK_HOLD_MAX_NS, or held across more than SRN_ACK_HOLD_LOOKS

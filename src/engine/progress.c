@@ -599,9 +599,16 @@ static void shm_deliver(void *ctx, const uint8_t *data, uint32_t len, const stru
 
 /* Ask the socket this time?  Always, unless same-host rings carried
  * traffic lately and an application polls (the progress thread's
- * epoll watches the socket whenever it runs). */
+ * epoll watches the socket whenever it runs).  Our own direct placements
+ * count as that traffic: a ping-pong of direct Writes delivers nothing
+ * on the rings, and asked the socket (0.78 us) at every empty poll
+ * (`softrnic perf` 8 B half round trip 0.84 -> 0.4 us without). */
 static bool udp_due(struct srn_nic *nic, bool from_app, uint64_t now)
 {
+	if (nic->link.direct_placed) {
+		nic->link.direct_placed = false;
+		nic->engine.shm_rx_ns = now;
+	}
 	if (!from_app || now - nic->engine.shm_rx_ns >= SRN_SHM_QUIET_NS ||
 	    now - nic->engine.udp_polled_ns >= SRN_UDP_POLL_GAP_NS) {
 		nic->engine.udp_polled_ns = now;
@@ -692,13 +699,17 @@ static void acks_hold_or_send(struct srn_nic *nic, enum srn_poll_by by, bool hel
 
 int srn_progress_poll(struct srn_nic *nic, enum srn_poll_by by)
 {
+	return srn_progress_poll_at(nic, by, srn_now_ns());
+}
+
+int srn_progress_poll_at(struct srn_nic *nic, enum srn_poll_by by, uint64_t now)
+{
 	bool from_app = by == SRN_POLL_APP;
 	int total = 0;
 	/* One clock read serves the socket pacing, the timers, the held-ACK
 	 * stamp and the diagnostic tick: this runs on every empty poll.  It
 	 * is read under the lock: a reading taken before waiting for it
 	 * could be older than stamps other threads wrote meanwhile. */
-	uint64_t now = srn_now_ns();
 	/* ACKs owed from the previous call (or batch) go first, unless an
 	 * application holds them for its post and looks again before making
 	 * it (ibv_rc_pingpong asks for two completions and gets one: sent
@@ -739,7 +750,11 @@ int srn_progress_poll(struct srn_nic *nic, enum srn_poll_by by)
 	acks_hold_or_send(nic, by, held, now);
 	srn_txq_flush(nic);
 	atomic_store_explicit(&nic->engine.tx_waiting, nic->lists.tx != NULL, memory_order_relaxed);
-	srn_nic_mirror_faults(nic);
+	/* The injector's and the group's tallies move with socket traffic:
+	 * mirrored when the socket was asked (and at close), not on every
+	 * pass of a poll loop the rings or direct placement keep busy. */
+	if (udp)
+		srn_nic_mirror_faults(nic);
 	srn_diag_tick(nic->diag.seg, now);
 	return total;
 }

@@ -61,6 +61,9 @@
 #define ALIVE_BYTES 4096u                    /* the liveness page */
 #define READ_TRIES 64                        /* a seqlock read gives up after this many */
 #define PEER_RETRY_NS 1000000000ull          /* a target without a usable table: look again in 1 s */
+/* A mapping used within this many of the target's mapped operations is
+ * not evicted for another region (srn_direct_shared_ptr). */
+#define SRN_DIRECT_MAP_KEEP_OPS 4096u
 
 struct tab_hdr {
 	_Atomic uint64_t magic;
@@ -499,6 +502,8 @@ struct srn_direct_peer *srn_direct_peer_get(struct srn_direct_req *r, int32_t pi
 			drop_peer(p);   /* closed: the device went away */
 			return NULL;
 		}
+		if (!now_ns)
+			now_ns = srn_now_ns();
 		if (now_ns < p->retry_ns)
 			return NULL;
 		free_ = p;
@@ -523,7 +528,7 @@ struct srn_direct_peer *srn_direct_peer_get(struct srn_direct_req *r, int32_t pi
 		free_->tab = NULL;
 	}
 	if (!free_->tab) {
-		free_->retry_ns = now_ns + PEER_RETRY_NS;
+		free_->retry_ns = (now_ns ? now_ns : srn_now_ns()) + PEER_RETRY_NS;
 		return NULL;
 	}
 	return free_;
@@ -635,6 +640,15 @@ void *srn_direct_shared_ptr(struct srn_direct_peer *p, uint32_t slot,
 	if (m->share_fd <= 0 || !len || remote < m->share_base ||
 	    remote - m->share_base > m->share_len || m->share_len - (remote - m->share_base) < len)
 		return NULL;
+	/* The last one used first: a stream of small Writes mostly goes to
+	 * one region, and the search below costs more than the copy.  One
+	 * slot has at most one mapping (the search drops older ones). */
+	struct srn_direct_map *last = &p->map[p->map_last % SRN_DIRECT_MAPS];
+	if (last->at && last->slot == slot && last->key == m->key && last->ino == m->share_ino &&
+	    last->base == m->share_base && last->len == m->share_len) {
+		last->used = ++p->map_tick;
+		return last->at + (remote - m->share_base);
+	}
 	struct srn_direct_map *hit = NULL, *victim = &p->map[0];
 	for (unsigned i = 0; i < SRN_DIRECT_MAPS; i++) {
 		struct srn_direct_map *c = &p->map[i];
@@ -652,6 +666,12 @@ void *srn_direct_shared_ptr(struct srn_direct_peer *p, uint32_t slot,
 		}
 	}
 	if (!hit) {
+		/* All in use lately: copy by system call rather than map and
+		 * unmap per operation (a requester cycling through more small
+		 * regions of one target than it keeps would pay an open and
+		 * an mmap, tens of us, for each 1 us copy). */
+		if (victim->at && p->map_tick - victim->used < SRN_DIRECT_MAP_KEEP_OPS)
+			return NULL;
 		uint8_t *at = map_share(p, m);
 		if (!at)
 			return NULL;
@@ -663,5 +683,6 @@ void *srn_direct_shared_ptr(struct srn_direct_peer *p, uint32_t slot,
 		};
 	}
 	hit->used = ++p->map_tick;
+	p->map_last = (uint32_t)(hit - p->map);
 	return hit->at + (remote - m->share_base);
 }

@@ -79,7 +79,7 @@
 #define SRN_DIRECT_SLOTS 32u          /* requester devices per target */
 #define SRN_DIRECT_PEERS 16u          /* targets a requester device remembers */
 #define SRN_DIRECT_FENCE_MAX_NS 2000000000ull  /* a fence waits at most 2 s for a peer */
-#define SRN_DIRECT_MAPS 8u            /* a target's shared regions a requester keeps mapped */
+#define SRN_DIRECT_MAPS 32u           /* a target's shared regions a requester keeps mapped */
 
 /* QP entry flags. */
 #define SRN_DIRECT_QP_OK 1u           /* accepts direct placement */
@@ -152,6 +152,7 @@ struct srn_direct_peer {
 	uint64_t retry_ns;
 	struct srn_direct_map map[SRN_DIRECT_MAPS];
 	uint64_t map_tick;
+	uint32_t map_last;            /* the map entry used last (tried first) */
 };
 
 struct srn_direct_req {
@@ -186,7 +187,9 @@ void srn_direct_own_set_mr(struct srn_direct_own *o, uint32_t slot,
 bool srn_direct_own_fence(struct srn_direct_own *o);
 
 /* The table of the target with this pid, descriptor and cookie (from its
- * locator), opened and a slot claimed on first use; NULL: none usable. */
+ * locator), opened and a slot claimed on first use; NULL: none usable.
+ * now_ns: the time, or 0: read the clock only if a retry needs it (the
+ * common call finds the peer open and reads none). */
 struct srn_direct_peer *srn_direct_peer_get(struct srn_direct_req *r, int32_t pid, int32_t fd,
 					    uint64_t cookie, uint64_t now_ns);
 /* Forget a target (its process died): release the slot, unmap its table,
@@ -225,8 +228,9 @@ int srn_direct_copy(const struct srn_direct_peer *p, bool write, const struct io
 /* Where the len bytes at the target's address `remote` lie in our mapping
  * of the region's shared memfd (m, as srn_direct_read_mr gave it), mapped
  * on first use and kept (SRN_DIRECT_MAPS per target, the least recently
- * used dropped; a mapping of an older region in the same slot is dropped
- * when seen).  Call between enter and leave, after the checks: the
+ * used dropped unless it served one of the last 4096 operations: then
+ * NULL; a mapping of an older region in the same slot is dropped when
+ * seen).  Call between enter and leave, after the checks: the
  * pointer may be used until leave.  NULL: not shared, outside the span,
  * or the memfd cannot be opened or is not the one published (then copy
  * with srn_direct_copy, or for an atomic take the rings). */

@@ -128,27 +128,47 @@ static bool local_iov(struct srn_qp *qp, const struct srn_swqe *w, bool read,
 	return left == 0;
 }
 
-/* The responder's checks against the target's published QP and region.
- * Returns where [va, va+len) lies in the target, or 0; *m: the region. */
+/* The responder's checks against the target's published QP: true when
+ * it takes `need` from this QP; *q: its entry. */
+static bool remote_qp_ok(const struct srn_direct_peer *dp, const struct srn_qp *qp, unsigned need,
+			 struct srn_direct_qp_ent *q)
+{
+	/* The target QP must be the one connected to this QP: our packets
+	 * to any other would be dropped as not from its peer. */
+	if (!srn_direct_read_qp(dp, qp->attr.dest_qp_num, q) || q->dest_qpn != qp->qpn ||
+	    !(q->flags & SRN_DIRECT_QP_OK) ||
+	    (q->state != IBV_QPS_RTR && q->state != IBV_QPS_RTS) || !(q->access & need))
+		return false;
+	/* Reads and atomics need a responder resource (exec_read/atomic). */
+	return need == IBV_ACCESS_REMOTE_WRITE || q->max_dest_rd_atomic;
+}
+
+/* The region's part: the rkey names a published region of the QP's PD,
+ * not revoked (*m: its entry, read unless `have`: read already in this
+ * placement), with the right and the range.  Where [va, va+len) lies
+ * in the target, or 0. */
+static uint64_t remote_mr_at(const struct srn_direct_peer *dp, const struct srn_direct_qp_ent *q,
+			     uint32_t rkey, uint64_t va, uint64_t len, unsigned need, bool have,
+			     struct srn_direct_mr_ent *m)
+{
+	const char *why;
+	if (!have && (!srn_direct_read_mr(dp, srn_mr_key_slot(rkey), rkey, m) || m->pd != q->pd ||
+		      (m->flags & SRN_DIRECT_MR_REVOKED)))
+		return 0;
+	if (!srn_mr_rights_range_ok(m->access, m->iova, m->length, need, va, len, &why))
+		return 0;
+	return m->base + (va - m->iova);
+}
+
+/* Both checks.  Returns where [va, va+len) lies in the target, or 0;
+ * *m: the region. */
 static uint64_t remote_addr(const struct srn_direct_peer *dp, const struct srn_qp *qp, uint32_t rkey,
 			    uint64_t va, uint64_t len, unsigned need, struct srn_direct_mr_ent *m)
 {
 	struct srn_direct_qp_ent q;
-	const char *why;
-	/* The target QP must be the one connected to this QP: our packets
-	 * to any other would be dropped as not from its peer. */
-	if (!srn_direct_read_qp(dp, qp->attr.dest_qp_num, &q) || q.dest_qpn != qp->qpn ||
-	    !(q.flags & SRN_DIRECT_QP_OK) ||
-	    (q.state != IBV_QPS_RTR && q.state != IBV_QPS_RTS) || !(q.access & need))
+	if (!remote_qp_ok(dp, qp, need, &q))
 		return 0;
-	/* Reads and atomics need a responder resource (exec_read/atomic). */
-	if (need != IBV_ACCESS_REMOTE_WRITE && !q.max_dest_rd_atomic)
-		return 0;
-	if (!srn_direct_read_mr(dp, srn_mr_key_slot(rkey), rkey, m) || m->pd != q.pd ||
-	    (m->flags & SRN_DIRECT_MR_REVOKED) ||
-	    !srn_mr_rights_range_ok(m->access, m->iova, m->length, need, va, len, &why))
-		return 0;
-	return m->base + (va - m->iova);
+	return remote_mr_at(dp, &q, rkey, va, len, need, false, m);
 }
 
 /* Where a Write or Read of [at, at+len) in region m may be copied through
@@ -244,8 +264,17 @@ static unsigned place_writes(struct srn_direct_peer *dp, struct srn_qp *qp, stru
 	unsigned k = 0;
 	uint64_t total = 0;
 	bool by_map = false;
+	/* The QP's entry, and a region's, are read once per batch: the whole
+	 * batch is one placement (enter .. leave), which a change of either
+	 * waits for (link/direct.h "Fencing"), so one look serves all of it
+	 * as 64 looks would.  Each Write's range is still checked. */
+	struct srn_direct_qp_ent q;
+	struct srn_direct_mr_ent m;
+	uint32_t m_key = 0;
+	bool have_m = false;
 	srn_direct_enter(dp);
-	for (uint32_t idx = qp->req.cur; idx != qp->sq.head && k < SRN_DIRECT_BATCH; idx++) {
+	bool q_ok = remote_qp_ok(dp, qp, IBV_ACCESS_REMOTE_WRITE, &q);
+	for (uint32_t idx = qp->req.cur; q_ok && idx != qp->sq.head && k < SRN_DIRECT_BATCH; idx++) {
 		struct srn_swqe *x = &qp->sq.wqe[idx & (qp->sq.size - 1)];
 		int n;
 		if (x == w) {
@@ -258,11 +287,13 @@ static unsigned place_writes(struct srn_direct_peer *dp, struct srn_qp *qp, stru
 			    !local_iov(qp, x, false, lv + nl, &n))
 				break;
 		}
-		struct srn_direct_mr_ent m;
-		uint64_t at = remote_addr(dp, qp, x->rkey, x->remote_addr, x->length,
-					  IBV_ACCESS_REMOTE_WRITE, &m);
+		have_m = have_m && m_key == x->rkey;
+		uint64_t at = remote_mr_at(dp, &q, x->rkey, x->remote_addr, x->length,
+					   IBV_ACCESS_REMOTE_WRITE, have_m, &m);
 		if (!at)
 			break;
+		have_m = true;
+		m_key = x->rkey;
 		uint8_t *sh = copy_ptr(dp, qp, x->rkey, &m, at, x->length);
 		if (!k)
 			by_map = sh != NULL;
@@ -483,7 +514,7 @@ bool srn_direct_try(struct srn_qp *qp, struct srn_swqe *w)
 	if (!sp || !sp->seg || sp->direct_fd < 0)
 		return false;
 	struct srn_direct_peer *dp = srn_direct_peer_get(&nic->link.direct_req, sp->owner_pid,
-							 sp->direct_fd, sp->cookie, srn_now_ns());
+							 sp->direct_fd, sp->cookie, 0);
 	if (!dp)
 		return false;
 	/* Before anything moves: a system-call copy must not reach a pid
@@ -517,6 +548,7 @@ bool srn_direct_try(struct srn_qp *qp, struct srn_swqe *w)
 		return false;
 	}
 	qp->req.placed_direct = true;
+	nic->link.direct_placed = true;
 	if (imm) {
 		/* The data is in place before the immediate's packet leaves:
 		 * the target's completion finds it there.  That packet goes

@@ -15,6 +15,7 @@
 #define SRN_TRANSPORT_ORDERED_COPY_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -35,11 +36,29 @@ static inline void srn_full_fence(void)
 #endif
 }
 
-/* The tail's bytes (from `last`, `tail` <= 8 of them) to d, after every
- * store before this call. */
-static inline void srn_store_tail(uint8_t *d, const uint8_t *last, size_t tail)
+/* A release fence: the stores after it stay after every store before
+ * it (on x86 only the compiler's order; no instruction).  Under
+ * ThreadSanitizer as srn_full_fence. */
+static inline void srn_release_fence(void)
 {
+#if defined(__SANITIZE_THREAD__)
 	srn_full_fence();
+#else
+	atomic_thread_fence(memory_order_release);
+#endif
+}
+
+/* The tail's bytes (from `last`, `tail` <= 8 of them) to d, after every
+ * store before this call.  full: behind a full fence, which also orders
+ * non-temporal stores (memcpy's for large copies); else behind a release
+ * fence, enough when the caller made no such store since the last full
+ * one (each message's tail is behind one). */
+static inline void srn_store_tail(uint8_t *d, const uint8_t *last, size_t tail, bool full)
+{
+	if (full)
+		srn_full_fence();
+	else
+		srn_release_fence();
 	if (tail == 8 && !((uintptr_t)d & 7)) {
 		uint64_t v;
 		memcpy(&v, last, sizeof(v));
@@ -86,7 +105,9 @@ static inline void srn_copy_ordered_iov(uint8_t *dst, const struct iovec *iov, i
 			memcpy(last + (off + to_head - head), src + to_head, l - to_head);
 		off += l;
 	}
-	srn_store_tail(dst + head, last, tail);
+	/* A message of 8 bytes or less is all tail: none of its own stores
+	 * to order before it, so no mfence on the small Write's path. */
+	srn_store_tail(dst + head, last, tail, head != 0);
 }
 
 /* memcpy, with the last bytes stored last. */

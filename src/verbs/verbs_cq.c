@@ -147,15 +147,16 @@ int srn_verbs_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 	struct srn_nic *nic = cq->nic;
 	if (n < 0)
 		return -EINVAL;
-	uint64_t now = srn_progress_app_active(nic);
 	srn_nic_lock(nic);
+	/* Under the lock: one clock read serves the stamp and the pass. */
+	uint64_t now = srn_progress_app_active(nic);
 	int got = srn_cq_pop(cq, n, wc);
 	if (got < n) {
 		/* Empty (or short): do the NIC's work in this thread, then
 		 * look again. */
 		srn_count(nic->diag.cnt, SRN_CNT_APP_PROGRESS, 1);
 		cq->app_polling = true;
-		srn_progress_poll(nic, SRN_POLL_APP);
+		srn_progress_poll_at(nic, SRN_POLL_APP, now);
 		cq->app_polling = false;
 		got += srn_cq_pop(cq, n - got, wc + got);
 		srn_cq_fire_deferred(cq);

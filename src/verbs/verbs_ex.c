@@ -72,11 +72,12 @@ static int cq_ex_start(struct ibv_cq_ex *c, struct ibv_poll_cq_attr *attr)
 	struct srn_cq *cq = cq_of(c);
 	if (attr->comp_mask)
 		return EINVAL;
-	uint64_t now = srn_progress_app_active(cq->nic);
 	srn_nic_lock(cq->nic);
+	/* Under the lock: one clock read serves the stamp and the pass. */
+	uint64_t now = srn_progress_app_active(cq->nic);
 	bool got = cq_ex_fetch(cq);
 	if (!got) {
-		srn_progress_poll(cq->nic, SRN_POLL_APP);
+		srn_progress_poll_at(cq->nic, SRN_POLL_APP, now);
 		got = cq_ex_fetch(cq);
 	} else {
 		srn_progress_held_acks_due(cq->nic, now);

@@ -323,7 +323,10 @@ static int check_send_opcode(const struct srn_qp *qp, enum ibv_wr_opcode op)
 static void swqe_fill(struct srn_swqe *w, const struct srn_qp *qp, const struct ibv_send_wr *wr,
 		      uint64_t total, bool inl, bool atomic)
 {
-	memset(w, 0, sizeof(*w));
+	/* Cleared by copying a zero WQE: GCC makes that a few vector moves,
+	 * where memset's `rep stos` was 7 % of an 8-byte Write stream. */
+	static const struct srn_swqe zero;
+	memcpy(w, &zero, sizeof(*w));
 	w->wr_id = wr->wr_id;
 	w->opcode = wr->opcode;
 	w->send_flags = wr->send_flags;
