@@ -58,7 +58,12 @@ NEXT=0
 cexec() {
 	case $MODE in
 	tcp) exec "$@" ;;
-	shm | udp) exec env "${envs[@]}" SOFTRNIC_SHM=$shm "$SR" run -- "$@" ;;
+	# An address of its own per client (share=0): on the host's shared
+	# 127.0.0.1, beside the suite's other processes, a client's
+	# connections sometimes died under ASan (docs/known-issues.md, open);
+	# the shared address has its own tests (default_addr, shared_many).
+	shm | udp) exec env "${envs[@]}" SOFTRNIC_SHM=$shm \
+		SOFTRNIC_DEVICES="name=softrnic0,addr=auto,share=0" "$SR" run -- "$@" ;;
 	netns)
 		local a=10.77.0.$((20 + NEXT % 10))
 		exec ip netns exec "$NS_B" env "${envs[@]}" SOFTRNIC_DEVICES="name=softrnic0,addr=$a" \
