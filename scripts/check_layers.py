@@ -70,7 +70,10 @@ ROOT = os.path.dirname(HERE)
 # calls that take memory away revoke registrations first).  A lower layer
 # calling mmap calls libc; that the dynamic linker routes it through us is
 # not a dependency of that layer on verbs/.
-LIBC_INTERPOSED = {"mmap", "mmap64", "mremap", "munmap", "mprotect", "shmdt"}
+LIBC_INTERPOSED = {"mmap", "mmap64", "mremap", "munmap", "mprotect", "shmdt",
+                   # verbs/verbs_fdwait.c: the waits on a channel fd
+                   "poll", "ppoll", "__poll_chk", "__ppoll_chk", "epoll_ctl", "epoll_wait",
+                   "epoll_pwait", "epoll_pwait2"}
 INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*([<"])([^">\n]+)[">]', re.M)
 # Comments, and the literals that may hold comment-like text.
 LEXEME = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', re.S)
