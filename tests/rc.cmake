@@ -1,5 +1,5 @@
 # RC data path through the public verbs API, linked against libsoftrnic.
-add_executable(test_rc_verbs test_rc_verbs.c helpers/rc_test_conn.c)
+add_executable(test_rc_verbs test_rc_verbs.c helpers/rc_test_conn.c helpers/hang_dump.c)
 target_link_libraries(test_rc_verbs PRIVATE softrnic)
 target_include_directories(test_rc_verbs PRIVATE ${IBVERBS_INCLUDE})
 add_test(NAME test_rc_verbs COMMAND test_rc_verbs)
