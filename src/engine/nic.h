@@ -62,6 +62,10 @@ uint64_t srn_progress_app_active(struct srn_nic *nic);
  * such polls, leave now, so a CQ that keeps the application
  * busy cannot hold them for long.  Must hold nic->lock. */
 void srn_progress_held_acks_due(struct srn_nic *nic, uint64_t now);
+/* A poll() on the device socket just found it empty: count it as asked,
+ * so application polls within the pacing gap do not ask again.  Must
+ * hold nic->lock. */
+void srn_progress_socket_seen_empty(struct srn_nic *nic);
 /* Copy the fault injector's tallies into the device counters. */
 void srn_nic_mirror_faults(struct srn_nic *nic);
 

@@ -617,6 +617,11 @@ static bool udp_due(struct srn_nic *nic, bool from_app, uint64_t now)
 	return false;
 }
 
+void srn_progress_socket_seen_empty(struct srn_nic *nic)
+{
+	nic->engine.udp_polled_ns = srn_now_ns();
+}
+
 /* Up to SRN_RX_BATCHES_PER_POLL batches from the socket through UDP GRO.
  * Returns packets processed. */
 static int udp_poll_gro(struct srn_nic *nic)

@@ -17,9 +17,10 @@
  * that holds a channel fd (verbs/verbs_fdwait.c): the program's fds are
  * polled beside the device's, and it returns for the program's alone.
  *
- * One owner per device.  A second waiting thread, a device with
- * multicast groups or a shared address's forwarding socket, waits the
- * old way (the progress thread serves it).
+ * One owner per device.  A second waiting thread, or a device with
+ * multicast groups (their sockets are not watched here), waits the old
+ * way (the progress thread serves it).  A shared address's forwarding
+ * socket is watched beside the device's own.
  */
 #include "engine/wait.h"
 
@@ -110,13 +111,18 @@ static void woken(struct srn_nic *nic, const struct pollfd *pfd, nfds_t nfd)
 		}
 	}
 	bool fwd = nfd == 4 && pfd[3].revents;
-	if (nfd == 4) {
-		/* poll just looked at the forwarding socket: ask it
-		 * now if it holds something, else not this pass. */
-		srn_nic_lock(nic);
+	/* poll just looked at the sockets.  The forwarding socket: ask it
+	 * now if it holds something, else not this pass.  The device
+	 * socket, found empty, counts as asked: the program's ibv_poll_cq
+	 * calls right after this wake need not ask it again (the pacing of
+	 * progress.c), a recvmmsg that would find nothing on every hop of a
+	 * same-host ping-pong. */
+	srn_nic_lock(nic);
+	if (nfd == 4)
 		srn_udp_group_fwd_seen(&nic->link.udp, fwd);
-		srn_nic_unlock(nic);
-	}
+	if (!pfd[0].revents)
+		srn_progress_socket_seen_empty(nic);
+	srn_nic_unlock(nic);
 	if (pfd[0].revents || pfd[2].revents || fwd)
 		serve(nic, pfd[0].revents || fwd);
 }
