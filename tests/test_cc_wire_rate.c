@@ -33,22 +33,6 @@ struct tinfo {
 	uint64_t addr;
 };
 
-static struct ibv_qp *make_qp(struct ibv_pd *pd, struct ibv_cq *cq)
-{
-	struct ibv_qp_init_attr ia = {
-		.send_cq = cq,
-		.recv_cq = cq,
-		.qp_type = IBV_QPT_RC,
-		.cap = { .max_send_wr = DEPTH,
-			 .max_recv_wr = 1,
-			 .max_send_sge = 1,
-			 .max_recv_sge = 1 },
-	};
-	struct ibv_qp *qp = ibv_create_qp(pd, &ia);
-	CHECK(qp);
-	return qp;
-}
-
 static int target(int fd)
 {
 	union ibv_gid gid;
@@ -60,7 +44,7 @@ static int target(int fd)
 	struct ibv_mr *mr =
 		ibv_reg_mr(pd, region, REGION, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
 	CHECK(mr);
-	struct ibv_qp *qp = make_qp(pd, cq);
+	struct ibv_qp *qp = srn_tc_rc_qp(pd, cq, DEPTH, 1);
 	struct tinfo me = { .gid = gid,
 			    .qpn = qp->qp_num,
 			    .rkey = mr->rkey,
@@ -151,7 +135,7 @@ static int writer(int fd, pid_t child)
 	CHECK(pd && cq && src);
 	struct ibv_mr *mr = ibv_reg_mr(pd, src, MSG, IBV_ACCESS_LOCAL_WRITE);
 	CHECK(mr);
-	struct ibv_qp *qp = make_qp(pd, cq);
+	struct ibv_qp *qp = srn_tc_rc_qp(pd, cq, DEPTH, 1);
 	check_caps_and_args(ctx, qp);
 	struct tinfo me = { .gid = gid, .qpn = qp->qp_num }, peer;
 	srn_tc_xchg(fd, &me, &peer, sizeof(me), 30000);

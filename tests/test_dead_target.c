@@ -68,18 +68,6 @@ struct shared {
 
 static struct shared *sh;
 
-static struct ibv_qp *make_qp(struct ibv_pd *pd, struct ibv_cq *cq)
-{
-	struct ibv_qp_init_attr ia = {
-		.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
-		.cap = { .max_send_wr = 64, .max_recv_wr = 1, .max_send_sge = 1,
-			 .max_recv_sge = 1 },
-	};
-	struct ibv_qp *qp = ibv_create_qp(pd, &ia);
-	CHECK(qp);
-	return qp;
-}
-
 static void connect_qp(struct ibv_qp *qp, int fd, struct info *me, struct info *peer)
 {
 	me->qpn = qp->qp_num;
@@ -110,7 +98,7 @@ static void target(int fd)
 	me.addr = (uintptr_t)buf;
 	struct ibv_cq *cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
 	CHECK(cq);
-	connect_qp(make_qp(pd, cq), fd, &me, &peer);
+	connect_qp(srn_tc_rc_qp(pd, cq, 64, 1), fd, &me, &peer);
 	for (;;)
 		pause();
 }
@@ -153,7 +141,7 @@ static int requester(int fd)
 	CHECK(mr);
 	struct ibv_cq *cq = ibv_create_cq(ctx, 128, NULL, NULL, 0);
 	CHECK(cq);
-	struct ibv_qp *qp = make_qp(pd, cq);
+	struct ibv_qp *qp = srn_tc_rc_qp(pd, cq, 64, 1);
 	connect_qp(qp, fd, &me, &peer);
 
 	uint64_t window = srn_tc_env_ul("SRN_DEAD_WINDOW_MS", 40) * 1000000ull;

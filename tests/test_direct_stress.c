@@ -80,18 +80,6 @@ static struct ibv_cq *make_cq(struct ibv_context *ctx)
 	return cq;
 }
 
-static struct ibv_qp *make_qp(struct ibv_pd *pd, struct ibv_cq *cq)
-{
-	struct ibv_qp_init_attr ia = {
-		.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
-		.cap = { .max_send_wr = 64, .max_recv_wr = NRECV, .max_send_sge = 1,
-			 .max_recv_sge = 1 },
-	};
-	struct ibv_qp *qp = ibv_create_qp(pd, &ia);
-	CHECK(qp);
-	return qp;
-}
-
 static void up(struct ibv_qp *qp, const struct info *peer)
 {
 	struct srn_tc_qp_opts o = srn_tc_default_opts();
@@ -133,7 +121,7 @@ static int requester(int fd, unsigned r, unsigned long ops)
 	struct ibv_mr *mres = ibv_reg_mr(pd, res, sizeof(res), IBV_ACCESS_LOCAL_WRITE);
 	CHECK(ml && mres);
 	struct ibv_cq *cq = make_cq(ctx);
-	struct ibv_qp *qp = make_qp(pd, cq);
+	struct ibv_qp *qp = srn_tc_rc_qp(pd, cq, 64, NRECV);
 	struct info me = { .gid = gid, .qpn = qp->qp_num }, t;
 	srn_tc_xchg(fd, &me, &t, sizeof(me), TMO);
 	up(qp, &t);
@@ -369,7 +357,7 @@ static int target(const int *fd)
 	CHECK(mr && mv && t_rmr);
 	struct ibv_cq *cq = make_cq(ctx);
 	for (unsigned r = 0; r < NREQ; r++) {
-		t_qp[r] = make_qp(pd, cq);
+		t_qp[r] = srn_tc_rc_qp(pd, cq, 64, NRECV);
 		struct info me = { .gid = gid, .qpn = t_qp[r]->qp_num, .rkey = mr->rkey,
 				   .vkey = mv->rkey, .addr = (uintptr_t)tmem,
 				   .vaddr = (uintptr_t)victim }, peer;

@@ -44,38 +44,6 @@ struct info {
 	int moved;
 };
 
-static bool on_memfd(const void *p)
-{
-	FILE *f = fopen("/proc/self/maps", "re");
-	if (!f)
-		return false;
-	char line[512];
-	bool yes = false;
-	while (fgets(line, sizeof(line), f)) {
-		unsigned long s, e;
-		char perms[5];
-		if (sscanf(line, "%lx-%lx %4s", &s, &e, perms) == 3 && (uintptr_t)p >= s &&
-		    (uintptr_t)p < e) {
-			yes = perms[3] == 's' && strstr(line, "/memfd:softrnic-mr");
-			break;
-		}
-	}
-	fclose(f);
-	return yes;
-}
-
-static struct ibv_qp *make_qp(struct ibv_pd *pd, struct ibv_cq *cq)
-{
-	struct ibv_qp_init_attr ia = {
-		.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
-		.cap = { .max_send_wr = 16, .max_recv_wr = 1, .max_send_sge = 1,
-			 .max_recv_sge = 1 },
-	};
-	struct ibv_qp *qp = ibv_create_qp(pd, &ia);
-	CHECK(qp);
-	return qp;
-}
-
 /* The forked child: its copy must not move while the peer writes the
  * parent's; then it writes its own. */
 static int child_of_target(uint8_t *buf)
@@ -117,9 +85,9 @@ static bool target(int fd)
 	CHECK(mr);
 	me.rkey = mr->rkey;
 	me.addr = (uintptr_t)buf;
-	me.moved = on_memfd(buf);
+	me.moved = srn_tc_on_memfd(buf);
 	struct ibv_cq *cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
-	struct ibv_qp *qp = make_qp(pd, cq);
+	struct ibv_qp *qp = srn_tc_rc_qp(pd, cq, 16, 1);
 	me.qpn = qp->qp_num;
 	srn_tc_xchg(fd, &me, &peer, sizeof(me), TMO);
 	struct srn_tc_qp_opts o = srn_tc_default_opts();
@@ -158,7 +126,7 @@ static bool target(int fd)
 	srn_tc_barrier(fd, 2, TMO);         /* the peer stops */
 	srn_tc_barrier(fd, 3, TMO);
 	CHECK(ibv_dereg_mr(mr) == 0);
-	CHECK(!on_memfd(buf) && (g == MAP_FAILED || !on_memfd(g + 4 * REGION - 1)),
+	CHECK(!srn_tc_on_memfd(buf) && (g == MAP_FAILED || !srn_tc_on_memfd(g + 4 * REGION - 1)),
 	      "the region stayed on the memfd after dereg");
 	return true;
 }
@@ -173,7 +141,7 @@ static void peer(int fd)
 	struct ibv_mr *mr = ibv_reg_mr(pd, src, PIECE, IBV_ACCESS_LOCAL_WRITE);
 	CHECK(src && mr);
 	struct ibv_cq *cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
-	struct ibv_qp *qp = make_qp(pd, cq);
+	struct ibv_qp *qp = srn_tc_rc_qp(pd, cq, 16, 1);
 	me.qpn = qp->qp_num;
 	srn_tc_xchg(fd, &me, &tg, sizeof(me), TMO);
 	struct srn_tc_qp_opts o = srn_tc_default_opts();

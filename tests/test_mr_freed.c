@@ -73,18 +73,6 @@ static bool new_intact(const uint8_t *p, size_t len, size_t phase)
 	return true;
 }
 
-static struct ibv_qp *make_qp(struct ibv_pd *pd, struct ibv_cq *cq)
-{
-	struct ibv_qp_init_attr ia = {
-		.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
-		.cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1,
-			 .max_recv_sge = 1 },
-	};
-	struct ibv_qp *qp = ibv_create_qp(pd, &ia);
-	CHECK(qp);
-	return qp;
-}
-
 /* New memory after the frees: a malloc'd block per block, and an
  * anonymous mapping over each freed block's pages libc gave back (a
  * realloc'd block that moved leaves a hole instead: a Write there used
@@ -128,7 +116,7 @@ static void target(int fd)
 	struct ibv_pd *pd = ibv_alloc_pd(ctx);
 	struct ibv_cq *cq = ibv_create_cq(ctx, 8, NULL, NULL, 0);
 	CHECK(pd && cq);
-	struct ibv_qp *qp = make_qp(pd, cq);
+	struct ibv_qp *qp = srn_tc_rc_qp(pd, cq, 4, 4);
 	me.qpn = qp->qp_num;
 	uint8_t *blk[NBLK], *grown[NBLK] = { 0 };
 	struct ibv_mr *mr[NBLK];
@@ -240,7 +228,7 @@ static void peer(int fd)
 	CHECK(pd && cq && buf);
 	struct ibv_mr *mr = ibv_reg_mr(pd, buf, 32u << 20, IBV_ACCESS_LOCAL_WRITE);
 	CHECK(mr);
-	struct ibv_qp *qp = make_qp(pd, cq);
+	struct ibv_qp *qp = srn_tc_rc_qp(pd, cq, 4, 4);
 	me.qpn = qp->qp_num;
 	srn_tc_xchg(fd, &me, &tg, sizeof(me), TMO);
 	struct srn_tc_qp_opts o = srn_tc_default_opts();

@@ -32,28 +32,6 @@
 
 #define ACCESS (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ)
 
-/* Is p in a mapping of a span memfd ("/memfd:softrnic-mr", shared)? */
-static bool on_memfd(const void *p)
-{
-	FILE *f = fopen("/proc/self/maps", "re");
-	if (!f)
-		return false;
-	char line[512];
-	bool yes = false;
-	while (fgets(line, sizeof(line), f)) {
-		unsigned long s, e;
-		char perms[5];
-		int n = 0;
-		if (sscanf(line, "%lx-%lx %4s %*s %*s %*s %n", &s, &e, perms, &n) >= 3 &&
-		    (uintptr_t)p >= s && (uintptr_t)p < e) {
-			yes = perms[3] == 's' && n && strstr(line + n, "/memfd:softrnic-mr");
-			break;
-		}
-	}
-	fclose(f);
-	return yes;
-}
-
 static void fill(uint8_t *b, size_t n, unsigned seed)
 {
 	for (size_t i = 0; i < n; i++)
@@ -78,7 +56,7 @@ static void grow_realloc(struct ibv_pd *pd, size_t len)
 	fill(b, len, 1);
 	struct ibv_mr *mr = ibv_reg_mr(pd, b, len, ACCESS);
 	CHECK(mr);
-	moved_any |= on_memfd(b);
+	moved_any |= srn_tc_on_memfd(b);
 	uint8_t *g = realloc(b, 4 * len);
 	CHECK(g);
 	if (!g)
@@ -87,7 +65,7 @@ static void grow_realloc(struct ibv_pd *pd, size_t len)
 	CHECK(filled(g, len, 1), "realloc lost the block's bytes");
 	CHECK(g[4 * len - 1] == 0x5a);
 	CHECK(ibv_dereg_mr(mr) == 0);
-	CHECK(!on_memfd(g) && !on_memfd(g + 4 * len - 1),
+	CHECK(!srn_tc_on_memfd(g) && !srn_tc_on_memfd(g + 4 * len - 1),
 	      "the grown block is still on the memfd after dereg");
 	CHECK(filled(g, len, 1) && g[4 * len - 1] == 0x5a, "dereg changed the bytes");
 	free(g);
@@ -102,7 +80,7 @@ static void grow_mremap(struct ibv_pd *pd, size_t len, bool raw)
 	fill(b, len, 3);
 	struct ibv_mr *mr = ibv_reg_mr(pd, b, len, ACCESS);
 	CHECK(mr);
-	bool moved = on_memfd(b);
+	bool moved = srn_tc_on_memfd(b);
 	moved_any |= moved;
 	uint8_t *g = raw ? (uint8_t *)syscall(SYS_mremap, b, len, 4 * len, 0)
 			 : mremap(b, len, 4 * len, MREMAP_MAYMOVE);
@@ -113,11 +91,11 @@ static void grow_mremap(struct ibv_pd *pd, size_t len, bool raw)
 	CHECK(g != MAP_FAILED, "mremap failed");
 	if (g == MAP_FAILED)
 		return;
-	CHECK(!moved || on_memfd(g + 4 * len - 1), "the grown tail is not the memfd's");
+	CHECK(!moved || srn_tc_on_memfd(g + 4 * len - 1), "the grown tail is not the memfd's");
 	memset(g + len, 0x6b, 3 * len);         /* SIGBUS here on a tight memfd */
 	CHECK(filled(g, len, 3) && g[4 * len - 1] == 0x6b, "mremap lost bytes");
 	CHECK(ibv_dereg_mr(mr) == 0);
-	CHECK(!on_memfd(g) && !on_memfd(g + 4 * len - 1), "still on the memfd after dereg");
+	CHECK(!srn_tc_on_memfd(g) && !srn_tc_on_memfd(g + 4 * len - 1), "still on the memfd after dereg");
 	CHECK(filled(g, len, 3) && g[4 * len - 1] == 0x6b, "dereg changed the bytes");
 	munmap(g, 4 * len);
 }
@@ -139,7 +117,7 @@ static void fork_heap(struct ibv_pd *pd)
 	}
 	struct ibv_mr *mr = ibv_reg_mr(pd, buf, BIG, ACCESS);
 	CHECK(mr);
-	bool moved = on_memfd(buf);
+	bool moved = srn_tc_on_memfd(buf);
 	moved_any |= moved;
 	int p2c[2], c2p[2];
 	CHECK(!pipe(p2c) && !pipe(c2p));
@@ -148,7 +126,7 @@ static void fork_heap(struct ibv_pd *pd)
 	if (pid == 0) {
 		close(c2p[0]);
 		close(p2c[1]);
-		bool ok = filled(buf, BIG, 7) && !on_memfd(buf);
+		bool ok = filled(buf, BIG, 7) && !srn_tc_on_memfd(buf);
 		for (int i = 0; i < N; i++) {
 			ok &= filled(before[i], SMALL, (unsigned)i);
 			ok &= filled(after[i], SMALL, (unsigned)i + 100);
@@ -181,7 +159,7 @@ static void fork_heap(struct ibv_pd *pd)
 	int st = 0;
 	CHECK(waitpid(pid, &st, 0) == pid);
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the child ended with status %#x", st);
-	CHECK(!moved || on_memfd(buf), "the parent's span left the memfd");
+	CHECK(!moved || srn_tc_on_memfd(buf), "the parent's span left the memfd");
 	CHECK(ibv_dereg_mr(mr) == 0);
 	for (int i = 0; i < N; i++) {
 		free(before[i]);

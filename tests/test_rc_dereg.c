@@ -56,18 +56,6 @@ static void sleep_s(double s)
 		;
 }
 
-static struct ibv_qp *make_qp(struct ibv_pd *pd, struct ibv_cq *cq)
-{
-	struct ibv_qp_init_attr ia = {
-		.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
-		.cap = { .max_send_wr = DEPTH + 1, .max_recv_wr = 1, .max_send_sge = 1,
-			 .max_recv_sge = 1 },
-	};
-	struct ibv_qp *qp = ibv_create_qp(pd, &ia);
-	CHECK(qp);
-	return qp;
-}
-
 static enum ibv_qp_state qp_state(struct ibv_qp *qp)
 {
 	struct ibv_qp_attr a;
@@ -98,7 +86,7 @@ static int target_round(int fd, int round, struct ibv_pd *pd, struct ibv_cq *cq,
 	struct ibv_qp *qp[NQP];
 	struct tinfo me = { .gid = *gid, .rkey = mr->rkey, .addr = (uintptr_t)region }, peer;
 	for (int i = 0; i < NQP; i++) {
-		qp[i] = make_qp(pd, cq);
+		qp[i] = srn_tc_rc_qp(pd, cq, DEPTH + 1, 1);
 		me.qpn[i] = qp[i]->qp_num;
 	}
 	srn_tc_xchg(fd, &me, &peer, sizeof(me), 30000);
@@ -242,7 +230,7 @@ static void writer_round(int fd, int round, struct ibv_pd *pd, struct ibv_cq *cq
 	struct tinfo me = { .gid = *gid }, t;
 	memset(wq, 0, sizeof(wq));
 	for (int i = 0; i < NQP; i++) {
-		wq[i].qp = make_qp(pd, cq);
+		wq[i].qp = srn_tc_rc_qp(pd, cq, DEPTH + 1, 1);
 		me.qpn[i] = wq[i].qp->qp_num;
 	}
 	srn_tc_xchg(fd, &me, &t, sizeof(me), 30000);

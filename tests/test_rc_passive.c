@@ -67,18 +67,6 @@ static void *xmap(size_t len)
 	return p;
 }
 
-static struct ibv_qp *make_qp(struct ibv_pd *pd, struct ibv_cq *cq)
-{
-	struct ibv_qp_init_attr ia = {
-		.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
-		.cap = { .max_send_wr = 64, .max_recv_wr = 4, .max_send_sge = 1,
-			 .max_recv_sge = 1 },
-	};
-	struct ibv_qp *qp = ibv_create_qp(pd, &ia);
-	CHECK(qp);
-	return qp;
-}
-
 /* The writes the initiator does, as (offset, length, seed); the target
  * replays them to know what its memory must hold. */
 static const uint32_t wr_len[] = { 0, 1, 7, 64, 1000, 4096, 4097, 65536, 300000, (1u << 20) - 3 };
@@ -108,7 +96,7 @@ static int target(int fd)
 				       IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
 				       IBV_ACCESS_REMOTE_ATOMIC);
 	CHECK(mr);
-	struct ibv_qp *qp = make_qp(pd, cq);
+	struct ibv_qp *qp = srn_tc_rc_qp(pd, cq, 64, 4);
 	struct tinfo me = { .gid = gid, .qpn = qp->qp_num, .rkey = mr->rkey,
 			    .addr = (uintptr_t)mem }, peer;
 	srn_tc_xchg(fd, &me, &peer, sizeof(me), 30000);
@@ -225,7 +213,7 @@ static int initiator(int fd, pid_t child)
 	uint8_t *loc = xmap(lsize);
 	imr = ibv_reg_mr(pd, loc, lsize, IBV_ACCESS_LOCAL_WRITE);
 	CHECK(imr);
-	iqp = make_qp(pd, icq);
+	iqp = srn_tc_rc_qp(pd, icq, 64, 4);
 	struct tinfo me = { .gid = gid, .qpn = iqp->qp_num };
 	srn_tc_xchg(fd, &me, &tgt, sizeof(me), 30000);
 	struct srn_tc_qp_opts o = srn_tc_default_opts();

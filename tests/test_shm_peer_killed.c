@@ -35,18 +35,6 @@ struct info {
 	uint64_t addr;
 };
 
-static struct ibv_qp *make_qp(struct ibv_pd *pd, struct ibv_cq *cq)
-{
-	struct ibv_qp_init_attr ia = {
-		.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
-		.cap = { .max_send_wr = DEPTH, .max_recv_wr = 1, .max_send_sge = 1,
-			 .max_recv_sge = 1 },
-	};
-	struct ibv_qp *qp = ibv_create_qp(pd, &ia);
-	CHECK(qp);
-	return qp;
-}
-
 static int child(int fd)
 {
 	static uint8_t target[CHUNK];
@@ -58,7 +46,7 @@ static int child(int fd)
 	struct ibv_mr *mr = ibv_reg_mr(pd, target, sizeof(target),
 				       IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
 	CHECK(mr);
-	struct ibv_qp *qp = make_qp(pd, cq);
+	struct ibv_qp *qp = srn_tc_rc_qp(pd, cq, DEPTH, 1);
 	struct info me = { .gid = gid, .qpn = qp->qp_num, .rkey = mr->rkey,
 			   .addr = (uintptr_t)target }, peer;
 	srn_tc_xchg(fd, &me, &peer, sizeof(me), 30000);
@@ -93,7 +81,7 @@ int main(int argc, char **argv)
 	CHECK(pd && cq);
 	struct ibv_mr *mr = ibv_reg_mr(pd, src, sizeof(src), IBV_ACCESS_LOCAL_WRITE);
 	CHECK(mr);
-	struct ibv_qp *qp = make_qp(pd, cq);
+	struct ibv_qp *qp = srn_tc_rc_qp(pd, cq, DEPTH, 1);
 	struct info me = { .gid = gid, .qpn = qp->qp_num }, peer;
 	srn_tc_xchg(fd, &me, &peer, sizeof(me), 30000);
 	struct srn_tc_qp_opts o = srn_tc_default_opts();

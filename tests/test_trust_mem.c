@@ -48,17 +48,6 @@
 #define LEN 8192
 #define SECRET 0x5e
 
-static struct ibv_qp *make_qp(struct ibv_pd *pd, struct ibv_cq *cq)
-{
-	struct ibv_qp_init_attr ia = {
-		.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
-		.cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1 },
-	};
-	struct ibv_qp *qp = ibv_create_qp(pd, &ia);
-	CHECK(qp);
-	return qp;
-}
-
 static void *map_rw(void *at, size_t len, int extra)
 {
 	void *p = mmap(at, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | extra, -1, 0);
@@ -183,7 +172,7 @@ static int target(int fd)
 			   .rkey_a = ma->rkey, .rkey_b = mb->rkey }, peer;
 	struct ibv_qp *qp[3];
 	for (int i = 0; i < 3; i++) {
-		qp[i] = make_qp(pd, cq);
+		qp[i] = srn_tc_rc_qp(pd, cq, 4, 4);
 		me.qpn[i] = qp[i]->qp_num;
 	}
 	srn_tc_xchg(fd, &me, &peer, sizeof(me), 30000);
@@ -216,7 +205,7 @@ static int attacker(int fd, pid_t child)
 	struct info me = { .gid = gid }, t;
 	struct ibv_qp *qp[3];
 	for (int i = 0; i < 3; i++) {
-		qp[i] = make_qp(pd, cq);
+		qp[i] = srn_tc_rc_qp(pd, cq, 4, 4);
 		me.qpn[i] = qp[i]->qp_num;
 	}
 	srn_tc_xchg(fd, &me, &t, sizeof(me), 30000);
@@ -281,7 +270,7 @@ static int victim(int fd, pid_t child)
 	struct ginfo me = { .gid = gid, .secret_addr = (uintptr_t)secret }, peer;
 	struct ibv_qp *qp[GUESSES];
 	for (int i = 0; i < GUESSES; i++) {
-		qp[i] = make_qp(pd, cq);
+		qp[i] = srn_tc_rc_qp(pd, cq, 4, 4);
 		me.qpn[i] = qp[i]->qp_num;
 	}
 	srn_tc_xchg(fd, &me, &peer, sizeof(me), 30000);
@@ -311,7 +300,7 @@ static int guesser(int fd)
 	struct ginfo me = { .gid = gid }, v;
 	struct ibv_qp *qp[GUESSES];
 	for (int i = 0; i < GUESSES; i++) {
-		qp[i] = make_qp(pd, cq);
+		qp[i] = srn_tc_rc_qp(pd, cq, 4, 4);
 		me.qpn[i] = qp[i]->qp_num;
 	}
 	srn_tc_xchg(fd, &me, &v, sizeof(me), 30000);
@@ -436,7 +425,7 @@ struct loop {
  * (a failed access leaves the pair in error). */
 static enum ibv_wc_status loop_read(struct loop *l, const void *addr, uint32_t rkey)
 {
-	struct ibv_qp *qa = make_qp(l->pd, l->cq), *qb = make_qp(l->pd, l->cq);
+	struct ibv_qp *qa = srn_tc_rc_qp(l->pd, l->cq, 4, 4), *qb = srn_tc_rc_qp(l->pd, l->cq, 4, 4);
 	struct srn_tc_qp_opts o = srn_tc_default_opts();
 	srn_tc_connect(qa, &l->gid, qb->qp_num, 0x10, 0x20, &o);
 	srn_tc_connect(qb, &l->gid, qa->qp_num, 0x20, 0x10, &o);
@@ -557,7 +546,7 @@ static int test_rereg(void)
 	CHECK(mr->rkey == key0 && mr->addr == old && mr->pd == pd);
 
 	/* Loopback: qa reads through qb's side of the same context. */
-	struct ibv_qp *qa = make_qp(pd, cq), *qb = make_qp(pd, cq);
+	struct ibv_qp *qa = srn_tc_rc_qp(pd, cq, 4, 4), *qb = srn_tc_rc_qp(pd, cq, 4, 4);
 	struct srn_tc_qp_opts o = srn_tc_default_opts();
 	srn_tc_connect(qa, &gid, qb->qp_num, 0x10, 0x20, &o);
 	srn_tc_connect(qb, &gid, qa->qp_num, 0x20, 0x10, &o);
@@ -570,8 +559,8 @@ static int test_rereg(void)
 	CHECK(rdma(qa, cq, lmr, IBV_WR_RDMA_READ, (uintptr_t)old, key0, 64) ==
 	      IBV_WC_REM_ACCESS_ERR);
 	CHECK(ibv_destroy_qp(qa) == 0 && ibv_destroy_qp(qb) == 0);
-	qa = make_qp(pd, cq);
-	qb = make_qp(pd, cq);
+	qa = srn_tc_rc_qp(pd, cq, 4, 4);
+	qb = srn_tc_rc_qp(pd, cq, 4, 4);
 	srn_tc_connect(qa, &gid, qb->qp_num, 0x30, 0x40, &o);
 	srn_tc_connect(qb, &gid, qa->qp_num, 0x40, 0x30, &o);
 

@@ -66,17 +66,6 @@ static void *map(uint64_t size)
 	return p;
 }
 
-static struct ibv_qp *make_qp(struct ibv_pd *pd, struct ibv_cq *cq)
-{
-	struct ibv_qp_init_attr ia = {
-		.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
-		.cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1 },
-	};
-	struct ibv_qp *qp = ibv_create_qp(pd, &ia);
-	CHECK(qp);
-	return qp;
-}
-
 static struct ibv_qp *query_qp_of;
 static atomic_bool stop_queries;
 static uint64_t queries;
@@ -114,7 +103,7 @@ static int target(int fd, uint64_t size, bool passive)
 	struct ibv_mr *mr = ibv_reg_mr(pd, buf, size, IBV_ACCESS_LOCAL_WRITE |
 				       IBV_ACCESS_REMOTE_READ);
 	CHECK(mr);
-	struct ibv_qp *qp = make_qp(pd, cq);
+	struct ibv_qp *qp = srn_tc_rc_qp(pd, cq, 4, 4);
 	struct info me = { { qp->qp_num, 0x777 }, gid, (uintptr_t)buf, size, mr->rkey }, peer;
 	srn_tc_xchg(fd, &me, &peer, sizeof(me), 30000);
 	struct srn_tc_qp_opts o = srn_tc_default_opts();
@@ -186,7 +175,7 @@ static int initiator(int fd, pid_t child, uint64_t size)
 	uint64_t *buf = map(size);
 	struct ibv_mr *mr = ibv_reg_mr(pd, buf, size, IBV_ACCESS_LOCAL_WRITE);
 	CHECK(mr);
-	struct ibv_qp *qp = make_qp(pd, cq);
+	struct ibv_qp *qp = srn_tc_rc_qp(pd, cq, 4, 4);
 	struct info me = { { qp->qp_num, 0x999 }, gid, 0, 0, 0 }, tgt;
 	srn_tc_xchg(fd, &me, &tgt, sizeof(me), 30000);
 	CHECK(tgt.size == size);

@@ -226,3 +226,36 @@ struct ibv_wc srn_tc_poll_one(struct ibv_cq *cq, double timeout_s)
 		}
 	}
 }
+
+struct ibv_qp *srn_tc_rc_qp(struct ibv_pd *pd, struct ibv_cq *cq, uint32_t send_wr,
+			    uint32_t recv_wr)
+{
+	struct ibv_qp_init_attr ia = {
+		.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = send_wr, .max_recv_wr = recv_wr, .max_send_sge = 1,
+			 .max_recv_sge = 1 },
+	};
+	struct ibv_qp *qp = ibv_create_qp(pd, &ia);
+	CHECK(qp);
+	return qp;
+}
+
+bool srn_tc_on_memfd(const void *p)
+{
+	FILE *f = fopen("/proc/self/maps", "re");
+	if (!f)
+		return false;
+	char line[512];
+	bool yes = false;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long s, e;
+		char perms[5];
+		if (sscanf(line, "%lx-%lx %4s", &s, &e, perms) == 3 && (uintptr_t)p >= s &&
+		    (uintptr_t)p < e) {
+			yes = perms[3] == 's' && strstr(line, "/memfd:softrnic-mr");
+			break;
+		}
+	}
+	fclose(f);
+	return yes;
+}

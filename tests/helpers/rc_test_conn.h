@@ -16,6 +16,7 @@
 #ifndef SRN_TESTS_RC_TEST_CONN_H
 #define SRN_TESTS_RC_TEST_CONN_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -82,6 +83,15 @@ struct srn_tc_qp_opts srn_tc_default_opts(void);
 /* RESET -> INIT -> RTR -> RTS towards (dgid, dqpn). */
 void srn_tc_connect(struct ibv_qp *qp, const union ibv_gid *dgid, uint32_t dqpn,
 		    uint32_t rq_psn, uint32_t sq_psn, const struct srn_tc_qp_opts *o);
+
+/* An RC QP on pd with cq for both queues, one SGE each way; exits on
+ * failure. */
+struct ibv_qp *srn_tc_rc_qp(struct ibv_pd *pd, struct ibv_cq *cq, uint32_t send_wr,
+			    uint32_t recv_wr);
+
+/* Is p inside one of softrnic's memfd mappings ("/memfd:softrnic-mr",
+ * shared): the pin moved the region there (core/mr_share.c)? */
+bool srn_tc_on_memfd(const void *p);
 
 /* Poll one completion, giving up (exit 1) after timeout_s seconds. */
 struct ibv_wc srn_tc_poll_one(struct ibv_cq *cq, double timeout_s);
