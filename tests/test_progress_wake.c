@@ -14,7 +14,11 @@
  *          again and complete the Write with RETRY_EXC_ERR.
  *   held   SOFTRNIC_FAULTS delays every RDMA Write packet 5 ms: the held
  *          packet must leave at its deadline and the Write complete with
- *          success.
+ *          success, with no ACK timeout on the way (timeout 17, 0.54 s:
+ *          a thread that slept past the held packet would leave it to
+ *          that timer's retry).  A 4 ms timer here was shorter than the
+ *          hold itself and failed under load when the first ACK came
+ *          after the retry's timer too.
  * Both between two QPs of this process over the UDP link (SOFTRNIC_SHM=0,
  * set by the CMake registration with the faults).
  */
@@ -46,7 +50,7 @@ int main(int argc, char **argv)
 	struct ibv_qp *a = ibv_create_qp(pd, &qa), *b = ibv_create_qp(pd, &qa);
 	CHECK(a && b);
 	struct srn_tc_qp_opts o = srn_tc_default_opts();
-	o.timeout = 10;
+	o.timeout = timer ? 10 : 17;
 	o.retry_cnt = 1;
 	srn_tc_connect(a, &gid, b->qp_num, 100, 200, &o);
 	srn_tc_connect(b, &gid, a->qp_num, 200, 100, &o);
@@ -79,9 +83,12 @@ int main(int argc, char **argv)
 	if (timer)
 		CHECK(wc.status == IBV_WC_RETRY_EXC_ERR, "status %s",
 		      ibv_wc_status_str(wc.status));
-	else
+	else {
 		CHECK(wc.status == IBV_WC_SUCCESS && !memcmp(src, dst, sizeof(src)), "status %s",
 		      ibv_wc_status_str(wc.status));
+		CHECK(srn_tc_dev_counter(ctx, "local_ack_timeout_err") == 0,
+		      "the held packet left at the ACK timer's retry, not at its own deadline");
+	}
 	printf("%s: %s after %.1f ms\n", mode, ibv_wc_status_str(wc.status), waited * 1e3);
 	ibv_destroy_qp(a);
 	ibv_destroy_qp(b);

@@ -23,7 +23,6 @@
 #include "hang_dump.h"
 #include "rc_test_conn.h"
 #include "diag/clock.h"
-#include "diag/seg_layout.h"
 
 #define BUF (1 << 20)
 
@@ -319,9 +318,8 @@ static void test_event_signal(void)
 }
 
 /* Errors complete with the status a NIC gives, and flush the rest. */
-/* A device counter by name, read from this process's diagnostic file
- * the way `softrnic stat` reads it: the counters the errors below must
- * move are the ones operators and explain look at. */
+/* The counters the errors below must move are the ones operators and
+ * explain look at (srn_tc_dev_counter reads them as `softrnic stat`). */
 static bool diag_off(void)
 {
 	const char *v = getenv("SOFTRNIC_DIAG");
@@ -330,24 +328,7 @@ static bool diag_off(void)
 
 static uint64_t dev_counter(const char *name)
 {
-	if (diag_off())
-		return 0;
-	const char *dir = getenv(SRN_DIAG_DIR_ENV);
-	char path[512];
-	snprintf(path, sizeof(path), "%s/softrnic.%d.%s", dir && *dir ? dir : SRN_DIAG_DEFAULT_DIR,
-		 (int)getpid(), ibv_get_device_name(ctx->device));
-	int fd = open(path, O_RDONLY);
-	CHECK(fd >= 0);
-	struct srn_diag_seg *seg = mmap(NULL, sizeof(*seg), PROT_READ, MAP_SHARED, fd, 0);
-	close(fd);
-	CHECK(seg != MAP_FAILED);
-	uint64_t v = UINT64_MAX;
-	for (uint32_t i = 0; i < seg->hdr.ncounters && i < SRN_DIAG_MAX_COUNTERS; i++)
-		if (!strncmp(seg->counter_names[i], name, SRN_DIAG_NAME_LEN))
-			v = atomic_load(&seg->counters.v[i]);
-	munmap(seg, sizeof(*seg));
-	CHECK(v != UINT64_MAX);
-	return v;
+	return diag_off() ? 0 : srn_tc_dev_counter(ctx, name);
 }
 
 static void test_errors(void)

@@ -14,6 +14,8 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -21,6 +23,7 @@
 
 #include "common/qp_up.h"
 #include "diag/clock.h"
+#include "diag/seg_layout.h"
 
 const char *srn_tc_role = "parent";
 
@@ -258,4 +261,24 @@ bool srn_tc_on_memfd(const void *p)
 	}
 	fclose(f);
 	return yes;
+}
+
+uint64_t srn_tc_dev_counter(struct ibv_context *ctx, const char *name)
+{
+	const char *dir = getenv(SRN_DIAG_DIR_ENV);
+	char path[512];
+	snprintf(path, sizeof(path), "%s/softrnic.%d.%s", dir && *dir ? dir : SRN_DIAG_DEFAULT_DIR,
+		 (int)getpid(), ibv_get_device_name(ctx->device));
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	CHECK(fd >= 0, "no diagnostic file %s", path);
+	struct srn_diag_seg *seg = mmap(NULL, sizeof(*seg), PROT_READ, MAP_SHARED, fd, 0);
+	close(fd);
+	CHECK(seg != MAP_FAILED);
+	uint64_t v = UINT64_MAX;
+	for (uint32_t i = 0; i < seg->hdr.ncounters && i < SRN_DIAG_MAX_COUNTERS; i++)
+		if (!strncmp(seg->counter_names[i], name, SRN_DIAG_NAME_LEN))
+			v = atomic_load(&seg->counters.v[i]);
+	munmap(seg, sizeof(*seg));
+	CHECK(v != UINT64_MAX, "no counter %s", name);
+	return v;
 }

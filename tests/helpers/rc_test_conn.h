@@ -93,6 +93,11 @@ struct ibv_qp *srn_tc_rc_qp(struct ibv_pd *pd, struct ibv_cq *cq, uint32_t send_
  * shared): the pin moved the region there (core/mr_share.c)? */
 bool srn_tc_on_memfd(const void *p);
 
+/* A device counter of this process by its name in `softrnic stat`
+ * (e.g. "local_ack_timeout_err"), read from the diagnostic file as that
+ * command reads it; exits if the file or the name is missing. */
+uint64_t srn_tc_dev_counter(struct ibv_context *ctx, const char *name);
+
 /* Poll one completion, giving up (exit 1) after timeout_s seconds. */
 struct ibv_wc srn_tc_poll_one(struct ibv_cq *cq, double timeout_s);
 
