@@ -25,3 +25,8 @@ set_property(TEST test_udp_group test_udp_group_prog APPEND PROPERTY LABELS fast
 # No variable set: rdma_cm programs reach each other at 127.0.0.1 in any
 # start order, next to an unrelated softrnic process.
 srn_script_test(default_addr test_default_addr.sh LABELS e2e)
+
+# A forked child keeps none of the device's sockets (link/fork_drop.h).
+add_executable(fork_keeper ${CMAKE_CURRENT_LIST_DIR}/helpers/fork_keeper.c)
+target_link_libraries(fork_keeper PRIVATE ibverbs)
+srn_script_test(fork_child_socket test_fork_child_socket.sh LABELS e2e)

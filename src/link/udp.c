@@ -42,6 +42,7 @@
 #include <unistd.h>
 
 #include "diag/clock.h"
+#include "link/fork_drop.h"
 #include "diag/memcheck.h"
 #include "link/pcap.h"
 #include "link/udp_group.h"
@@ -296,6 +297,7 @@ int srn_udp_open(struct srn_udp *u, struct srn_dev_cfg *cfg, char *err, size_t e
 		snprintf(err, errlen, "%s: cannot create a UDP socket: %s", cfg->name, strerror(e));
 		return -e;
 	}
+	srn_fork_drop_add(u->fd);
 	int rc = set_options(u, cfg->name, err, errlen);
 	if (rc)
 		goto fail;
@@ -321,6 +323,7 @@ int srn_udp_open(struct srn_udp *u, struct srn_dev_cfg *cfg, char *err, size_t e
 
 fail:
 	srn_udp_group_leave(u);
+	srn_fork_drop_del(u->fd);
 	if (u->fd >= 0)
 		close(u->fd);
 	u->fd = -1;
@@ -332,6 +335,7 @@ void srn_udp_close(struct srn_udp *u)
 	srn_udp_ports_close(u);
 	hooks_close(u);
 	srn_udp_group_leave(u);          /* closes fd under the group's lock */
+	srn_fork_drop_del(u->fd);
 	if (u->fd >= 0)
 		close(u->fd);
 	u->fd = -1;

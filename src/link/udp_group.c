@@ -36,6 +36,7 @@
 #include <unistd.h>
 
 #include "diag/clock.h"
+#include "link/fork_drop.h"
 #include "link/gso.h"
 #include "link/rundir.h"
 #include "link/udp.h"
@@ -198,6 +199,7 @@ static int fwd_open(struct srn_udp_group *g)
 		return -EIO;
 	}
 	g->fwd_fd = fd;
+	srn_fork_drop_add(fd);
 	return 0;
 }
 
@@ -206,8 +208,10 @@ static void group_free(struct srn_udp_group *g)
 	for (unsigned k = 0; k < SRN_GRP_MEMBERS; k++)
 		if (g->peer_fd[k] >= 0)
 			close(g->peer_fd[k]);
+	srn_fork_drop_del(g->fwd_fd);
 	if (g->fwd_fd >= 0)
 		close(g->fwd_fd);
+	srn_fork_drop_del(g->slot_fd);
 	if (g->slot_fd >= 0)
 		close(g->slot_fd);       /* releases the slot */
 	free(g);
@@ -225,6 +229,7 @@ static int take_slot(struct srn_udp_group *g)
 		if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
 			g->member = k;
 			g->slot_fd = fd;
+			srn_fork_drop_add(fd);
 			return 0;
 		}
 		close(fd);
@@ -353,6 +358,7 @@ void srn_udp_group_leave(struct srn_udp *u)
 			}
 		srn_grp_drain_for_others(u);
 		u->grp = NULL;
+		srn_fork_drop_del(u->fd);
 		close(u->fd);
 		u->fd = -1;
 		if (pwrite(ofd, &o, sizeof(o), 0) != (ssize_t)sizeof(o)) {
