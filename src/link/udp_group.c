@@ -102,6 +102,21 @@ int srn_grp_open_existing(const struct srn_udp_group *g, const char *suffix)
 	return open_file(g, suffix, 0);
 }
 
+unsigned srn_grp_order_members(const struct srn_udp_group *g, uint8_t out[SRN_GRP_MEMBERS])
+{
+	int fd = srn_grp_open_existing(g, ".order");
+	if (fd < 0)
+		return 0;
+	struct order_file o;
+	bool ok = pread(fd, &o, sizeof(o), 0) == (ssize_t)sizeof(o) && o.magic == ORDER_MAGIC &&
+		  o.n <= SRN_GRP_MEMBERS;
+	close(fd);
+	if (!ok)
+		return 0;
+	memcpy(out, o.member, o.n);
+	return o.n;
+}
+
 static bool slot_alive(const struct srn_udp_group *g, unsigned k)
 {
 	char suffix[16];

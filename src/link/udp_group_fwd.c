@@ -208,29 +208,47 @@ static int slot_peek(const struct srn_udp_group *g, unsigned k, struct slot_rec 
 	return ret;
 }
 
-/* The live member whose process is pid, or -1.  A scan of the slots: it
- * runs for a REQ to another process, once per connection. */
+/* The live member whose process is pid, or -1.  It runs for a REQ to
+ * another process, once per connection; and for every REQ a remote peer
+ * sends that names such a port.  So the scan covers the members the
+ * order file lists, not every possible slot: a REQ-shaped packet cost up
+ * to 255 failed opens before its ICRC was checked (test_trust_cm_flood). */
 static int member_of_pid(const struct srn_udp_group *g, long pid)
 {
-	for (unsigned k = 0; k < SRN_GRP_MEMBERS; k++) {
+	uint8_t list[SRN_GRP_MEMBERS];
+	unsigned n = srn_grp_order_members(g, list);
+	for (unsigned i = 0; i < n; i++) {
 		struct slot_rec r;
-		if (k != g->member && slot_peek(g, k, &r) == 0 && r.pid == pid)
-			return (int)k;
+		if (list[i] != g->member && slot_peek(g, list[i], &r) == 0 && r.pid == pid)
+			return (int)list[i];
 	}
 	return -1;
 }
 
-/* A live member whose CM serves QP1, or -1: the last one found first. */
+/* A group where no process runs a CM answers no REQ anyway: after a scan
+ * that found none, the next looks wait this long (a CM that starts
+ * meanwhile gets REQs from then on; the requester's CM retries). */
+#define GSI_NONE_RECHECK_NS 50000000ull
+
+/* A live member whose CM serves QP1, or -1: the last one found first,
+ * then the members the order file lists (see member_of_pid). */
 static int gsi_member(struct srn_udp_group *g)
 {
-	for (unsigned i = 0; i < SRN_GRP_MEMBERS; i++) {
-		unsigned k = (g->gsi_hint + i) % SRN_GRP_MEMBERS;
-		struct slot_rec r;
-		if (k != g->member && slot_peek(g, k, &r) == 0 && (r.flags & SLOT_GSI)) {
-			g->gsi_hint = k;
-			return (int)k;
+	struct slot_rec r;
+	if (g->gsi_hint != g->member && slot_peek(g, g->gsi_hint, &r) == 0 && (r.flags & SLOT_GSI))
+		return (int)g->gsi_hint;
+	uint64_t now = srn_now_ns();
+	if (g->gsi_none_ns && now - g->gsi_none_ns < GSI_NONE_RECHECK_NS)
+		return -1;
+	uint8_t list[SRN_GRP_MEMBERS];
+	unsigned n = srn_grp_order_members(g, list);
+	for (unsigned i = 0; i < n; i++)
+		if (list[i] != g->member && slot_peek(g, list[i], &r) == 0 && (r.flags & SLOT_GSI)) {
+			g->gsi_hint = list[i];
+			g->gsi_none_ns = 0;
+			return (int)list[i];
 		}
-	}
+	g->gsi_none_ns = now;
 	return -1;
 }
 

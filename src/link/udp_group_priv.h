@@ -83,6 +83,7 @@ struct srn_udp_group {
 	struct slot_rec rec;            /* what our slot file says */
 	_Atomic(srn_gsi_listener_fn *) gsi_fn;  /* our CM's listener lookup */
 	unsigned gsi_hint;              /* the member whose CM took the last REQ we could not */
+	uint64_t gsi_none_ns;           /* when a scan last found no member with a CM */
 	uint64_t secret;
 	char dir[SRN_RUNDIR_PATH_MAX];
 	char key[INET6_ADDRSTRLEN + 8];
@@ -123,6 +124,11 @@ int srn_grp_dir_name(char *out, size_t n);
 int srn_grp_open_ours(const struct srn_udp_group *g, const char *suffix);
 /* The same file if it exists, not created. */
 int srn_grp_open_existing(const struct srn_udp_group *g, const char *suffix);
+/* The members the order file lists, as the kernel's group holds their
+ * sockets, into out; how many (0 if it cannot be read).  Unlocked, for
+ * the receive path: a read torn by a joiner's write may name wrong
+ * members, which the callers' slot checks turn away. */
+unsigned srn_grp_order_members(const struct srn_udp_group *g, uint8_t out[SRN_GRP_MEMBERS]);
 /* Attach the group's program again from the order file (udp_group.c). */
 void srn_grp_resteer(struct srn_udp *u);
 
