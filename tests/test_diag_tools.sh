@@ -165,8 +165,14 @@ rm -f "$SOFTRNIC_DIAG_DIR/softrnic.1.bogus" "$SOFTRNIC_DIAG_DIR/softrnic.notapid
 srn stat --dump
 before=$(awk -F'\t' '$4 == "dev" && $5 == "sent_pkts" { print $6 }' <<<"$out")
 kill -9 "$wpid"
-wait "$wpid" 2>/dev/null
-true
+# kill returns before the process is gone, and a disowned one is not
+# waited for: wait until it is a zombie or reaped (bounded), as stat
+# would see it a moment later on a loaded machine (CI saw "running").
+for ((i = 0; i < 100; i++)); do
+	st=$(awk '{ print $3 }' "/proc/$wpid/stat" 2>/dev/null)
+	[ -z "$st" ] || [ "$st" = Z ] && break
+	sleep 0.05
+done
 srn stat --dump
 after=$(awk -F'\t' '$4 == "dev" && $5 == "sent_pkts" { print $6 }' <<<"$out")
 has "$wpid	fakedev	dead	dev	bad_icrc	3" "killed writer shows dead with last values"
