@@ -168,8 +168,11 @@ static int setup(struct hq *q, const struct host_opts *o, uint16_t qid)
 		.hrqsize = (uint16_t)q->depth,
 		.hsqsize = o->cm_hsqsize >= 0 ? (uint16_t)o->cm_hsqsize : (uint16_t)(q->depth - 1),
 	};
+	/* The target RDMA-Reads write data from us (responder resources);
+	 * we never read, so initiator depth 0, as the kernel's host offers:
+	 * a target that mixes the two up then fails here as with the kernel. */
 	struct rdma_conn_param cp = { .private_data = &req, .private_data_len = sizeof(req),
-				      .responder_resources = 16, .initiator_depth = 16,
+				      .responder_resources = 16, .initiator_depth = 0,
 				      .retry_count = 7, .rnr_retry_count = 7 };
 	if (rdma_connect(q->id, &cp))
 		return -errno;

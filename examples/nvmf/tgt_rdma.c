@@ -394,10 +394,15 @@ static struct rdma_cm_id *on_connect_request(struct rtgt *r, struct rdma_cm_even
 		if (post_recv(q, i))
 			goto fail;
 	struct nvme_rdma_cm_rep rep = { .recfmt = 0, .crqsize = (uint16_t)q->depth };
-	uint8_t rd = ev->param.conn.responder_resources, ini = ev->param.conn.initiator_depth;
+	/* The event's parameters are already seen from our side (as the
+	 * kernel's rdma_cm reports them): initiator_depth is how many RDMA
+	 * Reads we may have outstanding (the REQ's responder resources; the
+	 * kernel host offers 128 and never reads itself, so its initiator
+	 * depth, our responder_resources, is 0). */
+	uint8_t ini = ev->param.conn.initiator_depth, rr = ev->param.conn.responder_resources;
 	struct rdma_conn_param cp = { .private_data = &rep, .private_data_len = sizeof(rep),
-				      .initiator_depth = rd < 16 ? rd : 16,
-				      .responder_resources = ini < 16 ? ini : 16,
+				      .initiator_depth = ini < 16 ? ini : 16,
+				      .responder_resources = rr < 16 ? rr : 16,
 				      .rnr_retry_count = 7 };
 	if (rdma_accept(ev->id, &cp))
 		goto fail;

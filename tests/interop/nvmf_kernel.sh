@@ -34,10 +34,12 @@
 #                    RXE_BUILD=$PWD/build-nvme EXTRA_PACKAGES="nvme-cli e2fsprogs" \
 #                    EXTRA_MODULES="nvme-rdma nvme-tcp nvmet nvmet-rdma nvmet-tcp nvme-fabrics brd ext4" ./build-guest.sh
 #   SRN_BUILD        softrnic build folder (default build/ in the repository)
-#   NVMF_TARGET_CMD  host-side target; bash -c, with TADDR PORT NQN NS_FILE NS_MB SRN_BUILD exported
+#   NVMF_TARGET_CMD  host-side target; bash -c, with TADDR PORT NQN HOSTNQN NS_FILE NS_MB SRN_BUILD exported
 #   NVMF_TARGET_WAIT seconds to let the target come up when tcp is not served (no port to watch), default 3
 #   NVMF_PERF_CMD    host-side initiator, run once per transport with TR also exported; exit 0 = pass
 #   NQN HOSTNQN NVMF_PORT NS_MB FILES FILE_KB CTRL_LOSS_TMO RESTART_DOWN
+#   IDLE             host-to-softrnic: seconds without I/O after the remount step (default 0: none);
+#                    the controller must stay live on keep-alives alone (kato 5 s)
 #   NS_BACKING       kernel target namespace: ram (brd, default) or file (guest /tmp, buffered_io)
 #   OUT              logs (default $RXE_BUILD/nvmf-kernel); each mode writes OUT/<mode>/, emptied first
 # Softrnic's processes get SOFTRNIC_DEVICES=name=softrnic0,addr=10.77.0.1.
@@ -62,12 +64,18 @@ FILES=${FILES:-4}
 FILE_KB=${FILE_KB:-1024}
 CTRL_LOSS_TMO=${CTRL_LOSS_TMO:-120}
 RESTART_DOWN=${RESTART_DOWN:-5}
+IDLE=${IDLE:-0}
 OUT_BASE=${OUT:-$RXE_BUILD/nvmf-kernel}
 OUT=$OUT_BASE
 # shellcheck disable=SC2016  # expanded by bash -c, with the variables above exported
-NVMF_TARGET_CMD=${NVMF_TARGET_CMD:-'$SRN_BUILD/bin/softrnic run -- $SRN_BUILD/bin/softrnic-nvmf target --addr $TADDR --port $PORT --nqn $NQN --file $NS_FILE'}
+NVMF_TARGET_CMD=${NVMF_TARGET_CMD:-'$SRN_BUILD/bin/softrnic run -- $SRN_BUILD/bin/softrnic-nvmf target --addr $TADDR --port $PORT --subsys $NQN --ns $NS_FILE --allow-host $HOSTNQN'}
+# perf checks every block it reads (exit 1 on a mismatch): 4 KiB random mixed, then 32 KiB
+# on 2 queues (beyond nvmet's in-capsule sizes: nvmet-rdma RDMA-Reads the data, nvmet-tcp
+# sends R2Ts; digests on tcp), then a sequential write pass and a read pass over 8 MiB.
 # shellcheck disable=SC2016
-NVMF_PERF_CMD=${NVMF_PERF_CMD:-'$SRN_BUILD/bin/softrnic run -- $SRN_BUILD/bin/softrnic-nvmf perf -t $TR -a $TADDR -s $PORT -n $NQN --verify -w randrw -o 4096 -q 8 -T 10'}
+_PERF='$SRN_BUILD/bin/softrnic run -- $SRN_BUILD/bin/softrnic-nvmf perf -t $TR --addr $TADDR --port $PORT --subnqn $NQN --hostnqn $HOSTNQN'
+# shellcheck disable=SC2016
+NVMF_PERF_CMD=${NVMF_PERF_CMD:-"set -e; $_PERF --op rw --qd 8 --seconds 10; $_PERF --op rw --bs 32768 --qd 4 --queues 2 --seconds 8 \$([ \$TR = tcp ] && echo --digest); $_PERF --op write --seq --bs 32768 --size 8388608 --qd 4 --seconds 5; $_PERF --op read --seq --bs 32768 --size 8388608 --qd 4 --seconds 5"}
 NVMF_TARGET_WAIT=${NVMF_TARGET_WAIT:-3}
 SRN_DEVICES="name=softrnic0,addr=$RXE_HOST_IP"
 
@@ -82,7 +90,7 @@ while [ $# -gt 0 ]; do
     --capture)     CAPTURE=1; shift ;;
     --trace)       TRACE=1; shift ;;
     -t)            GTIMEOUT=$2; shift 2 ;;
-    -h|--help)     sed -n '2,45p' "$0"; exit 0 ;;
+    -h|--help)     sed -n '2,47p' "$0"; exit 0 ;;
     -*)            echo "unknown option $1" >&2; exit 2 ;;
     *)             break ;;
   esac
@@ -224,7 +232,7 @@ host_to_softrnic() {
   local s0; s0=$(share 0)
   "$RXE_VM/start-vm.sh" -q -t "$GTIMEOUT" -- "$(guest_cmd nvmf-host.sh TADDR="$TADDR" NQN="$NQN" \
       PORT="$PORT" HOSTNQN="$HOSTNQN" TRTYPES="$TRTYPES" FILES="$FILES" FILE_KB="$FILE_KB" \
-      RESTART="$RESTART" CTRL_LOSS_TMO="$CTRL_LOSS_TMO" TRACE="$TRACE")" > "$OUT/$tag-host.log" 2>&1 &
+      RESTART="$RESTART" CTRL_LOSS_TMO="$CTRL_LOSS_TMO" TRACE="$TRACE" IDLE="$IDLE")" > "$OUT/$tag-host.log" 2>&1 &
   VM0_PID=$!
   # Serve the guest's restart requests (one per transport) until it is done.
   local deadline=$(( $(date +%s) + GTIMEOUT + 300 ))
@@ -309,7 +317,7 @@ kernel_loopback() {
     echo "NVMF_EOF_TARGET"
     echo "cat > /tmp/nvmf-host.sh <<'NVMF_EOF_HOST'"
     guest_cmd nvmf-host.sh TADDR="$ip0" NQN="$NQN" PORT="$PORT" HOSTNQN="$HOSTNQN" TRTYPES="$TRTYPES" \
-        FILES="$FILES" FILE_KB="$FILE_KB" RESTART="$RESTART" CTRL_LOSS_TMO="$CTRL_LOSS_TMO" TRACE="$TRACE"
+        FILES="$FILES" FILE_KB="$FILE_KB" RESTART="$RESTART" CTRL_LOSS_TMO="$CTRL_LOSS_TMO" TRACE="$TRACE" IDLE="$IDLE"
     echo "NVMF_EOF_HOST"
     cat <<EOF
 sh /tmp/nvmf-target.sh > target.log 2>&1 &

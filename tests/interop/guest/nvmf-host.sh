@@ -8,6 +8,8 @@
 #                  writes `restart-req`, the host kills and restarts the target
 #                  and answers `restart-done`)
 #   CTRL_LOSS_TMO  nvme connect --ctrl-loss-tmo (s)
+#   IDLE           seconds without I/O after the remount step (0: no idle step); the
+#                  controller must stay live on keep-alives alone
 #   TRACE          1: nvme host trace events on, dumped to nvme-host-trace.log
 # Prints `STEP ok|FAIL <name> ...` per step; exits 1 if any step failed.
 set -u
@@ -125,6 +127,16 @@ for t in $TRTYPES; do
   if mkfs.ext4 -q -F "$DEV" && mount "$DEV" $MNT; then ok "mkfs-$t"; else bad "mkfs-$t"; give_up; continue; fi
   if write_files "f$t" "$FILES" /tmp/sums.$t && sync; then ok "write-$t $FILES x $FILE_KB KiB"; else bad "write-$t"; fi
   if remount && check_sums /tmp/sums.$t; then ok "remount-$t sums match"; else bad "remount-$t"; fi
+  if [ "${IDLE:-0}" -gt 0 ]; then
+    # Keep-alive only: no I/O for IDLE s (several KATO periods), then the data again.
+    e0=$(dmesg | grep -c 'starting error recovery')
+    sleep "$IDLE"
+    st=$(cat /sys/class/nvme/$c/state 2>/dev/null)
+    e1=$(dmesg | grep -c 'starting error recovery')
+    if [ "$st" = live ] && [ "$e1" = "$e0" ] && remount && check_sums /tmp/sums.$t; then
+      ok "idle-$t ${IDLE} s without I/O (kato $(cat /sys/class/nvme/$c/kato) s): still live, no recovery, sums match"
+    else bad "idle-$t state '$st', error recoveries $e0 -> $e1"; fi
+  fi
   [ "$RESTART" = 1 ] && restart_step "$t"
   umount $MNT || bad "umount-$t"
   out=$(timeout 60 nvme disconnect -n "$NQN" 2>&1); rc=$?
