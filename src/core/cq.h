@@ -139,11 +139,17 @@ void srn_channel_unown(struct srn_channel *ch);
  * ready (false); srn_channel_blocks: it usually blocks. */
 void srn_channel_note_wait(struct srn_channel *ch, bool blocked);
 #define SRN_FDWAIT_HINT_NS 10000000ull     /* 10 ms */
-static inline bool srn_channel_blocks(struct srn_channel *ch)
+/* The program lately waited for this channel in its own poll or epoll,
+ * through verbs/verbs_fdwait.c, which serves the device while it sleeps. */
+static inline bool srn_channel_fdwaited(struct srn_channel *ch)
 {
 	uint64_t fw = atomic_load_explicit(&ch->fdwait_ns, memory_order_relaxed);
+	return fw && srn_now_ns() - fw < SRN_FDWAIT_HINT_NS;
+}
+static inline bool srn_channel_blocks(struct srn_channel *ch)
+{
 	return atomic_load_explicit(&ch->blocks_score, memory_order_relaxed) > 0 ||
-	       (fw && srn_now_ns() - fw < SRN_FDWAIT_HINT_NS);
+	       srn_channel_fdwaited(ch);
 }
 /* An event is queued. */
 bool srn_channel_pending(struct srn_channel *ch);
