@@ -17,7 +17,7 @@
  *                without it, blocked in this thread, so not one it could
  *                run): the handler runs >= 3 times inside the call, which
  *                returns only with the peer's event.
- *   bell_flush   thread A owns the socket, asleep in poll(); thread B moves
+ *   bell_flush   thread A owns the socket, asleep in epoll_wait; thread B moves
  *                a QP to Error, whose flushed receives complete on A's
  *                channel in B's thread: no packet, only the bell wakes A.
  *   bell         A waits on CQ0 (CQ1 on the same channel) while B busy-
@@ -307,8 +307,8 @@ static void *thread_b(void *arg)
 	return NULL;
 }
 
-/* Is thread tid asleep in poll() (the owner's wait; the old way reads)?
- * -1: this kernel does not say. */
+/* Is thread tid asleep in the owner's wait (epoll_wait on its set; the
+ * old way reads)?  -1: this kernel does not say. */
 static int in_poll(int tid)
 {
 	char path[64];
@@ -321,11 +321,11 @@ static int in_poll(int tid)
 	fclose(f);
 	if (got != 1)
 		return 0;   /* "running" */
-#ifdef SYS_poll
-	if (nr == SYS_poll)
+#ifdef SYS_epoll_wait
+	if (nr == SYS_epoll_wait)
 		return 1;
 #endif
-	return nr == SYS_ppoll;
+	return nr == SYS_epoll_pwait;
 }
 
 static void case_bell_flush(struct side *s)
@@ -335,7 +335,7 @@ static void case_bell_flush(struct side *s)
 	pthread_t a;
 	CHECK(pthread_create(&a, NULL, thread_a, &b) == 0);
 	wait_for(&b.armed, 1, "A arming");
-	/* Only once A sleeps in poll() does the flush test the bell. */
+	/* Only once A sleeps in epoll_wait does the flush test the bell. */
 	double end = srn_tc_now() + WAIT_S;
 	int p;
 	while ((p = in_poll(atomic_load(&b.tid))) == 0 && srn_tc_now() < end)
@@ -344,7 +344,7 @@ static void case_bell_flush(struct side *s)
 		printf("bell_flush: /proc/self/task/*/syscall unreadable: waiting 200 ms instead\n");
 		nanosleep(&(struct timespec){ .tv_nsec = 200000000 }, NULL);
 	}
-	CHECK(p != 0, "A never slept in poll(): not the socket owner");
+	CHECK(p != 0, "A never slept in epoll_wait: not the socket owner");
 	struct ibv_qp_attr at = { .qp_state = IBV_QPS_ERR };
 	CHECK(ibv_modify_qp(s->qp[1], &at, IBV_QP_STATE) == 0);
 	wait_for(&b.done, 1, "A woken by the bell for an event made in B");

@@ -134,6 +134,11 @@ struct srn_nic_engine {
 	/* Same-host senders' doorbell (link/shm_bell.h): whoever sleeps on
 	 * the socket (the progress thread, an owner) sleeps on it too. */
 	int ring_bell_fd;
+	/* epoll the owner sleeps in (engine/wait.c): the sockets level-,
+	 * the two bells edge-triggered, so a wake costs no read to empty
+	 * a bell.  Others that watch the bells drain them (a count left
+	 * behind is one spurious wake-up there). */
+	int ep_wait;
 };
 /* Object tables: numbers and keys to objects.  Written by the verbs
  * that create and destroy the objects (core/nic.c, core/mr.c, srq.c,

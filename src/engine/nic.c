@@ -81,7 +81,7 @@ int srn_nic_create(struct srn_device *dev, struct srn_nic **out, char *err, size
 	nic->cfg = dev->cfg;
 	pthread_mutex_init(&nic->lock, NULL);
 	nic->engine.kick_fd = nic->engine.ep_all = nic->engine.ep_kick = nic->engine.bell_fd =
-		nic->engine.ring_bell_fd = -1;
+		nic->engine.ring_bell_fd = nic->engine.ep_wait = -1;
 	nic->pid = getpid();
 
 	int ret = srn_udp_open(&nic->link.udp, &nic->cfg, err, errlen);

@@ -444,6 +444,36 @@ static void *progress_main(void *arg)
 	return NULL;
 }
 
+/* The owner's epoll set (engine/wait.c): what it sleeps on, the bells
+ * edge-triggered.  Without it (or without the bells) a waiting thread
+ * waits the old way. */
+static int wait_set_create(struct srn_nic *nic, int fwd)
+{
+	if (nic->engine.bell_fd < 0 || nic->engine.ring_bell_fd < 0)
+		return 0;
+	int ep = epoll_create1(EPOLL_CLOEXEC);
+	if (ep < 0)
+		return -1;
+	struct {
+		int fd;
+		uint32_t events;
+	} add[4] = {
+		{ nic->link.udp.fd, EPOLLIN },
+		{ nic->engine.bell_fd, EPOLLIN | EPOLLET },
+		{ nic->engine.ring_bell_fd, EPOLLIN | EPOLLET },
+		{ fwd, EPOLLIN },
+	};
+	for (uint32_t i = 0; i < 4; i++) {
+		struct epoll_event e = { .events = add[i].events, .data.u32 = i };
+		if (add[i].fd >= 0 && epoll_ctl(ep, EPOLL_CTL_ADD, add[i].fd, &e)) {
+			close(ep);
+			return -1;
+		}
+	}
+	nic->engine.ep_wait = ep;
+	return 0;
+}
+
 int srn_progress_start(struct srn_nic *nic)
 {
 	struct epoll_event e = { .events = EPOLLIN };
@@ -474,6 +504,8 @@ int srn_progress_start(struct srn_nic *nic)
 			goto fail;
 		srn_shm_set_bell(&nic->link.shm, nic->engine.ring_bell_fd);
 	}
+	if (wait_set_create(nic, fwd))
+		goto fail;
 	/* Every signal blocked, and named for top -H, perf and gdb. */
 	int ret = srn_thread_spawn(&nic->engine.thread, "srn-progress", progress_main, nic);
 	if (ret) {
@@ -508,6 +540,8 @@ void srn_progress_stop(struct srn_nic *nic)
 		close(nic->engine.ep_all);
 	if (nic->engine.ep_kick >= 0)
 		close(nic->engine.ep_kick);
+	if (nic->engine.ep_wait >= 0)
+		close(nic->engine.ep_wait);
 	if (nic->engine.kick_fd >= 0)
 		close(nic->engine.kick_fd);
 	srn_shm_set_bell(&nic->link.shm, -1);
@@ -516,7 +550,7 @@ void srn_progress_stop(struct srn_nic *nic)
 	if (nic->engine.ring_bell_fd >= 0)
 		close(nic->engine.ring_bell_fd);
 	nic->engine.ep_all = nic->engine.ep_kick = nic->engine.kick_fd = nic->engine.bell_fd =
-		nic->engine.ring_bell_fd = -1;
+		nic->engine.ring_bell_fd = nic->engine.ep_wait = -1;
 }
 
 void srn_progress_app_sleeps(struct srn_nic *nic)

@@ -7,7 +7,7 @@
  * thread, which received it, queued the event and woke the application,
  * two wake-ups (and two threads on a 2-CPU machine) where a TCP server
  * pays one.  Now the waiting thread becomes the socket's owner: it sleeps
- * in poll on the device socket (where a same-host peer's ring doorbell
+ * in epoll_wait on the device socket (where a same-host peer's ring doorbell
  * lands too) and on a bell for events other threads queue, receives and
  * processes what came in its own thread, and returns when its channel
  * holds an event.  The progress thread stands aside meanwhile (progress.c)
@@ -26,6 +26,7 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <sys/epoll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <unistd.h>
@@ -37,7 +38,7 @@
 #include "transport/txq.h"
 
 /* Raised by the faulting instruction of the thread itself, so never
- * while it sleeps in poll: their handlers do not count (sanitizers and
+ * while it sleeps: their handlers do not count (sanitizers and
  * crash reporters install them without SA_RESTART). */
 static bool synchronous_signal(int s)
 {
@@ -45,7 +46,7 @@ static bool synchronous_signal(int s)
 	       s == SIGSYS;
 }
 
-/* poll() is never restarted after a signal handler ran; read() on the
+/* epoll_wait and poll are never restarted after a signal handler ran; read() on the
  * kernel's channel fd is, when that handler has SA_RESTART.  Which
  * signal ran is not known here, so restart only when every handler this
  * thread could have run asks for it (any other answer is EINTR, which a
@@ -75,7 +76,7 @@ static bool can_own(struct srn_nic *nic)
 {
 	/* Multicast groups bring packets on sockets of their own, which
 	 * this wait does not watch. */
-	return nic->engine.thread_started && nic->engine.bell_fd >= 0 && !nic->tables.nmcast;
+	return nic->engine.thread_started && nic->engine.ep_wait >= 0 && !nic->tables.nmcast;
 }
 
 static void leave(struct srn_nic *nic)
@@ -99,32 +100,51 @@ static void serve(struct srn_nic *nic, bool sockets)
 	srn_nic_unlock(nic);
 }
 
-/* After srn_wait_event's poll (pfd as it set them up): empty the bells,
- * and serve what the sockets and rings hold. */
-static void woken(struct srn_nic *nic, const struct pollfd *pfd, nfds_t nfd)
+/* After a wake: what the sockets and rings hold.  sock, ring, fwd: the
+ * device socket, the rings' bell, a shared address's forwarding socket
+ * (has_fwd: watched) were reported ready. */
+static void woken(struct srn_nic *nic, bool sock, bool ring, bool fwd, bool has_fwd)
 {
 	srn_count(nic->diag.cnt, SRN_CNT_WAITER_WAKEUPS, 1);
+	/* The wait just looked at the sockets.  The forwarding socket: ask
+	 * it now if it holds something, else not this pass.  The device
+	 * socket, found empty, counts as asked: the program's ibv_poll_cq
+	 * calls right after this wake need not ask it again (the pacing of
+	 * progress.c), a recvmmsg that would find nothing on every hop of a
+	 * same-host ping-pong. */
+	srn_nic_lock(nic);
+	if (has_fwd)
+		srn_udp_group_fwd_seen(&nic->link.udp, fwd);
+	if (!sock)
+		srn_progress_socket_seen_empty(nic);
+	srn_nic_unlock(nic);
+	if (sock || ring || fwd)
+		serve(nic, sock || fwd);
+}
+
+/* srn_wait_fds's poll watched the bells level-triggered: empty them. */
+static void woken_polled(struct srn_nic *nic, const struct pollfd *pfd, nfds_t nfd)
+{
 	for (int i = 1; i <= 2; i++) {
 		uint64_t v;
 		if (pfd[i].revents && read(pfd[i].fd, &v, sizeof(v)) < 0) {
 			/* EAGAIN: another wake took it */
 		}
 	}
-	bool fwd = nfd == 4 && pfd[3].revents;
-	/* poll just looked at the sockets.  The forwarding socket: ask it
-	 * now if it holds something, else not this pass.  The device
-	 * socket, found empty, counts as asked: the program's ibv_poll_cq
-	 * calls right after this wake need not ask it again (the pacing of
-	 * progress.c), a recvmmsg that would find nothing on every hop of a
-	 * same-host ping-pong. */
-	srn_nic_lock(nic);
-	if (nfd == 4)
-		srn_udp_group_fwd_seen(&nic->link.udp, fwd);
-	if (!pfd[0].revents)
-		srn_progress_socket_seen_empty(nic);
-	srn_nic_unlock(nic);
-	if (pfd[0].revents || pfd[2].revents || fwd)
-		serve(nic, pfd[0].revents || fwd);
+	woken(nic, pfd[0].revents, pfd[2].revents, nfd == 4 && pfd[3].revents, nfd == 4);
+}
+
+/* One sleep of srn_wait_event in the owner's epoll set (engine.ep_wait:
+ * the bells edge-triggered, so never read).  ready[i]: the set's member
+ * i (socket, event bell, ring bell, forwarding socket) woke it.
+ * Returns epoll_wait's answer. */
+static int sleep_in_set(struct srn_nic *nic, bool ready[4])
+{
+	struct epoll_event ev[4];
+	int n = epoll_wait(nic->engine.ep_wait, ev, 4, -1);
+	for (int i = 0; i < n; i++)
+		ready[ev[i].data.u32 & 3] = true;
+	return n;
 }
 
 /* Become the device's socket owner (false: another thread is, or it
@@ -142,8 +162,8 @@ static bool enter(struct srn_nic *nic, uint32_t me)
 	return true;
 }
 
-/* What a waiting thread holds, for a cancellation in its poll (poll and
- * ppoll are cancellation points, as read() on the kernel's channel fd
+/* What a waiting thread holds, for a cancellation in its sleep
+ * (epoll_wait and ppoll are cancellation points, as read() on the kernel's channel fd
  * is): without this the device would stay owned by a thread that is
  * gone, and the progress thread would stand aside for ever. */
 struct wait_state {
@@ -167,17 +187,6 @@ int srn_wait_event(struct srn_nic *nic, struct srn_channel *ch, struct srn_cq **
 	uint32_t me = srn_diag_tid();
 	if (!enter(nic, me))
 		return -EOPNOTSUPP;
-	/* The device socket (packets, same-host doorbells by datagram), the
-	 * bell for events other threads queue, same-host senders' bell
-	 * (link/shm_bell.h), and a shared address's forwarding socket
-	 * (packets and doorbells for this member, link/udp_group.h). */
-	struct pollfd pfd[4] = {
-		{ .fd = nic->link.udp.fd, .events = POLLIN },
-		{ .fd = nic->engine.bell_fd, .events = POLLIN },
-		{ .fd = nic->engine.ring_bell_fd, .events = POLLIN },
-		{ .fd = srn_udp_group_fd(&nic->link.udp), .events = POLLIN },
-	};
-	nfds_t nfd = pfd[3].fd >= 0 ? 4 : 3;
 	int ret;
 	/* Owner of the channel from the first sleep to the return: events
 	 * other threads queue ring the bell, and the events this thread's
@@ -209,7 +218,8 @@ int srn_wait_event(struct srn_nic *nic, struct srn_channel *ch, struct srn_cq **
 			continue;
 		}
 		w.asleep = true;
-		int n = poll(pfd, nfd, -1);
+		bool ready[4] = { false };
+		int n = sleep_in_set(nic, ready);
 		int err = errno;
 		w.asleep = false;
 		srn_shm_sleep_end(&nic->link.shm);
@@ -224,7 +234,7 @@ int srn_wait_event(struct srn_nic *nic, struct srn_channel *ch, struct srn_cq **
 			}
 			continue;
 		}
-		woken(nic, pfd, nfd);
+		woken(nic, ready[0], ready[2], ready[3], srn_udp_group_fd(&nic->link.udp) >= 0);
 	}
 	pthread_cleanup_pop(0);
 	if (w.owned)
@@ -291,7 +301,7 @@ int srn_wait_fds(struct srn_nic *nic, struct pollfd *app, nfds_t napp, int timeo
 		for (nfds_t i = 0; i < napp; i++)
 			mine += pfd[i].revents != 0;
 		if (asleep)
-			woken(nic, ours, nours);
+			woken_polled(nic, ours, nours);
 		else
 			serve(nic, false);
 		if (!mine && ready && ready(arg)) {
