@@ -4,9 +4,11 @@
  * top (host.c): admin queue, Connect, CC.EN, Identify, I/O queues.
  *
  * A queue has `depth` command slots; slot i always carries CID i and owns
- * a data buffer of NVMF_MAX_DATA bytes (registered, on RDMA).  The caller
- * fills a slot's buffer for a write, submits, and polls: the completion
- * callback names the slot, whose buffer then holds read data.  The host
+ * a data buffer of NVMF_MAX_DATA bytes (registered, on RDMA; with
+ * `invalidate`, reachable remotely only through slot i's memory window,
+ * bound per command).  The caller fills a slot's buffer for a write,
+ * submits, and polls: the completion callback names the slot, whose
+ * buffer then holds read data.  The host
  * polls (spins) its queues, as spdk_nvme_perf does, or, with a spin
  * budget, sleeps on them once idle (arm, wait_fd, drain).
  */
@@ -33,6 +35,8 @@ struct host_opts {
 	uint32_t kato;          /* ms */
 	uint32_t nsid;          /* the namespace to use; 0: the first active one */
 	int cm_qid, cm_hsqsize; /* RDMA: lie in the CM private data (probe), -1 = no */
+	bool invalidate;        /* RDMA: keyed SGLs name a type-2 window per command and
+				 * ask the target to invalidate it (perf --invalidate) */
 };
 
 /* How submit treats the SGL: AUTO builds it; RAW keeps the caller's and
@@ -59,6 +63,14 @@ struct hq_ops {
 extern const struct hq_ops hq_rdma_ops, hq_tcp_ops;
 extern int hq_rdma_last_reject; /* the status of the last rdma_cm REJECT */
 int hq_tcp_raw(const struct host_opts *o, const void *out, size_t len, uint8_t *in, size_t cap);
+/* An RDMA queue opened with `invalidate`: responses that invalidated the
+ * command's window as asked, and those that did not (no Send with
+ * Invalidate, another rkey, or one where none was asked). */
+void hq_rdma_inv_counts(const struct hq *q, uint64_t *ok, uint64_t *bad);
+/* The rkey of slot's window if the response to the slot's last command
+ * invalidated it and nothing bound it since: a key that must no longer
+ * work.  -ENOENT otherwise (or without windows). */
+int hq_rdma_stale_rkey(const struct hq *q, unsigned slot, uint32_t *rkey);
 
 struct host {
 	struct host_opts o;

@@ -13,6 +13,15 @@
  * polled; a sleeping perf arms it and waits on the completion channel
  * all queues share.
  *
+ * With `invalidate` (perf --invalidate) keyed SGLs go as the Linux host
+ * sends them with its FRMRs, here with type-2 memory windows: the region
+ * has no remote rights of its own, each slot has a window, bound over
+ * the command's data with a fresh key just before the command and named
+ * in an SGL whose subtype asks for invalidation.  The response must come
+ * as Send with Invalidate naming that key (checked per completion); the
+ * window is then free to bind again.  A response that did not invalidate
+ * it is counted bad and the next bind invalidates it locally first.
+ *
  * Work request ids: [31:16] kind, [15:0] slot or receive buffer.
  */
 #include "host.h"
@@ -28,7 +37,7 @@
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
 
-enum { K_SEND = 1, K_RECV = 2 };
+enum { K_SEND = 1, K_RECV = 2, K_MW = 3 };
 
 int hq_rdma_last_reject;
 
@@ -36,6 +45,17 @@ int hq_rdma_last_reject;
  * perf waits on one fd (non-blocking: drained after each wake-up). */
 static struct ibv_comp_channel *chan;
 static unsigned chan_users;
+
+/* A slot's window (invalidate).  A type-2 window binds only while free
+ * (invalidated), so `bound` stays set until a Send with Invalidate or a
+ * local invalidate frees it. */
+struct hmw {
+	struct ibv_mw *mw;
+	uint32_t rkey; /* of the last bind: the key byte is ours to pick (ibv_inc_rkey) */
+	bool asked;    /* the slot's command in flight asked to invalidate rkey */
+	bool bound;    /* not known free: a local invalidate goes before the next bind */
+	bool freed;    /* the last response invalidated rkey: the window is free, rkey stale */
+};
 
 struct hq {
 	struct rdma_event_channel *ch;
@@ -49,6 +69,8 @@ struct hq {
 	uint32_t incap;
 	unsigned events; /* CQ events taken, to acknowledge */
 	bool broken;
+	struct hmw *mw;  /* invalidate: one per slot; NULL: keyed SGLs name the region */
+	uint64_t inv_ok, inv_bad;
 };
 
 #define SLOT_SIZE (64 + NVMF_MAX_DATA)
@@ -133,6 +155,24 @@ static int resolve(struct hq *q, const struct host_opts *o)
 	return 0;
 }
 
+/* One type-2 window per slot, in the queue's PD (bound on its QP). */
+static int alloc_windows(struct hq *q)
+{
+	q->mw = calloc(q->depth, sizeof(*q->mw));
+	if (!q->mw)
+		return -ENOMEM;
+	for (unsigned s = 0; s < q->depth; s++) {
+		q->mw[s].mw = ibv_alloc_mw(q->pd, IBV_MW_TYPE_2);
+		if (!q->mw[s].mw) {
+			int err = errno ? errno : ENOMEM;
+			fprintf(stderr, "nvmf host: ibv_alloc_mw(type 2): %s\n", strerror(err));
+			return -err;
+		}
+		q->mw[s].rkey = q->mw[s].mw->rkey;
+	}
+	return 0;
+}
+
 static int setup(struct hq *q, const struct host_opts *o, uint16_t qid)
 {
 	int ret = resolve(q, o);
@@ -146,15 +186,25 @@ static int setup(struct hq *q, const struct host_opts *o, uint16_t qid)
 	if (chan)
 		chan_users++;
 	q->chan = chan;
-	q->cq = q->pd && chan ? ibv_create_cq(v, 3 * q->depth + 4, q, chan, 0) : NULL;
+	/* With windows a command is up to three work requests (local
+	 * invalidate, bind, Send), unsignaled ones held until a later Send
+	 * completes; a slot may carry its next command before the last
+	 * one's Send completion is polled (as without windows): twice that. */
+	unsigned extra = o->invalidate ? 4 * q->depth : 0;
+	q->cq = q->pd && chan ? ibv_create_cq(v, 3 * q->depth + 4 + extra, q, chan, 0) : NULL;
 	q->mem = q->cq ? calloc(1, len) : NULL;
-	q->mr = q->mem ? ibv_reg_mr(q->pd, q->mem, len, IBV_ACCESS_LOCAL_WRITE |
-				    IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE) : NULL;
+	/* Windows: the region itself gives no remote rights, so a key that
+	 * works at all is a window's. */
+	int access = IBV_ACCESS_LOCAL_WRITE | (o->invalidate ? IBV_ACCESS_MW_BIND :
+					       IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE);
+	q->mr = q->mem ? ibv_reg_mr(q->pd, q->mem, len, access) : NULL;
 	if (!q->mr)
 		return -ENOMEM;
+	if (o->invalidate && (ret = alloc_windows(q)))
+		return ret;
 	struct ibv_qp_init_attr qa = {
 		.send_cq = q->cq, .recv_cq = q->cq, .qp_type = IBV_QPT_RC,
-		.cap = { .max_send_wr = 2 * q->depth + 4, .max_recv_wr = q->depth,
+		.cap = { .max_send_wr = 2 * q->depth + 4 + extra, .max_recv_wr = q->depth,
 			 .max_send_sge = 2, .max_recv_sge = 1 },
 	};
 	if (rdma_create_qp(q->id, q->pd, &qa))
@@ -188,6 +238,11 @@ static void hq_close(struct hq *q)
 		}
 		rdma_destroy_id(q->id);
 	}
+	/* Windows first: a region with windows bound does not deregister. */
+	for (unsigned s = 0; q->mw && s < q->depth; s++)
+		if (q->mw[s].mw)
+			ibv_dealloc_mw(q->mw[s].mw);
+	free(q->mw);
 	if (q->mr)
 		ibv_dereg_mr(q->mr);
 	if (q->cq) {
@@ -231,6 +286,62 @@ static void put_le24(uint8_t *p, uint32_t v)
 	p[2] = (uint8_t)(v >> 16);
 }
 
+/* Slot s's window over its first `len` data bytes under a fresh key,
+ * with only the right the target's transfer needs (it Reads write data
+ * and Writes read data); a local invalidate first if the last response
+ * left it bound.  Both unsignaled, chained ahead of `send` (the capsule)
+ * in one post: the send queue runs in order, so the key is live before
+ * the target can see it.  Returns the chain's first work request. */
+static struct ibv_send_wr *bind_window(struct hq *q, unsigned s, enum nvme_dir dir, uint32_t len,
+				       struct ibv_send_wr wr[2], struct ibv_send_wr *send)
+{
+	struct hmw *m = &q->mw[s];
+	struct ibv_send_wr *first = &wr[1];
+	memset(wr, 0, 2 * sizeof(*wr));
+	if (m->bound) {
+		wr[0].wr_id = (uint64_t)K_MW << 16 | s;
+		wr[0].opcode = IBV_WR_LOCAL_INV;
+		wr[0].invalidate_rkey = m->rkey;
+		wr[0].next = &wr[1];
+		first = &wr[0];
+	}
+	m->rkey = ibv_inc_rkey(m->rkey);
+	wr[1].wr_id = (uint64_t)K_MW << 16 | s;
+	wr[1].opcode = IBV_WR_BIND_MW;
+	wr[1].next = send;
+	wr[1].bind_mw.mw = m->mw;
+	wr[1].bind_mw.rkey = m->rkey;
+	wr[1].bind_mw.bind_info = (struct ibv_mw_bind_info){
+		.mr = q->mr, .addr = (uintptr_t)slot_data(q, s), .length = len,
+		.mw_access_flags = dir == DIR_H2C ? IBV_ACCESS_REMOTE_READ : IBV_ACCESS_REMOTE_WRITE,
+	};
+	m->asked = m->bound = true;
+	m->freed = false;
+	return first;
+}
+
+/* The response to slot s came: did it invalidate what the command asked
+ * to (Send with Invalidate naming the window's key), and nothing else? */
+static void check_inv(struct hq *q, const struct ibv_wc *wc, unsigned s)
+{
+	struct hmw *m = &q->mw[s];
+	bool inv = wc->wc_flags & IBV_WC_WITH_INV;
+	if (m->asked && inv && wc->invalidated_rkey == m->rkey) {
+		m->bound = false;
+		m->freed = true;
+		q->inv_ok++;
+	} else if ((m->asked || inv) && ++q->inv_bad <= 5) {
+		if (inv)
+			fprintf(stderr, "nvmf host: response to CID %u invalidated rkey %#x, %s %#x\n",
+				s, wc->invalidated_rkey, m->asked ? "asked for" : "none asked; window",
+				m->rkey);
+		else
+			fprintf(stderr, "nvmf host: response to CID %u: no Send with Invalidate "
+				"for rkey %#x\n", s, m->rkey);
+	}
+	m->asked = false;
+}
+
 static int submit(struct hq *q, unsigned s, struct nvme_sqe *sqe, uint32_t len, enum hq_mode mode)
 {
 	if (q->broken)
@@ -238,6 +349,9 @@ static int submit(struct hq *q, unsigned s, struct nvme_sqe *sqe, uint32_t len, 
 	sqe->cid = (uint16_t)s;
 	enum nvme_dir dir = nvmf_sqe_dir(sqe);
 	uint32_t incap = 0;
+	struct ibv_send_wr wr = { .wr_id = (uint64_t)K_SEND << 16 | s, .num_sge = 1,
+				  .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED };
+	struct ibv_send_wr mw_wr[2], *first = &wr, *bad;
 	if (mode == HQ_RAW) {
 		incap = len;
 	} else if (dir == DIR_H2C && len && len <= q->incap) {
@@ -251,18 +365,22 @@ static int submit(struct hq *q, unsigned s, struct nvme_sqe *sqe, uint32_t len, 
 		memset(&sqe->sgl, 0, sizeof(sqe->sgl));
 		sqe->sgl.type = SGL_KEYED_ADDR;
 		if (dir != DIR_NONE && len) {
+			uint32_t key = q->mr->rkey;
+			if (q->mw) {
+				first = bind_window(q, s, dir, len, mw_wr, &wr);
+				key = q->mw[s].rkey;
+				sqe->sgl.type = SGL_KEYED_INV;
+			}
 			sqe->sgl.addr = (uintptr_t)slot_data(q, s);
 			put_le24(sqe->sgl.len, len);
-			memcpy(sqe->sgl.key, &q->mr->rkey, 4);
+			memcpy(sqe->sgl.key, &key, 4);
 		}
 	}
 	memcpy(capsule(q, s), sqe, 64);
 	/* SQE and in-capsule data are adjacent in the slot: one SGE. */
 	struct ibv_sge sge = { (uintptr_t)capsule(q, s), 64 + incap, q->mr->lkey };
-	struct ibv_send_wr wr = { .wr_id = (uint64_t)K_SEND << 16 | s, .sg_list = &sge,
-				  .num_sge = 1, .opcode = IBV_WR_SEND,
-				  .send_flags = IBV_SEND_SIGNALED }, *bad;
-	return ibv_post_send(q->id->qp, &wr, &bad) ? -EIO : 0;
+	wr.sg_list = &sge;
+	return ibv_post_send(q->id->qp, first, &bad) ? -EIO : 0;
 }
 
 static int hq_poll(struct hq *q, hq_cb cb, void *arg)
@@ -284,10 +402,26 @@ static int hq_poll(struct hq *q, hq_cb cb, void *arg)
 			q->broken = true;
 		if (wc[i].byte_len < sizeof(c) || c.cid >= q->depth)
 			continue; /* not a completion of ours */
+		if (q->mw)
+			check_inv(q, &wc[i], c.cid);
 		cb(arg, c.cid, &c);
 		seen++;
 	}
 	return q->broken ? -ECONNRESET : seen;
+}
+
+void hq_rdma_inv_counts(const struct hq *q, uint64_t *ok, uint64_t *bad)
+{
+	*ok = q->inv_ok;
+	*bad = q->inv_bad;
+}
+
+int hq_rdma_stale_rkey(const struct hq *q, unsigned slot, uint32_t *rkey)
+{
+	if (!q->mw || slot >= q->depth || !q->mw[slot].freed)
+		return -ENOENT;
+	*rkey = q->mw[slot].rkey;
+	return 0;
 }
 
 const struct hq_ops hq_rdma_ops = {

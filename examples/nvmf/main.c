@@ -20,7 +20,7 @@
 enum {
 	O_ADDR = 256, O_PORT, O_SUBSYS, O_NS, O_ALLOW, O_ALLOW_ANY, O_POLL, O_NO_RDMA, O_NO_TCP,
 	O_PIDFILE, O_SRC, O_SUBNQN, O_HOSTNQN, O_NO_INCAP, O_DIGEST, O_KATO, O_OP, O_SEQ, O_BS,
-	O_QD, O_QUEUES, O_SECONDS, O_SIZE, O_SPIN_US, O_NSID,
+	O_QD, O_QUEUES, O_SECONDS, O_SIZE, O_SPIN_US, O_NSID, O_INVALIDATE,
 };
 
 static const struct option opts[] = {
@@ -37,6 +37,7 @@ static const struct option opts[] = {
 	{ "queues", 1, 0, O_QUEUES },	    { "seconds", 1, 0, O_SECONDS },
 	{ "size", 1, 0, O_SIZE },	    { "transport", 1, 0, 't' },
 	{ "spin-us", 1, 0, O_SPIN_US },    { "nsid", 1, 0, O_NSID },
+	{ "invalidate", 0, 0, O_INVALIDATE },
 	{ 0, 0, 0, 0 },
 };
 
@@ -51,6 +52,8 @@ static int usage(void)
 		"                      [--seconds 2] [--size BYTES] [--no-incap] [--digest] [--src A]\n"
 		"                      [--spin-us N (sleep when idle that long; default: always spin)]\n"
 		"                      [--nsid N (default: the first namespace)] [--kato MS]\n"
+		"                      [--invalidate (rdma: a memory window per command, invalidated\n"
+		"                       by the target's Send with Invalidate; then a stale-key check)]\n"
 		"       softrnic-nvmf probe    (the same connection flags as perf)\n"
 		"       softrnic-nvmf discover (the same connection flags as perf)\n");
 	return 2;
@@ -141,6 +144,7 @@ static void host_opt(struct cfg *c, int o, const char *arg)
 	case O_SIZE: c->p.size = strtoull(arg, NULL, 0); return;
 	case O_SPIN_US: c->p.spin_us = atoi(arg); return;
 	case O_NSID: h->nsid = (uint32_t)strtoul(arg, NULL, 0); return;
+	case O_INVALIDATE: h->invalidate = true; return;
 	default: c->bad = true; return;
 	}
 }

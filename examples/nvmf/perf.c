@@ -15,6 +15,12 @@
  * One thread drives every queue, polling each in turn; with --spin-us N
  * it sleeps once nothing completed for N us.  Latency is from
  * submit to the completion seen, in a histogram of 100 ns buckets.
+ *
+ * --invalidate (NVMe/RDMA): keyed SGLs name a memory window per command
+ * that the target must invalidate by Send with Invalidate (host_rdma.c
+ * checks every response); the result line adds the responses that did
+ * (invalidated=) and those that did not (inv_fail=, also in errors=).
+ * After the run, a key so invalidated must be dead (stale_key_check).
  */
 #include "perf.h"
 
@@ -48,6 +54,7 @@ struct perf {
 	uint8_t *busy;
 	uint32_t *hist;
 	uint64_t ios, reads, writes, errors, verify_fail, inflight;
+	uint64_t inv_base; /* --invalidate: responses that invalidated before the workload */
 	struct pq *cur; /* the queue being polled, for the callback */
 };
 
@@ -206,10 +213,94 @@ static int sleep_idle(struct perf *p)
 	return 0;
 }
 
+/* --invalidate: the responses that invalidated the window as asked, on
+ * the I/O queues, and those that did not, on every queue (bring-up
+ * commands included). */
+static void inv_sum(const struct perf *p, uint64_t *inv_ok, uint64_t *inv_bad)
+{
+	uint64_t ok, bad;
+	hq_rdma_inv_counts(p->h.aq, &ok, inv_bad);
+	*inv_ok = 0;
+	for (unsigned i = 0; i < p->h.nioq; i++) {
+		hq_rdma_inv_counts(p->q[i].q, &ok, &bad);
+		*inv_ok += ok;
+		*inv_bad += bad;
+	}
+}
+
+/* The result line; with --invalidate, the workload's responses that
+ * invalidated as asked (not the I/O queues' Connects) and, as errors
+ * too, all that did not. */
+static void report(struct perf *p, double secs)
+{
+	uint64_t inv_ok = 0, inv_bad = 0;
+	if (p->h.o.invalidate) {
+		inv_sum(p, &inv_ok, &inv_bad);
+		inv_ok -= p->inv_base;
+		p->errors += inv_bad;
+	}
+	const char *opn = p->o->op == OP_READ ? "read" : p->o->op == OP_WRITE ? "write" : "rw";
+	printf("result transport=%s op=%s%s bs=%u qd=%u queues=%u seconds=%.2f ios=%llu "
+	       "iops=%.0f MBps=%.1f p50_us=%.1f p99_us=%.1f p999_us=%.1f reads=%llu writes=%llu "
+	       "errors=%llu verify_fail=%llu",
+	       p->h.o.xport == HX_RDMA ? "rdma" : "tcp", p->o->seq ? "seq" : "rand", opn,
+	       p->o->bs, p->o->qd, p->h.nioq, secs, (unsigned long long)p->ios,
+	       (double)p->ios / secs, (double)p->ios * p->o->bs / secs / 1e6, pct(p, 0.5),
+	       pct(p, 0.99), pct(p, 0.999), (unsigned long long)p->reads,
+	       (unsigned long long)p->writes, (unsigned long long)p->errors,
+	       (unsigned long long)p->verify_fail);
+	if (p->h.o.invalidate)
+		printf(" invalidated=%llu inv_fail=%llu", (unsigned long long)inv_ok,
+		       (unsigned long long)inv_bad);
+	printf("\n");
+}
+
+/* --invalidate, after the run: a key the target invalidated must be
+ * dead.  A read on I/O queue 1's slot 0 (its window bound, then freed by
+ * the response's Send with Invalidate), then the same read with that
+ * stale key in a plain keyed SGL.  The target's RDMA Write to it must
+ * meet a remote access error (IBTA: an access through an invalid rkey is
+ * NAKed), after which RC leaves the target nothing but to end the
+ * queue's connection: no status may come back, only the queue breaking
+ * (or, if our QP stays up, silence).  Returns 0 if so. */
+static int stale_key_check(struct perf *p)
+{
+	struct host *h = &p->h;
+	struct hq *q = h->ioq[0];
+	uint32_t nsect = p->o->bs / NVMF_LBA_SIZE, rkey = 0;
+	struct nvme_sqe s = { .opc = OPC_READ, .nsid = h->nsid, .cdw12 = nsect - 1 };
+	struct nvme_cqe c;
+	int ret = host_sync(h, q, &s, p->o->bs, HQ_AUTO, &c, 5000);
+	if (ret || hq_rdma_stale_rkey(q, 0, &rkey)) {
+		printf("stale_key FAIL: the read before it: %s\n",
+		       ret ? strerror(-ret) : "did not invalidate its window");
+		return -1;
+	}
+	s = (struct nvme_sqe){ .opc = OPC_READ, .nsid = h->nsid, .cdw12 = nsect - 1,
+			       .flags = 1 << 6 };
+	s.sgl.type = SGL_KEYED_ADDR;
+	s.sgl.addr = (uintptr_t)h->ops->buf(q, 0);
+	s.sgl.len[0] = (uint8_t)p->o->bs; /* 24 bits, little-endian */
+	s.sgl.len[1] = (uint8_t)(p->o->bs >> 8);
+	s.sgl.len[2] = (uint8_t)(p->o->bs >> 16);
+	memcpy(s.sgl.key, &rkey, 4);
+	bool dead = h->dead;
+	ret = host_sync(h, q, &s, 0, HQ_RAW, &c, 3000);
+	h->dead = dead; /* only this I/O queue is gone: the controller shuts down cleanly */
+	bool ok = ret == -ECONNRESET || ret == -ETIMEDOUT;
+	printf("stale_key %s: a read naming invalidated rkey %#x: %s\n", ok ? "ok" : "FAIL", rkey,
+	       ret == -ECONNRESET ? "the queue ended" : ret == -ETIMEDOUT ? "no answer in 3 s" :
+	       ret == -EPROTO ? "answered with an error status" : ret ? strerror(-ret) :
+	       "answered with success");
+	return ok ? 0 : -1;
+}
+
 static int drive(struct perf *p)
 {
 	uint64_t t0 = host_now_ns(), end = t0 + (uint64_t)(p->o->seconds * 1e9);
-	uint64_t now = t0, last_seen = t0;
+	uint64_t now = t0, last_seen = t0, bad;
+	if (p->h.o.invalidate)
+		inv_sum(p, &p->inv_base, &bad);
 	while (now < end || p->inflight) {
 		bool progress = false;
 		if (now > end + 5000000000ull) {
@@ -236,17 +327,7 @@ static int drive(struct perf *p)
 		    sleep_idle(p) < 0)
 			return -ECONNRESET;
 	}
-	double secs = (double)(now - t0) / 1e9;
-	const char *opn = p->o->op == OP_READ ? "read" : p->o->op == OP_WRITE ? "write" : "rw";
-	printf("result transport=%s op=%s%s bs=%u qd=%u queues=%u seconds=%.2f ios=%llu "
-	       "iops=%.0f MBps=%.1f p50_us=%.1f p99_us=%.1f p999_us=%.1f reads=%llu writes=%llu "
-	       "errors=%llu verify_fail=%llu\n",
-	       p->h.o.xport == HX_RDMA ? "rdma" : "tcp", p->o->seq ? "seq" : "rand", opn,
-	       p->o->bs, p->o->qd, p->h.nioq, secs, (unsigned long long)p->ios,
-	       (double)p->ios / secs, (double)p->ios * p->o->bs / secs / 1e6, pct(p, 0.5),
-	       pct(p, 0.99), pct(p, 0.999), (unsigned long long)p->reads,
-	       (unsigned long long)p->writes, (unsigned long long)p->errors,
-	       (unsigned long long)p->verify_fail);
+	report(p, (double)(now - t0) / 1e9);
 	return 0;
 }
 
@@ -256,6 +337,10 @@ int nvmf_perf(const struct perf_opts *o)
 	    o->qd > NVMF_MQES + 1 || !o->queues || o->queues > NVMF_MAX_QUEUES) {
 		fprintf(stderr, "perf: bad --bs, --qd (1-%d) or --queues (1-%d)\n", NVMF_MQES + 1,
 			NVMF_MAX_QUEUES);
+		return 2;
+	}
+	if (o->host.invalidate && o->host.xport != HX_RDMA) {
+		fprintf(stderr, "perf: --invalidate is for NVMe/RDMA (-t rdma) only\n");
 		return 2;
 	}
 	struct perf *p = calloc(1, sizeof(*p));
@@ -298,6 +383,8 @@ int nvmf_perf(const struct perf_opts *o)
 	if (ret)
 		fprintf(stderr, "perf: %s\n", strerror(-ret));
 	int rc = ret || p->errors || p->verify_fail ? 1 : 0;
+	if (!ret && o->host.invalidate && stale_key_check(p))
+		rc = 1;
 	host_stop(&p->h);
 	for (unsigned i = 0; i < NVMF_MAX_QUEUES; i++)
 		free(p->q[i].s);
