@@ -4,15 +4,18 @@
 # polling), udp (SOFTRNIC_SHM=0: RoCEv2 over UDP loopback, target
 # event-driven), tcp (NVMe/TCP from the same target, with digests);
 # netns and tcp_netns: target and hosts in two network namespaces over a
-# veth pair (root only, else skipped).
+# veth pair (root only, else skipped); shm_mt, udp_mt and tcp_mt: shm, udp
+# and tcp with the target on two I/O threads (--cores 0,1).  The *_mt ones
+# are in the tsan label: the threads share controllers and namespaces.
 set(NVMF_DIR ${CMAKE_SOURCE_DIR}/examples/nvmf)
 if(TARGET softrnic-nvmf)
-  foreach(mode shm udp tcp netns tcp_netns)
+  foreach(mode shm udp tcp netns tcp_netns shm_mt udp_mt tcp_mt)
     add_test(NAME nvmf_${mode} COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/test_nvmf.sh ${mode})
     set_tests_properties(nvmf_${mode} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120
       ENVIRONMENT "SRN_BUILD=${CMAKE_BINARY_DIR};SRN_SRC=${CMAKE_SOURCE_DIR}"
       LABELS e2e)
   endforeach()
+  set_property(TEST nvmf_shm_mt nvmf_udp_mt nvmf_tcp_mt APPEND PROPERTY LABELS tsan)
 endif()
 
 # The parsers: NVMe/TCP PDU headers and the rdma_cm private data; and

@@ -10,6 +10,9 @@
 #   netns, tcp_netns  target in network namespace A, clients in B, over a
 #         veth pair (tests/lib/netns.sh): NVMe/RDMA over softrnic's UDP
 #         link, or NVMe/TCP; root only, else skipped
+#   shm_mt, udp_mt, tcp_mt  shm, udp and tcp with the target on two I/O
+#         threads (--cores 0,1): queues spread over both, admin queues and
+#         keep-alive on thread 0, teardown across threads
 #
 # Target: subsystem A (namespace 1 a file, namespace 2 RAM; host h1
 # only), subsystem B (RAM; host h2 only).  Checks, each bounded:
@@ -19,15 +22,19 @@
 #   3. a sequential write pass over the first MiB, then a read pass that
 #      checks every block it wrote (self-describing blocks) and the file
 #      itself holds them
-#   4. probe: bad capsules and Connects get the statuses the spec names
+#   4. probe: bad capsules and Connects get the statuses the spec names;
+#      CC.EN cleared with reads in flight closes the I/O queues (on the
+#      other thread too), and new ones work after CC.EN again
 #   5. host h2 refused by A (Connect status 0x184); discovery for h1
 #      lists A and not B
 #      (probe also lets a controller's keep-alive timer expire)
 #   6. 8 queues at queue depth 128; a host killed mid-run (SIGKILL)
-#   7. the target is still alive and answers afterwards
+#   7. the target is still alive and answers afterwards; then SIGTERM
+#      stops it cleanly (exit 0; with threads, thread 1 served I/O
+#      queues), and its log holds no sanitizer report
 # Exit 0 pass, 1 fail, 77 skip.
 set -u
-MODE=${1:?usage: test_nvmf.sh shm|udp|tcp}
+MODE=${1:?usage: test_nvmf.sh shm|udp|tcp|netns|tcp_netns|shm_mt|udp_mt|tcp_mt}
 N=$SRN_BUILD/bin/softrnic-nvmf
 SR=$SRN_BUILD/bin/softrnic
 [ -x "$N" ] || { echo "SKIP: softrnic-nvmf not built (libibverbs-dev/librdmacm-dev missing)"; exit 77; }
@@ -41,10 +48,13 @@ cleanup() {
 }
 envs=()
 [ -n "${SRN_ASAN_PRELOAD:-}" ] && envs=(LD_PRELOAD="$SRN_ASAN_PRELOAD" ASAN_OPTIONS=detect_leaks=0:abort_on_error=1)
-shm=1 TARGS=() X=rdma TPRE=() CPRE=()
+shm=1 TARGS=() X=rdma TPRE=() CPRE=() MT=0
 A=127.$((RANDOM % 200 + 20)).$((RANDOM % 250 + 1)).$((RANDOM % 250 + 1))
+if [ "${MODE%_mt}" != "$MODE" ]; then
+	MODE=${MODE%_mt} MT=1 TARGS=(--cores 0,1)
+fi
 case $MODE in
-shm) TARGS=(--poll) ;;
+shm) TARGS+=(--poll) ;;
 udp) shm=0 ;;
 tcp) X=tcp ;;
 netns | tcp_netns)
@@ -63,6 +73,7 @@ netns | tcp_netns)
 	;;
 *) echo "unknown mode $MODE"; exit 2 ;;
 esac
+[ $MT = 1 ] && MODE=${MODE}_mt
 [ "${MODE%netns}" = "$MODE" ] && trap cleanup EXIT
 NEXT=0
 HA=nqn.2014-08.org.softrnic:test:h1 HB=nqn.2014-08.org.softrnic:test:h2
@@ -129,7 +140,7 @@ DG=()
 [ "$X" = tcp ] && DG=(--digest)
 # 1. and 2.
 perf_ok mixed --subnqn $SA --hostnqn $HA --op rw --qd 8 --queues 2 --seconds 0.5 "${DG[@]}"
-perf_ok nsid2 --subnqn $SA --hostnqn $HA --nsid 2 --op rw --qd 4 --seconds 0.3
+perf_ok nsid2 --subnqn $SA --hostnqn $HA --nsid 2 --op rw --qd 8 --queues 2 --size 1048576 --seconds 0.3
 perf_ok no_incap --subnqn $SB --hostnqn $HB --op rw --qd 4 --seconds 0.5 --no-incap
 # 3. a write pass, then a read pass over what it wrote; the file holds it
 perf_ok seq_write --subnqn $SA --hostnqn $HA --op write --seq --size 1048576 --qd 4 --seconds 0.5
@@ -176,8 +187,36 @@ fi
 perf_ok deep --subnqn $SA --hostnqn $HA --op rw --qd 128 --queues 8 --seconds 0.5 --size 8388608
 # (`softrnic run` execs the program, so timeout's SIGKILL hits perf itself)
 CLI_TIMEOUT="-s KILL 0.6" cli killed perf --spin-us 50 --subnqn $SA --hostnqn $HA --op rw --qd 32 --queues 2 --seconds 5
-# 7. still serving
+# 7. still serving; then a clean stop
 perf_ok after --subnqn $SA --hostnqn $HA --op rw --qd 1 --seconds 0.3
-kill -0 $tpid 2>/dev/null || { echo "FAIL: $MODE: target died"; fail=1; }
+if kill -0 $tpid 2>/dev/null; then
+	kill -TERM $tpid
+	for ((i = 0; i < 200; i++)); do kill -0 $tpid 2>/dev/null || break; sleep 0.05; done
+	if kill -0 $tpid 2>/dev/null; then
+		echo "FAIL: $MODE: target did not stop within 10 s of SIGTERM"
+		fail=1
+		kill -9 $tpid
+	fi
+	wait $tpid
+	rc=$?
+	tpid=
+	[ $rc -eq 0 ] || { echo "FAIL: $MODE: target exited with $rc"; fail=1; }
+else
+	echo "FAIL: $MODE: target died"
+	fail=1
+fi
+if [ $MT = 1 ]; then
+	served=$(sed -n 's/^nvmf: thread 1 (cpu [-0-9]*): \([0-9]*\) I\/O queues served$/\1/p' "$work/target.log")
+	if [ "${served:-0}" -gt 0 ]; then
+		echo "ok: $MODE: thread 1 served $served I/O queues"
+	else
+		echo "FAIL: $MODE: thread 1 served no I/O queue"
+		fail=1
+	fi
+fi
+if grep -Eq "ThreadSanitizer|AddressSanitizer|LeakSanitizer|runtime error:" "$work/target.log"; then
+	echo "FAIL: $MODE: a sanitizer report in the target's log"
+	fail=1
+fi
 [ $fail -ne 0 ] && { echo "--- target log"; cat "$work/target.log"; }
 exit $fail

@@ -3,7 +3,11 @@
  * known-good and known-bad vectors for each parser (wire.c), the status
  * encoding, and a controller's life through the core (Connect, CC.EN ->
  * CSTS.RDY, Identify offsets, the discovery log per host, CC.SHN, a
- * keep-alive expiry that takes the I/O queues along).
+ * keep-alive expiry that takes the I/O queues along); and the teardown
+ * rules the I/O threads rely on: a torn-down controller lives until the
+ * last of its queues' owners lets go, and refuses their commands until
+ * then; a queue CC.EN's reset dropped, closed late, does not take the
+ * slot of the queue that reconnected with its QID.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -191,9 +195,50 @@ static void test_controller(void)
 	nvmf_tick(&t, t.now_ns + 1500000000ull);
 	CHECK(aq.ctrl); /* the first check only clears "seen" */
 	nvmf_tick(&t, t.now_ns + 1500000000ull);
-	CHECK(!aq.ctrl && !ioq.ctrl && killed == 2 && t.ka_expired == 1);
+	CHECK(killed == 2 && t.ka_expired == 1 && aq.kill_req && ioq.kill_req);
 	for (unsigned i = 0; i < NVMF_MAX_CTRL; i++)
 		CHECK(!t.ctrls[i]);
+	/* Until their owners close them the queues hold the controller: a
+	 * command that comes meanwhile fails and touches nothing freed. */
+	struct nvme_sqe rd = { .opc = OPC_READ, .nsid = 1 };
+	CHECK(run(&t, &ioq, rd, 512, NULL) == ST_CMD_SEQ_ERROR);
+	CHECK(run(&t, &aq, id, 4096, NULL) == ST_CMD_SEQ_ERROR);
+	nvmf_q_gone(&ioq);
+	nvmf_q_gone(&aq); /* the last reference frees it (the ASan build checks) */
+	CHECK(!aq.ctrl && !ioq.ctrl);
+}
+
+/* CC.EN 1 -> 0 drops the I/O queues; the host enables again and
+ * connects QID 1 anew before the old queue's owner closed it. */
+static void test_reset_reconnect(void)
+{
+	static struct nvmf_tgt t;
+	static uint8_t ram[1 << 16];
+	nvmf_tgt_init(&t);
+	struct nvmf_subsys *a = nvmf_subsys_add(&t, "nqn.t:a");
+	a->allow_any = true;
+	a->ns[a->nns++] = (struct nvmf_ns){ .nsid = 1, .nlb = sizeof(ram) / 512, .fd = -1, .ram = ram };
+	struct nvmf_q aq = { .cm_qid = -1, .cm_sqsize = -1, .kill = count_kill }, old = aq, nq = aq;
+	struct nvme_cqe c;
+	struct nvme_sqe en = prop(true, PROP_CC, CC_EN | 6u << 16 | 4u << 20);
+	CHECK(run(&t, &aq, connect(0, 31, 0, "nqn.t:a", "nqn.h1", 0xffff), 1024, &c) == 0);
+	uint16_t cntlid = (uint16_t)c.dw0;
+	CHECK(run(&t, &aq, en, 0, NULL) == 0);
+	CHECK(run(&t, &old, connect(1, 15, 0, "nqn.t:a", "nqn.h1", cntlid), 1024, &c) == 0);
+	killed = 0;
+	CHECK(run(&t, &aq, prop(true, PROP_CC, 6u << 16 | 4u << 20), 0, NULL) == 0);
+	CHECK(killed == 1 && old.kill_req && old.ctrl && !aq.kill_req);
+	CHECK(run(&t, &aq, en, 0, NULL) == 0);
+	CHECK(run(&t, &nq, connect(1, 15, 0, "nqn.t:a", "nqn.h1", cntlid), 1024, &c) == 0);
+	struct nvme_sqe rd = { .opc = OPC_READ, .nsid = 1 };
+	CHECK(run(&t, &old, rd, 512, NULL) == ST_CMD_SEQ_ERROR); /* dropped: no more I/O */
+	nvmf_q_gone(&old);
+	CHECK(!old.ctrl && aq.ctrl->q[1] == &nq);
+	CHECK(run(&t, &nq, rd, 512, NULL) == 0);
+	nvmf_q_gone(&aq); /* tears the controller down: nq is told */
+	CHECK(killed == 2 && nq.kill_req && nq.ctrl);
+	nvmf_q_gone(&nq);
+	CHECK(!nq.ctrl);
 }
 
 static void test_status(void)
@@ -210,5 +255,6 @@ int main(void)
 	test_pdu();
 	test_status();
 	test_controller();
+	test_reset_reconnect();
 	return srn_check_result();
 }

@@ -8,9 +8,11 @@
  * NVMe Base 2.0 (Identify: 5.17.2; logs: 5.16.1) through the put_*
  * helpers; the buffer's length (the host's SGL) was checked first, so a
  * short SGL is answered with Data SGL Length Invalid, never overrun.
+ * Everything here runs with the target's lock held (core.c).
  */
 #include "core.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -226,19 +228,31 @@ static uint8_t *discovery_log(struct nvmf_ctrl *c, size_t *len)
 	return b;
 }
 
+/* One counter summed over the threads' slots (each written by its own
+ * thread with atomic adds). */
+static uint64_t stat_sum(const struct nvmf_tgt *t, size_t off)
+{
+	uint64_t v = 0;
+	for (unsigned i = 0; i < NVMF_MAX_THREADS; i++)
+		v += __atomic_load_n((const uint64_t *)((const char *)&t->stats[i] + off),
+				     __ATOMIC_RELAXED);
+	return v;
+}
+
 static uint8_t *smart_log(struct nvmf_ctrl *c, size_t *len)
 {
 	uint8_t *b = calloc(1, 512);
 	if (!b)
 		return NULL;
+	const struct nvmf_tgt *t = c->t;
 	put16(b, 1, 273 + 25);  /* composite temperature, kelvin */
 	b[3] = 100;             /* available spare */
 	b[4] = 10;              /* threshold */
 	/* data units in thousands of 512-byte units, rounded up (5.16.1.3) */
-	put64(b, 32, (c->t->rd_units + 999) / 1000);
-	put64(b, 48, (c->t->wr_units + 999) / 1000);
-	put64(b, 64, c->t->rd_cmds);
-	put64(b, 80, c->t->wr_cmds);
+	put64(b, 32, (stat_sum(t, offsetof(struct nvmf_stats, rd_units)) + 999) / 1000);
+	put64(b, 48, (stat_sum(t, offsetof(struct nvmf_stats, wr_units)) + 999) / 1000);
+	put64(b, 64, stat_sum(t, offsetof(struct nvmf_stats, rd_cmds)));
+	put64(b, 80, stat_sum(t, offsetof(struct nvmf_stats, wr_cmds)));
 	*len = 512;
 	return b;
 }

@@ -7,6 +7,11 @@
  * admin queue for admin commands; an enabled controller for I/O), then
  * runs it.  Every failure is a status in the completion, never a crash
  * or a dropped command: a transport sends back whatever this returns.
+ *
+ * Locking (core.h): Connect, Property Get/Set, admin commands, the
+ * keep-alive tick and a queue's going run under t->lock; I/O commands
+ * run without it.  The helpers below that touch a controller's shared
+ * state say "Must hold t->lock".
  */
 #include "core.h"
 
@@ -30,6 +35,7 @@ void nvmf_set_status(struct nvmf_req *r, uint16_t st)
 void nvmf_tgt_init(struct nvmf_tgt *t)
 {
 	memset(t, 0, sizeof(*t));
+	pthread_mutex_init(&t->lock, NULL);
 	struct nvmf_subsys *d = &t->ss[0];
 	snprintf(d->nqn, sizeof(d->nqn), "%s", NVMF_DISC_NQN);
 	d->discovery = true;
@@ -53,6 +59,18 @@ struct nvmf_subsys *nvmf_subsys_add(struct nvmf_tgt *t, const char *nqn)
 
 /* ---- controllers ---- */
 
+static uint32_t csts_get(const struct nvmf_ctrl *c)
+{
+	return __atomic_load_n(&c->csts, __ATOMIC_RELAXED);
+}
+
+/* Must hold t->lock (the only writers). */
+static void csts_set(struct nvmf_ctrl *c, uint32_t v)
+{
+	__atomic_store_n(&c->csts, v, __ATOMIC_RELAXED);
+}
+
+/* Must hold t->lock. */
 static struct nvmf_ctrl *ctrl_find(struct nvmf_tgt *t, uint16_t cntlid)
 {
 	for (unsigned i = 0; i < NVMF_MAX_CTRL; i++)
@@ -61,6 +79,7 @@ static struct nvmf_ctrl *ctrl_find(struct nvmf_tgt *t, uint16_t cntlid)
 	return NULL;
 }
 
+/* Must hold t->lock. */
 static struct nvmf_ctrl *ctrl_new(struct nvmf_tgt *t)
 {
 	for (unsigned i = 0; i < NVMF_MAX_CTRL; i++) {
@@ -83,24 +102,46 @@ static struct nvmf_ctrl *ctrl_new(struct nvmf_tgt *t)
 	return NULL;
 }
 
-/* Detach every queue, tell the transports to close the ones still open
- * (all but `keep`, whose transport is already tearing it down), free. */
+/* Queue `q` is now the controller's queue q->qid (its owner calls this,
+ * in Connect).  Must hold t->lock. */
+static void ctrl_attach(struct nvmf_ctrl *c, struct nvmf_q *q, uint16_t qid)
+{
+	c->q[qid] = q;
+	c->nref++;
+	q->ctrl = c;
+	q->qid = qid;
+}
+
+/* The controller lets go of queue slot i: the queue's commands fail from
+ * now on and its owner is asked to close it; the owner's nvmf_q_gone()
+ * drops the reference later.  Must hold t->lock (which keeps the queue
+ * alive here: its owner frees it only after nvmf_q_gone()). */
+static void ctrl_release(struct nvmf_ctrl *c, unsigned i, struct nvmf_q *keep)
+{
+	struct nvmf_q *q = c->q[i];
+	if (!q)
+		return;
+	c->q[i] = NULL;
+	if (q == keep)
+		return; /* its transport is already tearing it down */
+	__atomic_store_n(&q->kill_req, 1, __ATOMIC_RELEASE);
+	if (q->kill)
+		q->kill(q);
+}
+
+/* Out of the controller table, every queue released (all but `keep`,
+ * whose transport is already tearing it down); freed by the last
+ * queue's nvmf_q_gone().  Must hold t->lock. */
 static void ctrl_destroy(struct nvmf_ctrl *c, struct nvmf_q *keep)
 {
 	struct nvmf_tgt *t = c->t;
-	for (unsigned i = 0; i <= NVMF_MAX_QUEUES; i++) {
-		struct nvmf_q *q = c->q[i];
-		if (!q)
-			continue;
-		c->q[i] = NULL;
-		q->ctrl = NULL;
-		if (q != keep && q->kill)
-			q->kill(q);
-	}
+	c->dead = true;
+	csts_set(c, 0);
+	for (unsigned i = 0; i <= NVMF_MAX_QUEUES; i++)
+		ctrl_release(c, i, keep);
 	for (unsigned i = 0; i < NVMF_MAX_CTRL; i++)
 		if (t->ctrls[i] == c)
 			t->ctrls[i] = NULL;
-	free(c);
 }
 
 void nvmf_q_gone(struct nvmf_q *q)
@@ -108,12 +149,17 @@ void nvmf_q_gone(struct nvmf_q *q)
 	struct nvmf_ctrl *c = q->ctrl;
 	if (!c)
 		return;
-	if (q->qid == 0) {
+	struct nvmf_tgt *t = c->t;
+	pthread_mutex_lock(&t->lock);
+	if (q->qid == 0 && !c->dead)
 		ctrl_destroy(c, q); /* the association ends with its admin queue */
-		return;
-	}
-	c->q[q->qid] = NULL;
+	/* A slot CC.EN's reset or a teardown emptied may hold a newer queue. */
+	if (c->q[q->qid] == q)
+		c->q[q->qid] = NULL;
 	q->ctrl = NULL;
+	if (--c->nref == 0 && c->dead)
+		free(c);
+	pthread_mutex_unlock(&t->lock);
 }
 
 /* Keep Alive (NVMe Base 3.9): a controller that heard nothing for a
@@ -121,21 +167,23 @@ void nvmf_q_gone(struct nvmf_q *q)
  * grace is between one and two periods. */
 void nvmf_tick(struct nvmf_tgt *t, uint64_t now_ns)
 {
+	pthread_mutex_lock(&t->lock);
 	t->now_ns = now_ns;
 	for (unsigned i = 0; i < NVMF_MAX_CTRL; i++) {
 		struct nvmf_ctrl *c = t->ctrls[i];
 		if (!c || !c->kato || now_ns < c->ka_check_ns)
 			continue;
-		if (!c->ka_seen) {
+		/* Paired with finish()'s store: any command, on any thread. */
+		if (!__atomic_exchange_n(&c->ka_seen, false, __ATOMIC_RELAXED)) {
 			fprintf(stderr, "nvmf: controller %u (%s): keep-alive expired\n", c->cntlid,
 				c->hostnqn);
 			t->ka_expired++;
 			ctrl_destroy(c, NULL);
 			continue;
 		}
-		c->ka_seen = false;
 		c->ka_check_ns = now_ns + (uint64_t)c->kato * 1000000ull;
 	}
+	pthread_mutex_unlock(&t->lock);
 }
 
 /* ---- Connect (NVMe-oF 3.3) ---- */
@@ -180,9 +228,7 @@ static uint16_t connect_admin(struct nvmf_tgt *t, struct nvmf_q *q, struct nvmf_
 	memcpy(c->hostid, d->hostid, 16);
 	c->kato = r->sqe.cdw12;
 	c->ka_check_ns = t->now_ns + (uint64_t)c->kato * 1000000ull;
-	c->q[0] = q;
-	q->ctrl = c;
-	q->qid = 0;
+	ctrl_attach(c, q, 0);
 	q->sqsize = sqsize;
 	r->cqe.dw0 = c->cntlid;
 	return ST_OK;
@@ -201,11 +247,9 @@ static uint16_t connect_io(struct nvmf_tgt *t, struct nvmf_q *q, struct nvmf_req
 	uint16_t sqsize = r->sqe.cdw11 & 0xffff;
 	if (!sqsize || sqsize > NVMF_MQES || (q->cm_sqsize >= 0 && sqsize != q->cm_sqsize))
 		return connect_invalid(r, false, CONNECT_IPO_SQSIZE);
-	if (!(c->csts & CSTS_RDY))
+	if (!(csts_get(c) & CSTS_RDY))
 		return ST_CMD_SEQ_ERROR; /* I/O queues after CC.EN (Base 3.5.1) */
-	c->q[qid] = q;
-	q->ctrl = c;
-	q->qid = qid;
+	ctrl_attach(c, q, qid);
 	q->sqsize = sqsize;
 	r->cqe.dw0 = c->cntlid;
 	return ST_OK;
@@ -259,7 +303,7 @@ static uint16_t prop_get(struct nvmf_ctrl *c, struct nvmf_req *r)
 	case PROP_CAP: v = prop_cap(); break;
 	case PROP_VS: v = 0x00010300; break; /* 1.3: all it has of 1.4 is optional there */
 	case PROP_CC: v = c->cc; break;
-	case PROP_CSTS: v = c->csts; break;
+	case PROP_CSTS: v = csts_get(c); break;
 	default: return ST_INVALID_FIELD | ST_DNR;
 	}
 	r->cqe.dw0 = (uint32_t)v;
@@ -267,19 +311,12 @@ static uint16_t prop_get(struct nvmf_ctrl *c, struct nvmf_req *r)
 	return ST_OK;
 }
 
+/* CC.EN 1 -> 0: the I/O queues go away (Base 3.7.2).  Must hold t->lock. */
 static void ctrl_reset(struct nvmf_ctrl *c)
 {
-	/* CC.EN 1 -> 0: the I/O queues go away (Base 3.7.2). */
-	for (unsigned i = 1; i <= NVMF_MAX_QUEUES; i++) {
-		struct nvmf_q *q = c->q[i];
-		if (!q)
-			continue;
-		c->q[i] = NULL;
-		q->ctrl = NULL;
-		if (q->kill)
-			q->kill(q);
-	}
-	c->csts = 0;
+	csts_set(c, 0);
+	for (unsigned i = 1; i <= NVMF_MAX_QUEUES; i++)
+		ctrl_release(c, i, NULL);
 }
 
 static uint16_t prop_set(struct nvmf_ctrl *c, struct nvmf_req *r)
@@ -291,14 +328,14 @@ static uint16_t prop_set(struct nvmf_ctrl *c, struct nvmf_req *r)
 		/* The entry sizes must be the 64-byte SQE and 16-byte CQE. */
 		if (!c->ss->discovery && (((cc >> 16) & 0xf) != 6 || ((cc >> 20) & 0xf) != 4))
 			return ST_INVALID_FIELD | ST_DNR;
-		c->csts |= CSTS_RDY;
+		csts_set(c, csts_get(c) | CSTS_RDY);
 	}
 	if (!(cc & CC_EN) && (old & CC_EN))
 		ctrl_reset(c);
 	if (cc & CC_SHN_MASK)
-		c->csts |= CSTS_SHST_DONE; /* nothing to write back: done at once */
+		csts_set(c, csts_get(c) | CSTS_SHST_DONE); /* nothing to write back: done at once */
 	else
-		c->csts &= ~CSTS_SHST_DONE;
+		csts_set(c, csts_get(c) & ~CSTS_SHST_DONE);
 	c->cc = cc;
 	return ST_OK;
 }
@@ -308,7 +345,7 @@ static uint16_t do_fabrics(struct nvmf_tgt *t, struct nvmf_q *q, struct nvmf_req
 	uint8_t fct = SQE_FCTYPE(&r->sqe);
 	if (fct == FCT_CONNECT)
 		return do_connect(t, q, r);
-	if (!q->ctrl)
+	if (!q->ctrl || q->ctrl->dead)
 		return ST_CMD_SEQ_ERROR;
 	if (fct == FCT_PROP_GET || fct == FCT_PROP_SET) {
 		if (q->qid != 0)
@@ -324,8 +361,10 @@ static void finish(struct nvmf_q *q, struct nvmf_req *r, uint16_t st)
 {
 	r->cqe.cid = r->sqe.cid;
 	r->cqe.sqid = q->qid;
-	if (q->ctrl)
-		q->ctrl->ka_seen = true; /* any command counts as traffic */
+	/* Any command counts as traffic.  Looked at first, so the I/O threads
+	 * write the shared line once per keep-alive period, not per command. */
+	if (q->ctrl && !__atomic_load_n(&q->ctrl->ka_seen, __ATOMIC_RELAXED))
+		__atomic_store_n(&q->ctrl->ka_seen, true, __ATOMIC_RELAXED);
 	if (q->no_sqflow) {
 		r->cqe.sqhd = 0xffff;
 	} else if (q->ctrl) {
@@ -343,22 +382,37 @@ void nvmf_reject(struct nvmf_q *q, struct nvmf_req *r, uint16_t st)
 	finish(q, r, st);
 }
 
+/* Fabrics and admin commands: under the lock, on a live controller. */
+static uint16_t exec_locked(struct nvmf_tgt *t, struct nvmf_q *q, struct nvmf_req *r, int *held)
+{
+	pthread_mutex_lock(&t->lock);
+	uint16_t st;
+	if (r->sqe.opc == OPC_FABRICS)
+		st = do_fabrics(t, q, r);
+	else if (q->ctrl->dead)
+		st = ST_CMD_SEQ_ERROR; /* torn down; its owner closes the queue soon */
+	else
+		st = nvmf_admin(q->ctrl, r, held);
+	pthread_mutex_unlock(&t->lock);
+	return st;
+}
+
 int nvmf_exec(struct nvmf_tgt *t, struct nvmf_q *q, struct nvmf_req *r)
 {
 	uint16_t st;
 	int held = 0;
 	memset(&r->cqe, 0, sizeof(r->cqe));
 	r->xfer = 0;
-	if (r->sqe.opc == OPC_FABRICS)
-		st = do_fabrics(t, q, r);
-	else if (!q->ctrl)
+	if (r->sqe.opc != OPC_FABRICS && !q->ctrl)
 		st = ST_CMD_SEQ_ERROR; /* nothing before Connect (NVMe-oF 3.3) */
-	else if (r->sqe.flags & 3)
+	else if (r->sqe.opc != OPC_FABRICS && (r->sqe.flags & 3))
 		st = ST_INVALID_FIELD | ST_DNR; /* fused commands: not supported */
-	else if (q->qid == 0)
-		st = nvmf_admin(q->ctrl, r, &held);
+	else if (r->sqe.opc == OPC_FABRICS || q->qid == 0)
+		st = exec_locked(t, q, r, &held);
+	else if (__atomic_load_n(&q->kill_req, __ATOMIC_ACQUIRE))
+		st = ST_CMD_SEQ_ERROR; /* its controller let go of it: no more I/O */
 	else
-		st = nvmf_io(q->ctrl, r);
+		st = nvmf_io(q->ctrl, &t->stats[q->thr % NVMF_MAX_THREADS], r);
 	finish(q, r, st);
 	return held ? NVMF_HELD : NVMF_DONE;
 }

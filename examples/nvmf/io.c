@@ -7,6 +7,11 @@
  * are 512 bytes.  Every range is checked against the namespace before it
  * is touched (LBA Out of Range), without overflow: slba + nlb is computed
  * only once slba is known to be below the size.
+ *
+ * Several I/O threads may serve one namespace.  A file is the kernel's
+ * to order; RAM is copied stripe by stripe (64 KiB), each under its lock
+ * once the namespace is shared (nvmf_ns_share), so a sector is never torn
+ * and a thread reading a block another wrote sees it in full.
  */
 #include "core.h"
 
@@ -43,6 +48,7 @@ int nvmf_ns_open(struct nvmf_ns *ns, const char *spec)
 {
 	ns->fd = -1;
 	ns->ram = NULL;
+	ns->stripes = NULL;
 	uint64_t bytes;
 	if (!strncmp(spec, "ram:", 4)) {
 		bytes = parse_size(spec + 4) & ~(uint64_t)(NVMF_LBA_SIZE - 1);
@@ -77,8 +83,28 @@ int nvmf_ns_open(struct nvmf_ns *ns, const char *spec)
 	return 0;
 }
 
+#define STRIPE_SHIFT 16
+
+int nvmf_ns_share(struct nvmf_ns *ns)
+{
+	if (!ns->ram || ns->stripes)
+		return 0;
+	ns->stripes = calloc(NVMF_NS_STRIPES, sizeof(*ns->stripes));
+	if (!ns->stripes)
+		return -ENOMEM;
+	for (unsigned i = 0; i < NVMF_NS_STRIPES; i++)
+		pthread_mutex_init(&ns->stripes[i], NULL);
+	return 0;
+}
+
 void nvmf_ns_close(struct nvmf_ns *ns)
 {
+	if (ns->stripes) {
+		for (unsigned i = 0; i < NVMF_NS_STRIPES; i++)
+			pthread_mutex_destroy(&ns->stripes[i]);
+		free(ns->stripes);
+		ns->stripes = NULL;
+	}
 	if (ns->ram)
 		munmap(ns->ram, ns->nlb << NVMF_LBA_SHIFT);
 	if (ns->fd >= 0)
@@ -92,13 +118,37 @@ static bool in_range(const struct nvmf_ns *ns, uint64_t slba, uint64_t nlb)
 	return slba < ns->nlb && nlb <= ns->nlb - slba;
 }
 
-static int ns_rw(struct nvmf_ns *ns, bool write, uint8_t *buf, uint64_t off, size_t len)
+enum ram_op { RAM_READ, RAM_WRITE, RAM_ZERO };
+
+/* [off, off + len) of a RAM namespace, stripe by stripe, each under its
+ * lock when shared (buf is NULL for RAM_ZERO). */
+static void ram_op(struct nvmf_ns *ns, enum ram_op op, uint8_t *buf, uint64_t off, uint64_t len)
+{
+	while (len) {
+		uint64_t n = (((off >> STRIPE_SHIFT) + 1) << STRIPE_SHIFT) - off;
+		n = n < len ? n : len;
+		pthread_mutex_t *m =
+			ns->stripes ? &ns->stripes[(off >> STRIPE_SHIFT) % NVMF_NS_STRIPES] : NULL;
+		if (m)
+			pthread_mutex_lock(m);
+		if (op == RAM_WRITE)
+			memcpy(ns->ram + off, buf, n);
+		else if (op == RAM_READ)
+			memcpy(buf, ns->ram + off, n);
+		else
+			memset(ns->ram + off, 0, n);
+		if (m)
+			pthread_mutex_unlock(m);
+		off += n;
+		len -= n;
+		buf = buf ? buf + n : NULL;
+	}
+}
+
+int nvmf_ns_rw(struct nvmf_ns *ns, bool write, uint8_t *buf, uint64_t off, size_t len)
 {
 	if (ns->ram) {
-		if (write)
-			memcpy(ns->ram + off, buf, len);
-		else
-			memcpy(buf, ns->ram + off, len);
+		ram_op(ns, write ? RAM_WRITE : RAM_READ, buf, off, len);
 		return 0;
 	}
 	while (len) {
@@ -118,7 +168,7 @@ static int ns_rw(struct nvmf_ns *ns, bool write, uint8_t *buf, uint64_t off, siz
 static int ns_zero(struct nvmf_ns *ns, uint64_t off, uint64_t len)
 {
 	if (ns->ram) {
-		memset(ns->ram + off, 0, len);
+		ram_op(ns, RAM_ZERO, NULL, off, len);
 		return 0;
 	}
 	if (!fallocate(ns->fd, FALLOC_FL_ZERO_RANGE, (off_t)off, (off_t)len))
@@ -127,7 +177,7 @@ static int ns_zero(struct nvmf_ns *ns, uint64_t off, uint64_t len)
 	static const uint8_t zeros[65536];
 	while (len) {
 		size_t n = len < sizeof(zeros) ? (size_t)len : sizeof(zeros);
-		if (ns_rw(ns, true, (uint8_t *)zeros, off, n))
+		if (nvmf_ns_rw(ns, true, (uint8_t *)zeros, off, n))
 			return -EIO;
 		off += n;
 		len -= n;
@@ -135,7 +185,12 @@ static int ns_zero(struct nvmf_ns *ns, uint64_t off, uint64_t len)
 	return 0;
 }
 
-static uint16_t do_rw(struct nvmf_ctrl *c, struct nvmf_ns *ns, struct nvmf_req *r, bool write)
+static void stat_add(uint64_t *v, uint64_t n)
+{
+	__atomic_fetch_add(v, n, __ATOMIC_RELAXED); /* read by the SMART log (admin.c) */
+}
+
+static uint16_t do_rw(struct nvmf_stats *st, struct nvmf_ns *ns, struct nvmf_req *r, bool write)
 {
 	uint64_t slba = r->sqe.cdw10 | (uint64_t)r->sqe.cdw11 << 32;
 	uint64_t nlb = (r->sqe.cdw12 & 0xffff) + 1ull;
@@ -146,14 +201,14 @@ static uint16_t do_rw(struct nvmf_ctrl *c, struct nvmf_ns *ns, struct nvmf_req *
 		return ST_LBA_RANGE | ST_DNR;
 	if (r->len < bytes)
 		return ST_SGL_LEN_INVALID | ST_DNR;
-	if (ns_rw(ns, write, r->data, slba << NVMF_LBA_SHIFT, bytes))
+	if (nvmf_ns_rw(ns, write, r->data, slba << NVMF_LBA_SHIFT, bytes))
 		return ST_INTERNAL;
 	if (write) {
-		c->t->wr_cmds++;
-		c->t->wr_units += nlb;
+		stat_add(&st->wr_cmds, 1);
+		stat_add(&st->wr_units, nlb);
 	} else {
-		c->t->rd_cmds++;
-		c->t->rd_units += nlb;
+		stat_add(&st->rd_cmds, 1);
+		stat_add(&st->rd_units, nlb);
 		r->xfer = (uint32_t)bytes;
 	}
 	return ST_OK;
@@ -203,9 +258,10 @@ static uint16_t do_dsm(struct nvmf_ns *ns, struct nvmf_req *r)
 	return ST_OK;
 }
 
-uint16_t nvmf_io(struct nvmf_ctrl *c, struct nvmf_req *r)
+/* Without the target's lock: CSTS is an atomic, the subsystem fixed. */
+uint16_t nvmf_io(struct nvmf_ctrl *c, struct nvmf_stats *st, struct nvmf_req *r)
 {
-	if (!(c->csts & CSTS_RDY))
+	if (!(__atomic_load_n(&c->csts, __ATOMIC_RELAXED) & CSTS_RDY))
 		return ST_CMD_SEQ_ERROR;
 	if (r->sqe.opc == OPC_FLUSH && r->sqe.nsid == 0xffffffff)
 		return do_flush(c, r->sqe.nsid);
@@ -222,8 +278,8 @@ uint16_t nvmf_io(struct nvmf_ctrl *c, struct nvmf_req *r)
 	default: return ST_INVALID_OPCODE | ST_DNR;
 	}
 	switch (r->sqe.opc) {
-	case OPC_READ: return do_rw(c, ns, r, false);
-	case OPC_WRITE: return do_rw(c, ns, r, true);
+	case OPC_READ: return do_rw(st, ns, r, false);
+	case OPC_WRITE: return do_rw(st, ns, r, true);
 	case OPC_FLUSH: return do_flush(c, ns->nsid);
 	case OPC_WRITE_ZEROES: return do_write_zeroes(ns, r);
 	default: return do_dsm(ns, r);

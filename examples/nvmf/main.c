@@ -5,6 +5,7 @@
  *   perf     drive a workload against a subsystem, verified
  *   probe    send bad input, check the statuses
  *   discover print the discovery log
+ *   local-perf  the backing store's own latency (bench.sh's baseline)
  *
  * Target configuration by flags, in order: --subsys NQN opens a
  * subsystem; the --ns and --allow-host that follow belong to it.
@@ -20,7 +21,7 @@
 enum {
 	O_ADDR = 256, O_PORT, O_SUBSYS, O_NS, O_ALLOW, O_ALLOW_ANY, O_POLL, O_NO_RDMA, O_NO_TCP,
 	O_PIDFILE, O_SRC, O_SUBNQN, O_HOSTNQN, O_NO_INCAP, O_DIGEST, O_KATO, O_OP, O_SEQ, O_BS,
-	O_QD, O_QUEUES, O_SECONDS, O_SIZE, O_SPIN_US, O_NSID, O_INVALIDATE,
+	O_QD, O_QUEUES, O_SECONDS, O_SIZE, O_SPIN_US, O_NSID, O_INVALIDATE, O_CORES,
 };
 
 static const struct option opts[] = {
@@ -37,7 +38,7 @@ static const struct option opts[] = {
 	{ "queues", 1, 0, O_QUEUES },	    { "seconds", 1, 0, O_SECONDS },
 	{ "size", 1, 0, O_SIZE },	    { "transport", 1, 0, 't' },
 	{ "spin-us", 1, 0, O_SPIN_US },    { "nsid", 1, 0, O_NSID },
-	{ "invalidate", 0, 0, O_INVALIDATE },
+	{ "invalidate", 0, 0, O_INVALIDATE }, { "cores", 1, 0, O_CORES },
 	{ 0, 0, 0, 0 },
 };
 
@@ -45,6 +46,8 @@ static int usage(void)
 {
 	fprintf(stderr,
 		"usage: softrnic-nvmf target [--addr A] [--port 4420] [--poll] [--no-rdma|--no-tcp]\n"
+		"                      [--cores LIST (one pinned I/O thread per core: 0,1 or 0-3,\n"
+		"                       or SPDK's [0,1] or 0x3; default one thread, unpinned)]\n"
 		"                      (--subsys NQN (--ns FILE|ram:SIZE)... (--allow-host NQN)...\n"
 		"                       [--allow-any-host])... [--pidfile F]\n"
 		"       softrnic-nvmf perf -t rdma|tcp --addr A [--port P] --subnqn NQN [--hostnqn NQN]\n"
@@ -55,7 +58,9 @@ static int usage(void)
 		"                      [--invalidate (rdma: a memory window per command, invalidated\n"
 		"                       by the target's Send with Invalidate; then a stale-key check)]\n"
 		"       softrnic-nvmf probe    (the same connection flags as perf)\n"
-		"       softrnic-nvmf discover (the same connection flags as perf)\n");
+		"       softrnic-nvmf discover (the same connection flags as perf)\n"
+		"       softrnic-nvmf local-perf --ns FILE|ram:SIZE [--op read|write|rw] [--bs 4096]\n"
+		"                      [--seconds 2] [--size BYTES]   (queue depth 1, no fabric)\n");
 	return 2;
 }
 
@@ -110,6 +115,13 @@ static void target_opt(struct cfg *c, int o, const char *arg)
 	case O_NO_RDMA: c->t.no_rdma = true; return;
 	case O_NO_TCP: c->t.no_tcp = true; return;
 	case O_PIDFILE: c->t.pidfile = arg; return;
+	case O_CORES:
+		if (tgt_parse_cores(arg, &c->t)) {
+			fprintf(stderr, "nvmf: --cores %s: a list of distinct cores (at most %d), "
+				"as 0,1 or 0-3 or 0x3\n", arg, NVMF_MAX_THREADS);
+			c->bad = true;
+		}
+		return;
 	default: c->bad = true; return;
 	}
 }
@@ -154,9 +166,11 @@ int main(int argc, char **argv)
 	if (argc < 2)
 		return usage();
 	const char *cmd = argv[1];
-	bool target = !strcmp(cmd, "target");
-	if (!target && strcmp(cmd, "perf") && strcmp(cmd, "probe") && strcmp(cmd, "discover"))
+	bool target = !strcmp(cmd, "target"), local = !strcmp(cmd, "local-perf");
+	if (!target && !local && strcmp(cmd, "perf") && strcmp(cmd, "probe") &&
+	    strcmp(cmd, "discover"))
 		return usage();
+	const char *local_ns = NULL;
 	static struct tgt t;
 	nvmf_tgt_init(&t.core);
 	struct cfg c = { .t = { .addr = "127.0.0.1", .port = NVMF_PORT }, .core = &t.core };
@@ -174,6 +188,8 @@ int main(int argc, char **argv)
 			c.t.port = c.p.host.port = atoi(optarg);
 		else if (target)
 			target_opt(&c, o, optarg);
+		else if (local && o == O_NS)
+			local_ns = optarg;
 		else
 			host_opt(&c, o, optarg);
 	}
@@ -191,6 +207,8 @@ int main(int argc, char **argv)
 				nvmf_ns_close(&t.core.ss[i].ns[k]);
 		return ret ? 1 : 0;
 	}
+	if (local)
+		return nvmf_local_perf(&c.p, local_ns);
 	host_default_ids(&c.p.host);
 	if (!strcmp(cmd, "discover"))
 		return nvmf_discover(&c.p.host);

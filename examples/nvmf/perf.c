@@ -31,8 +31,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#define HIST_NS 100
-#define HIST_N 1000000 /* up to 100 ms */
 #define UNCERTAIN 0xffffffffu
 
 struct pslot {
@@ -172,15 +170,20 @@ static void on_done(void *arg, unsigned si, const struct nvme_cqe *c)
 	}
 }
 
-static double pct(const struct perf *p, double q)
+double perf_pct(const uint32_t *hist, uint64_t n, double q)
 {
-	uint64_t want = (uint64_t)(q * (double)p->ios), acc = 0;
+	uint64_t want = (uint64_t)(q * (double)n), acc = 0;
 	for (uint64_t i = 0; i < HIST_N; i++) {
-		acc += p->hist[i];
+		acc += hist[i];
 		if (acc > want)
 			return (double)(i * HIST_NS + HIST_NS / 2) / 1000.0;
 	}
 	return (double)HIST_N * HIST_NS / 1000.0;
+}
+
+static double pct(const struct perf *p, double q)
+{
+	return perf_pct(p->hist, p->ios, q);
 }
 
 /* --spin-us: nothing completed for that long, so sleep: arm every

@@ -25,6 +25,18 @@
  * Work request ids: [55:48] queue index, [47:32] queue generation,
  * [23:16] kind, [15:0] receive buffer or slot.  Completions of a queue
  * that was reaped (generation changed) are ignored.
+ *
+ * Threads (tgt.h): each has its own CQ, completion channel, rdma_cm
+ * event channel and table of queues (struct rthr); the protection domain
+ * and the listener are shared (struct rtgt).  A CONNECT REQUEST arrives
+ * on thread 0's channel (the listener's); an admin queue is served
+ * there, an I/O queue by the thread tgt_pick() names: thread 0 moves the
+ * cm_id to that thread's event channel (rdma_migrate_id) and posts it
+ * the request (struct rconn), and that thread creates the QP on its CQ,
+ * posts the receives and accepts.  From then on the queue's completions
+ * and its cm_id's events reach only its thread.  An event that comes
+ * for the id before the request was taken finds the rconn in the id's
+ * context (both structs start with their kind) and marks it gone.
  */
 #include "tgt.h"
 
@@ -48,6 +60,9 @@
 
 enum kind { K_RECV = 1, K_READ = 2, K_WRITE = 3, K_SEND = 4 };
 
+/* What a cm_id's context points at (the first member of both). */
+enum rctx { RCTX_PENDING = 1, RCTX_QUEUE = 2 };
+
 struct rslot {
 	struct nvmf_req req;
 	struct sgl_info sgl;
@@ -55,11 +70,13 @@ struct rslot {
 };
 
 struct rq {
+	enum rctx kind;
 	struct nvmf_q q;
-	struct rtgt *rt;
+	struct rthr *rt;  /* its thread's share */
 	struct rdma_cm_id *id;
 	uint16_t idx, gen;
 	bool dead;
+	bool placed;      /* an I/O queue tgt_pick() counted */
 	uint64_t dead_since;
 	unsigned depth, nslots;
 	uint8_t *rx, *data;
@@ -72,18 +89,38 @@ struct rq {
 	unsigned out;   /* work requests that will complete */
 };
 
+/* Shared, set up before the threads run: the listener is thread 0's. */
 struct rtgt {
 	struct tgt *t;
 	struct rdma_event_channel *ch;
 	struct rdma_cm_id *listen;
 	struct ibv_context *verbs;
 	struct ibv_pd *pd;
+	int cqe;
+};
+
+/* One thread's share; only that thread touches it once running. */
+struct rthr {
+	struct rtgt *r;
+	struct tgt_thread *th;
+	struct rdma_event_channel *ch; /* thread 0: the listener's */
 	struct ibv_comp_channel *cc;
 	struct ibv_cq *cq;
 	struct tgt_watch cm_w, cc_w;
 	struct rq *rqs[MAX_RQ];
 	uint16_t next_gen;
 	unsigned ndead;
+};
+
+/* A CONNECT REQUEST on its way to the thread that will serve it. */
+struct rconn {
+	enum rctx kind;
+	struct tgt_msg m;
+	struct rdma_cm_id *id;
+	struct nvme_rdma_cm_req cr;
+	uint8_t ini, rr;  /* initiator depth, responder resources to offer */
+	bool placed;
+	bool gone;        /* an event said the host went before the accept */
 };
 
 static uint64_t wr_id(const struct rq *q, enum kind k, unsigned aux)
@@ -102,9 +139,21 @@ static void rq_kill(struct rq *q)
 	rdma_disconnect(q->id); /* QP to ERR: everything outstanding flushes */
 }
 
+/* The core, under its lock, from any thread: q->kill_req is set; the
+ * owner closes the queue when it sees it (rdma_thr_kills). */
 static void core_kill(struct nvmf_q *nq)
 {
-	rq_kill(nq->xport);
+	struct rq *q = nq->xport;
+	tgt_poke(q->rt->th);
+}
+
+void rdma_thr_kills(struct rthr *r)
+{
+	for (unsigned i = 0; i < MAX_RQ; i++) {
+		struct rq *q = r->rqs[i];
+		if (q && !q->dead && __atomic_load_n(&q->q.kill_req, __ATOMIC_ACQUIRE))
+			rq_kill(q);
+	}
 }
 
 static int post_recv(struct rq *q, unsigned i)
@@ -164,7 +213,7 @@ static void respond(struct rq *q, unsigned s)
 
 static void exec_respond(struct rq *q, unsigned s)
 {
-	if (nvmf_exec(&q->rt->t->core, &q->q, &q->slots[s].req) == NVMF_HELD) {
+	if (nvmf_exec(&q->rt->r->t->core, &q->q, &q->slots[s].req) == NVMF_HELD) {
 		q->freel[q->nfree++] = (uint16_t)s; /* held: no completion now */
 		return;
 	}
@@ -199,7 +248,7 @@ static void start_cmd(struct rq *q, unsigned i, uint32_t incap)
 	if (sl->dir == DIR_H2C && sl->sgl.kind == SGLK_INCAP) {
 		/* Run straight from the receive buffer, then give it back. */
 		sl->req.data = cap + 64 + sl->sgl.addr;
-		if (nvmf_exec(&q->rt->t->core, &q->q, &sl->req) == NVMF_HELD) {
+		if (nvmf_exec(&q->rt->r->t->core, &q->q, &sl->req) == NVMF_HELD) {
 			q->freel[q->nfree++] = (uint16_t)s;
 			post_recv(q, i);
 			return;
@@ -251,7 +300,7 @@ static void slot_done(struct rq *q, unsigned s)
 	}
 }
 
-static void on_wc(struct rtgt *r, const struct ibv_wc *wc)
+static void on_wc(struct rthr *r, const struct ibv_wc *wc)
 {
 	unsigned idx = (wc->wr_id >> 48) & 0xff, aux = wc->wr_id & 0xffff;
 	uint16_t gen = (uint16_t)(wc->wr_id >> 32);
@@ -275,7 +324,7 @@ static void on_wc(struct rtgt *r, const struct ibv_wc *wc)
 		slot_done(q, aux);
 }
 
-int rdma_tgt_poll(struct rtgt *r)
+int rdma_thr_poll(struct rthr *r)
 {
 	struct ibv_wc wc[CQ_BATCH];
 	int n = ibv_poll_cq(r->cq, CQ_BATCH, wc);
@@ -284,13 +333,13 @@ int rdma_tgt_poll(struct rtgt *r)
 	return n > 0 ? n : 0;
 }
 
-int rdma_tgt_arm(struct rtgt *r)
+int rdma_thr_arm(struct rthr *r)
 {
 	ibv_req_notify_cq(r->cq, 0);
-	return rdma_tgt_poll(r);
+	return rdma_thr_poll(r);
 }
 
-static void rq_free(struct rtgt *r, struct rq *q, bool destroy_id)
+static void rq_free(struct rthr *r, struct rq *q, bool destroy_id)
 {
 	if (q->id->qp)
 		rdma_destroy_qp(q->id);
@@ -307,11 +356,13 @@ static void rq_free(struct rtgt *r, struct rq *q, bool destroy_id)
 	free(q->pend);
 	if (q->dead)
 		r->ndead--;
+	if (q->placed)
+		tgt_unplace(r->th);
 	r->rqs[q->idx] = NULL;
 	free(q);
 }
 
-void rdma_tgt_reap(struct rtgt *r, bool force)
+void rdma_thr_reap(struct rthr *r, bool force)
 {
 	for (unsigned i = 0; r->ndead && i < MAX_RQ; i++) {
 		struct rq *q = r->rqs[i];
@@ -321,7 +372,7 @@ void rdma_tgt_reap(struct rtgt *r, bool force)
 	}
 }
 
-static struct rq *rq_new(struct rtgt *r, struct rdma_cm_id *id, const struct nvme_rdma_cm_req *cr)
+static struct rq *rq_new(struct rthr *r, struct rdma_cm_id *id, const struct nvme_rdma_cm_req *cr)
 {
 	unsigned idx;
 	for (idx = 0; idx < MAX_RQ && r->rqs[idx]; idx++)
@@ -331,12 +382,14 @@ static struct rq *rq_new(struct rtgt *r, struct rdma_cm_id *id, const struct nvm
 	struct rq *q = calloc(1, sizeof(*q));
 	if (!q)
 		return NULL;
+	q->kind = RCTX_QUEUE;
 	q->rt = r;
 	q->id = id;
 	q->idx = (uint16_t)idx;
 	q->gen = ++r->next_gen;
 	q->depth = cr->hsqsize + 1u;
 	q->nslots = q->depth + SLOT_EXTRA;
+	q->q.thr = r->th->idx;
 	q->q.xport = q;
 	q->q.kill = core_kill;
 	q->q.cm_qid = cr->qid;
@@ -351,8 +404,8 @@ static struct rq *rq_new(struct rtgt *r, struct rdma_cm_id *id, const struct nvm
 		return q;
 	for (unsigned s = 0; s < q->nslots; s++)
 		q->freel[q->nfree++] = (uint16_t)(q->nslots - 1 - s);
-	q->rx_mr = ibv_reg_mr(r->pd, q->rx, (size_t)q->depth * RX_SIZE, IBV_ACCESS_LOCAL_WRITE);
-	q->data_mr = ibv_reg_mr(r->pd, q->data, (size_t)q->nslots * NVMF_MAX_DATA,
+	q->rx_mr = ibv_reg_mr(r->r->pd, q->rx, (size_t)q->depth * RX_SIZE, IBV_ACCESS_LOCAL_WRITE);
+	q->data_mr = ibv_reg_mr(r->r->pd, q->data, (size_t)q->nslots * NVMF_MAX_DATA,
 				IBV_ACCESS_LOCAL_WRITE);
 	return q;
 }
@@ -363,24 +416,15 @@ static void reject(struct rdma_cm_id *id, uint16_t sts)
 	rdma_reject(id, &rej, sizeof(rej));
 }
 
-/* Returns an id to destroy after the event is acknowledged, or NULL. */
-static struct rdma_cm_id *on_connect_request(struct rtgt *r, struct rdma_cm_event *ev)
+/* On the serving thread: QP on its CQ, receives posted, ACCEPT; or a
+ * REJECT and the id destroyed.  Frees rc. */
+static void rq_accept(struct rthr *r, struct rconn *rc)
 {
-	struct nvme_rdma_cm_req cr;
-	int sts = nvmf_cm_req_parse(ev->param.conn.private_data,
-				    ev->param.conn.private_data_len, NVMF_MAX_QUEUES, &cr);
-	if (sts) {
-		reject(ev->id, (uint16_t)sts);
-		return ev->id;
-	}
-	if (ev->id->verbs != r->verbs) {
-		reject(ev->id, CM_REJ_NO_RESOURCES);
-		return ev->id;
-	}
-	struct rq *q = rq_new(r, ev->id, &cr);
+	struct rdma_cm_id *id = rc->id;
+	struct rq *q = rq_new(r, id, &rc->cr);
 	if (!q || !q->rx_mr || !q->data_mr)
 		goto fail;
-	ev->id->context = q;
+	id->context = q;
 	/* Send queue: per command at most an RDMA Read or Write, and a Send. */
 	struct ibv_qp_init_attr qa = {
 		.send_cq = r->cq, .recv_cq = r->cq, .qp_type = IBV_QPT_RC,
@@ -388,74 +432,151 @@ static struct rdma_cm_id *on_connect_request(struct rtgt *r, struct rdma_cm_even
 			 .max_send_sge = 1, .max_recv_sge = 1,
 			 .max_inline_data = sizeof(struct nvme_cqe) },
 	};
-	if (rdma_create_qp(ev->id, r->pd, &qa))
+	if (rdma_create_qp(id, r->r->pd, &qa))
 		goto fail;
 	for (unsigned i = 0; i < q->depth; i++)
 		if (post_recv(q, i))
 			goto fail;
 	struct nvme_rdma_cm_rep rep = { .recfmt = 0, .crqsize = (uint16_t)q->depth };
+	struct rdma_conn_param cp = { .private_data = &rep, .private_data_len = sizeof(rep),
+				      .initiator_depth = rc->ini, .responder_resources = rc->rr,
+				      .rnr_retry_count = 7 };
+	if (rdma_accept(id, &cp))
+		goto fail;
+	q->placed = rc->placed;
+	free(rc);
+	return;
+fail:
+	if (q) {
+		/* Never reached the core. */
+		id->context = NULL;
+		rq_free(r, q, false);
+	}
+	reject(id, CM_REJ_NO_RESOURCES);
+	rdma_destroy_id(id);
+	if (rc->placed)
+		tgt_unplace(r->th);
+	free(rc);
+}
+
+/* A request posted by thread 0 (tgt_post). */
+static void on_rconn(struct tgt_thread *th, struct tgt_msg *m)
+{
+	struct rconn *rc = (struct rconn *)((char *)m - offsetof(struct rconn, m));
+	if (!rc->gone && !__atomic_load_n(&th->t->stop, __ATOMIC_RELAXED)) {
+		rq_accept(th->rdma, rc);
+		return;
+	}
+	rc->id->context = NULL;
+	reject(rc->id, CM_REJ_NO_RESOURCES);
+	rdma_destroy_id(rc->id);
+	if (rc->placed)
+		tgt_unplace(th);
+	free(rc);
+}
+
+/* Where a checked request goes: an admin queue stays on thread 0, an
+ * I/O queue goes where tgt_pick() says, unless its id cannot move. */
+static void place(struct rthr *r0, struct rconn *rc)
+{
+	struct tgt_thread *th = rc->placed ? tgt_pick(r0->r->t) : r0->th;
+	if (th != r0->th) {
+		rc->id->context = rc;
+		/* Refused when an event for the id is already queued here:
+		 * then this thread serves it, and sees that event. */
+		if (!rdma_migrate_id(rc->id, th->rdma->ch)) {
+			tgt_place(th);
+			tgt_post(th, &rc->m);
+			return;
+		}
+		rc->id->context = NULL;
+		th = r0->th;
+	}
+	if (rc->placed)
+		tgt_place(th);
+	rq_accept(r0, rc);
+}
+
+/* Thread 0: check the REQUEST's private data before anything is made. */
+static void on_connect_request(struct rthr *r0, struct rdma_cm_event *ev)
+{
+	struct rdma_cm_id *id = ev->id;
+	struct nvme_rdma_cm_req cr;
+	int sts = nvmf_cm_req_parse(ev->param.conn.private_data,
+				    ev->param.conn.private_data_len, NVMF_MAX_QUEUES, &cr);
+	struct rconn *rc = sts ? NULL : calloc(1, sizeof(*rc));
+	if (!sts && (!rc || id->verbs != r0->r->verbs))
+		sts = CM_REJ_NO_RESOURCES;
 	/* The event's parameters are already seen from our side (as the
 	 * kernel's rdma_cm reports them): initiator_depth is how many RDMA
 	 * Reads we may have outstanding (the REQ's responder resources; the
 	 * kernel host offers 128 and never reads itself, so its initiator
 	 * depth, our responder_resources, is 0). */
 	uint8_t ini = ev->param.conn.initiator_depth, rr = ev->param.conn.responder_resources;
-	struct rdma_conn_param cp = { .private_data = &rep, .private_data_len = sizeof(rep),
-				      .initiator_depth = ini < 16 ? ini : 16,
-				      .responder_resources = rr < 16 ? rr : 16,
-				      .rnr_retry_count = 7 };
-	if (rdma_accept(ev->id, &cp))
-		goto fail;
-	return NULL;
-fail:
-	if (q) {
-		/* Never reached the core; the id goes with the event's ack. */
-		ev->id->context = NULL;
-		rq_free(r, q, false);
+	rdma_ack_cm_event(ev);
+	if (sts) {
+		reject(id, (uint16_t)sts);
+		rdma_destroy_id(id);
+		free(rc);
+		return;
 	}
-	reject(ev->id, CM_REJ_NO_RESOURCES);
-	return ev->id;
+	*rc = (struct rconn){ .kind = RCTX_PENDING, .m.fn = on_rconn, .id = id, .cr = cr,
+			      .ini = ini < 16 ? ini : 16, .rr = rr < 16 ? rr : 16,
+			      .placed = cr.qid != 0 };
+	place(r0, rc);
+}
+
+/* An event for one of this thread's ids (any but a CONNECT REQUEST). */
+static void on_id_event(void *ctx, enum rdma_cm_event_type type)
+{
+	if (!ctx)
+		return;
+	switch (type) {
+	case RDMA_CM_EVENT_DISCONNECTED:
+	case RDMA_CM_EVENT_CONNECT_ERROR:
+	case RDMA_CM_EVENT_UNREACHABLE:
+	case RDMA_CM_EVENT_REJECTED:
+	case RDMA_CM_EVENT_DEVICE_REMOVAL: break;
+	default: return;
+	}
+	if (*(enum rctx *)ctx == RCTX_PENDING)
+		((struct rconn *)ctx)->gone = true;
+	else
+		rq_kill(ctx);
 }
 
 static void on_cm(struct tgt_watch *w, uint32_t events)
 {
-	struct rtgt *r = (struct rtgt *)((char *)w - offsetof(struct rtgt, cm_w));
+	struct rthr *r = (struct rthr *)((char *)w - offsetof(struct rthr, cm_w));
 	struct pollfd p = { r->ch->fd, POLLIN, 0 };
 	while (poll(&p, 1, 0) == 1) {
 		struct rdma_cm_event *ev;
 		if (rdma_get_cm_event(r->ch, &ev))
 			return;
 		if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST) {
-			struct rdma_cm_id *gone = on_connect_request(r, ev);
-			rdma_ack_cm_event(ev);
-			if (gone)
-				rdma_destroy_id(gone);
+			on_connect_request(r, ev); /* acknowledges it */
 			continue;
 		}
-		struct rq *q = ev->id != r->listen ? ev->id->context : NULL;
+		void *ctx = ev->id->context;
 		enum rdma_cm_event_type type = ev->event;
 		rdma_ack_cm_event(ev);
-		if (!q)
-			continue;
-		switch (type) {
-		case RDMA_CM_EVENT_DISCONNECTED:
-		case RDMA_CM_EVENT_CONNECT_ERROR:
-		case RDMA_CM_EVENT_UNREACHABLE:
-		case RDMA_CM_EVENT_REJECTED:
-		case RDMA_CM_EVENT_DEVICE_REMOVAL: rq_kill(q); break;
-		default: break;
-		}
+		on_id_event(ctx, type);
 	}
 }
 
 static void on_cc(struct tgt_watch *w, uint32_t events)
 {
-	struct rtgt *r = (struct rtgt *)((char *)w - offsetof(struct rtgt, cc_w));
+	struct rthr *r = (struct rthr *)((char *)w - offsetof(struct rthr, cc_w));
 	struct ibv_cq *cq;
 	void *ctx;
 	if (!ibv_get_cq_event(r->cc, &cq, &ctx))
 		ibv_ack_cq_events(cq, 1);
-	rdma_tgt_poll(r);
+	rdma_thr_poll(r);
+}
+
+static int set_nonblock(int fd)
+{
+	return fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) ? -errno : 0;
 }
 
 static int setup(struct rtgt *r, struct tgt *t)
@@ -466,7 +587,8 @@ static int setup(struct rtgt *r, struct tgt *t)
 	if (getaddrinfo(t->o.addr, port, &hints, &ai))
 		return -EINVAL;
 	r->ch = rdma_create_event_channel();
-	int ret = r->ch ? rdma_create_id(r->ch, &r->listen, r, RDMA_PS_TCP) : -1;
+	/* No context: a REQUEST's new id inherits it, and reads as a queue. */
+	int ret = r->ch ? rdma_create_id(r->ch, &r->listen, NULL, RDMA_PS_TCP) : -1;
 	if (!ret)
 		ret = rdma_bind_addr(r->listen, ai->ai_addr);
 	freeaddrinfo(ai);
@@ -476,42 +598,71 @@ static int setup(struct rtgt *r, struct tgt *t)
 	struct ibv_device_attr da;
 	if (ibv_query_device(r->verbs, &da))
 		return -EIO;
-	int cqe = MAX_RQ * (3 * (NVMF_MQES + 1 + SLOT_EXTRA) + 4);
-	if (cqe > da.max_cqe)
-		cqe = da.max_cqe;
+	r->cqe = MAX_RQ * (3 * (NVMF_MQES + 1 + SLOT_EXTRA) + 4);
+	if (r->cqe > da.max_cqe)
+		r->cqe = da.max_cqe;
 	r->pd = ibv_alloc_pd(r->verbs);
-	r->cc = r->pd ? ibv_create_comp_channel(r->verbs) : NULL;
-	r->cq = r->cc ? ibv_create_cq(r->verbs, cqe, NULL, r->cc, 0) : NULL;
-	if (!r->cq)
+	if (!r->pd)
 		return -EIO;
 	/* Non-blocking: epoll may report an event already withdrawn. */
-	if (fcntl(r->cc->fd, F_SETFL, fcntl(r->cc->fd, F_GETFL) | O_NONBLOCK) ||
-	    fcntl(r->ch->fd, F_SETFL, fcntl(r->ch->fd, F_GETFL) | O_NONBLOCK))
+	return set_nonblock(r->ch->fd);
+}
+
+/* Thread th's share: its CQ and completion channel, its event channel
+ * (thread 0's is the listener's), both in its epoll set. */
+static int thr_setup(struct rtgt *r, struct tgt_thread *th)
+{
+	struct rthr *rt = calloc(1, sizeof(*rt));
+	if (!rt)
+		return -ENOMEM;
+	rt->r = r;
+	rt->th = th;
+	th->rdma = rt;
+	rt->ch = th->idx ? rdma_create_event_channel() : r->ch;
+	rt->cc = rt->ch ? ibv_create_comp_channel(r->verbs) : NULL;
+	rt->cq = rt->cc ? ibv_create_cq(r->verbs, r->cqe, NULL, rt->cc, 0) : NULL;
+	if (!rt->cq)
+		return -EIO;
+	int ret = set_nonblock(rt->cc->fd);
+	if (!ret && th->idx)
+		ret = set_nonblock(rt->ch->fd);
+	if (ret)
+		return ret;
+	rt->cm_w.fn = on_cm;
+	rt->cc_w.fn = on_cc;
+	if (tgt_watch_add(th, rt->ch->fd, &rt->cm_w, EPOLLIN) ||
+	    tgt_watch_add(th, rt->cc->fd, &rt->cc_w, EPOLLIN))
 		return -errno;
-	if (rdma_listen(r->listen, 64))
-		return -errno;
-	r->cm_w.fn = on_cm;
-	r->cc_w.fn = on_cc;
-	tgt_watch_add(t, r->ch->fd, &r->cm_w, EPOLLIN);
-	tgt_watch_add(t, r->cc->fd, &r->cc_w, EPOLLIN);
 	return 0;
 }
 
-void rdma_tgt_stop(struct rtgt *r)
+/* On its own thread (or thread 0, for one that never ran or a start
+ * that failed): close every queue, wait a little for their flushes, free
+ * the share. */
+void rdma_thr_stop(struct rthr *r)
 {
 	for (unsigned i = 0; i < MAX_RQ; i++)
 		if (r->rqs[i])
 			rq_kill(r->rqs[i]);
 	uint64_t t0 = nvmf_now_ns();
 	while (r->ndead && nvmf_now_ns() - t0 < 500000000ull) {
-		rdma_tgt_poll(r);
-		rdma_tgt_reap(r, false);
+		rdma_thr_poll(r);
+		rdma_thr_reap(r, false);
 	}
-	rdma_tgt_reap(r, true);
+	rdma_thr_reap(r, true);
 	if (r->cq)
 		ibv_destroy_cq(r->cq);
 	if (r->cc)
 		ibv_destroy_comp_channel(r->cc);
+	if (r->ch && r->ch != r->r->ch)
+		rdma_destroy_event_channel(r->ch);
+	r->th->rdma = NULL;
+	free(r);
+}
+
+/* After every thread's share is gone (tgt_threads_release). */
+void rdma_tgt_stop(struct rtgt *r)
+{
 	if (r->pd)
 		ibv_dealloc_pd(r->pd);
 	if (r->listen)
@@ -528,7 +679,12 @@ int rdma_tgt_start(struct tgt *t)
 		return -ENOMEM;
 	r->t = t;
 	int ret = setup(r, t);
+	for (unsigned i = 0; !ret && i < t->nthr; i++)
+		ret = thr_setup(r, &t->thr[i]);
+	if (!ret && rdma_listen(r->listen, 64))
+		ret = -errno;
 	if (ret) {
+		tgt_threads_release(t, TGT_RDMA);
 		rdma_tgt_stop(r);
 		return ret;
 	}

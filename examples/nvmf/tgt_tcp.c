@@ -17,6 +17,15 @@
  * PDUs and handled PDU by PDU; output is queued in a growing buffer and
  * written once per batch of input, so a pipeline of small commands costs
  * one recv and one send, not one per PDU.
+ *
+ * Threads (tgt.h): the listener is thread 0's, and every connection
+ * starts there: TCP names the queue only in its Connect.  Once a Connect
+ * made it an I/O queue the connection goes to the thread tgt_pick()
+ * names, with what it has read and not yet handled and what it has not
+ * yet sent: thread 0 takes it out of its epoll set and list and posts it
+ * (place); the new owner puts it in its own and carries on (on_adopt).
+ * The owner pointer changes under the core's lock, which is also what
+ * a kill request holds when it reads it to wake the owner.
  */
 #include "tgt.h"
 
@@ -48,9 +57,12 @@ struct tslot { /* a write waiting for its H2CData */
 struct tconn {
 	struct tgt_watch w;
 	struct ttgt *tt;
+	struct tgt_thread *th; /* its owner; written under the core's lock */
+	struct tgt_msg m;      /* the hand-over to another thread */
 	int fd;
 	struct nvmf_q q;
 	bool ic_done, dead, hdgst, ddgst, want_out;
+	bool placed;           /* an I/O queue, counted on th (tgt_place) */
 	uint8_t *rx;
 	uint32_t rx_have;
 	uint8_t *tx;
@@ -60,10 +72,17 @@ struct tconn {
 	struct tconn *next;
 };
 
+/* Shared: the listener, thread 0's. */
 struct ttgt {
 	struct tgt *t;
 	int lfd;
 	struct tgt_watch lw;
+};
+
+/* One thread's connections. */
+struct tthr {
+	struct ttgt *tt;
+	struct tgt_thread *th;
 	struct tconn *conns;
 };
 
@@ -75,9 +94,19 @@ static void conn_dead(struct tconn *c)
 	nvmf_q_gone(&c->q);
 }
 
+/* The core, under its lock, from any thread: q->kill_req is set; the
+ * owner closes the connection when it sees it (tcp_thr_kills). */
 static void core_kill(struct nvmf_q *q)
 {
-	conn_dead(q->xport);
+	struct tconn *c = q->xport;
+	tgt_poke(c->th);
+}
+
+void tcp_thr_kills(struct tthr *h)
+{
+	for (struct tconn *c = h->conns; c; c = c->next)
+		if (!c->dead && __atomic_load_n(&c->q.kill_req, __ATOMIC_ACQUIRE))
+			conn_dead(c);
 }
 
 /* ---- output ---- */
@@ -155,7 +184,7 @@ static void tx_flush(struct tconn *c)
 	bool want = c->tx_len != 0;
 	if (want != c->want_out && !c->dead) {
 		c->want_out = want;
-		tgt_watch_mod(c->tt->t, c->fd, &c->w, EPOLLIN | (want ? EPOLLOUT : 0));
+		tgt_watch_mod(c->th, c->fd, &c->w, EPOLLIN | (want ? EPOLLOUT : 0));
 	}
 }
 
@@ -329,18 +358,18 @@ static void on_pdu(struct tconn *c, uint8_t *p, const struct tcp_pdu_shape *sh)
 	}
 }
 
-static void on_readable(struct tconn *c)
+/* A Connect made this an I/O queue, and it has not been placed yet. */
+static bool wants_placing(const struct tconn *c)
 {
-	ssize_t n = recv(c->fd, c->rx + c->rx_have, RX_CAP - c->rx_have, MSG_DONTWAIT);
-	if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
-		conn_dead(c);
-		return;
-	}
-	if (n < 0)
-		return;
-	c->rx_have += (uint32_t)n;
+	return !c->placed && c->q.ctrl && c->q.qid;
+}
+
+/* Every whole PDU read so far; stops after a Connect that makes the
+ * connection move (the rest goes with it). */
+static void parse_rx(struct tconn *c)
+{
 	uint32_t off = 0;
-	while (!c->dead && c->rx_have - off >= sizeof(struct nvme_tcp_hdr)) {
+	while (!c->dead && !wants_placing(c) && c->rx_have - off >= sizeof(struct nvme_tcp_hdr)) {
 		struct tcp_pdu_shape sh;
 		int fes = nvmf_tcp_pdu_check((const void *)(c->rx + off), 0,
 					     c->ic_done && c->hdgst, c->ic_done && c->ddgst, &sh);
@@ -358,6 +387,70 @@ static void on_readable(struct tconn *c)
 	c->rx_have -= off;
 }
 
+static void on_readable(struct tconn *c)
+{
+	ssize_t n = recv(c->fd, c->rx + c->rx_have, RX_CAP - c->rx_have, MSG_DONTWAIT);
+	if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+		conn_dead(c);
+		return;
+	}
+	if (n < 0)
+		return;
+	c->rx_have += (uint32_t)n;
+	parse_rx(c);
+}
+
+static void link_conn(struct tthr *h, struct tconn *c)
+{
+	c->next = h->conns;
+	h->conns = c;
+}
+
+static void unlink_conn(struct tthr *h, struct tconn *c)
+{
+	for (struct tconn **pp = &h->conns; *pp; pp = &(*pp)->next)
+		if (*pp == c) {
+			*pp = c->next;
+			return;
+		}
+}
+
+/* The new owner takes the connection over (posted by place()). */
+static void on_adopt(struct tgt_thread *th, struct tgt_msg *m)
+{
+	struct tconn *c = (struct tconn *)((char *)m - offsetof(struct tconn, m));
+	link_conn(th->tcp, c);
+	if (tgt_watch_add(th, c->fd, &c->w, EPOLLIN | (c->want_out ? EPOLLOUT : 0))) {
+		conn_dead(c);
+		return;
+	}
+	parse_rx(c);
+	tx_flush(c);
+}
+
+/* Thread 0, after the Connect of an I/O queue: to the thread tgt_pick()
+ * names.  True if it went: then c is no longer this thread's to touch. */
+static bool place(struct tconn *c)
+{
+	struct tgt *t = c->tt->t;
+	struct tgt_thread *th = tgt_pick(t), *from = c->th;
+	c->placed = true;
+	pthread_mutex_lock(&t->core.lock);
+	/* Marked already: its poke came here, so it dies here. */
+	bool move = th != from && !__atomic_load_n(&c->q.kill_req, __ATOMIC_RELAXED);
+	tgt_place(move ? th : from);
+	if (move) {
+		tgt_watch_del(from, c->fd);
+		unlink_conn(from->tcp, c);
+		c->th = th;
+		c->q.thr = th->idx;
+		c->m.fn = on_adopt;
+		tgt_post(th, &c->m);
+	}
+	pthread_mutex_unlock(&t->core.lock);
+	return move;
+}
+
 static void on_conn(struct tgt_watch *w, uint32_t events)
 {
 	struct tconn *c = (struct tconn *)w;
@@ -365,6 +458,11 @@ static void on_conn(struct tgt_watch *w, uint32_t events)
 		return;
 	if (events & (EPOLLIN | EPOLLERR | EPOLLHUP))
 		on_readable(c);
+	if (wants_placing(c) && !c->dead) {
+		if (place(c))
+			return;
+		parse_rx(c); /* it stays: what came after the Connect */
+	}
 	tx_flush(c);
 }
 
@@ -391,29 +489,32 @@ static void on_accept(struct tgt_watch *w, uint32_t events)
 			close(fd);
 			continue;
 		}
+		struct tgt_thread *th0 = &tt->t->thr[0];
 		c->w.fn = on_conn;
 		c->tt = tt;
+		c->th = th0;
 		c->fd = fd;
 		c->q.xport = c;
 		c->q.kill = core_kill;
 		c->q.cm_qid = c->q.cm_sqsize = -1; /* TCP has no QID before Connect */
-		c->next = tt->conns;
-		tt->conns = c;
-		tgt_watch_add(tt->t, fd, &c->w, EPOLLIN);
+		link_conn(th0->tcp, c);
+		tgt_watch_add(th0, fd, &c->w, EPOLLIN);
 	}
 }
 
-void tcp_tgt_reap(struct ttgt *tt)
+void tcp_thr_reap(struct tthr *h)
 {
-	for (struct tconn **pp = &tt->conns; *pp;) {
+	for (struct tconn **pp = &h->conns; *pp;) {
 		struct tconn *c = *pp;
 		if (!c->dead) {
 			pp = &c->next;
 			continue;
 		}
 		*pp = c->next;
-		tgt_watch_del(tt->t, c->fd);
+		tgt_watch_del(h->th, c->fd);
 		close(c->fd);
+		if (c->placed)
+			tgt_unplace(h->th);
 		for (unsigned s = 0; s < NSLOTS; s++)
 			free(c->slots[s].buf);
 		free(c->rx);
@@ -423,11 +524,20 @@ void tcp_tgt_reap(struct ttgt *tt)
 	}
 }
 
+/* On its own thread (or thread 0, for one that never ran or a start
+ * that failed). */
+void tcp_thr_stop(struct tthr *h)
+{
+	for (struct tconn *c = h->conns; c; c = c->next)
+		conn_dead(c);
+	tcp_thr_reap(h);
+	h->th->tcp = NULL;
+	free(h);
+}
+
+/* After every thread's share is gone (tgt_threads_release). */
 void tcp_tgt_stop(struct ttgt *tt)
 {
-	for (struct tconn *c = tt->conns; c; c = c->next)
-		conn_dead(c);
-	tcp_tgt_reap(tt);
 	if (tt->lfd >= 0)
 		close(tt->lfd);
 	free(tt);
@@ -447,6 +557,19 @@ int tcp_tgt_start(struct tgt *t)
 		return -ENOMEM;
 	}
 	tt->t = t;
+	tt->lfd = -1;
+	for (unsigned i = 0; i < t->nthr; i++) {
+		struct tthr *h = calloc(1, sizeof(*h));
+		if (!h) {
+			freeaddrinfo(ai);
+			tgt_threads_release(t, TGT_TCP);
+			tcp_tgt_stop(tt);
+			return -ENOMEM;
+		}
+		h->tt = tt;
+		h->th = &t->thr[i];
+		t->thr[i].tcp = h;
+	}
 	tt->lfd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	int one = 1;
 	setsockopt(tt->lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
@@ -457,11 +580,12 @@ int tcp_tgt_start(struct tgt *t)
 	if (ret) {
 		fprintf(stderr, "nvmf: cannot listen on TCP %s:%d: %s\n", t->o.addr, t->o.port,
 			strerror(-ret));
+		tgt_threads_release(t, TGT_TCP);
 		tcp_tgt_stop(tt);
 		return ret;
 	}
 	tt->lw.fn = on_accept;
-	tgt_watch_add(t, tt->lfd, &tt->lw, EPOLLIN);
+	tgt_watch_add(&t->thr[0], tt->lfd, &tt->lw, EPOLLIN);
 	t->tcp = tt;
 	struct nvmf_port *p = &t->core.ports[t->core.nports++];
 	p->trtype = TRTYPE_TCP;
