@@ -137,7 +137,8 @@ static int admin_up(struct host *h, unsigned nioq)
 	const uint8_t *id = h->ops->buf(h->aq, 0);
 	uint32_t ioccsz;
 	memcpy(&ioccsz, id + 1792, 4);
-	h->incap = ioccsz * 16 > 64 && !h->o.no_incap ? ioccsz * 16 - 64 : 0;
+	h->ioccs = ioccsz * 16 > 64 ? ioccsz * 16 - 64 : 0;
+	h->incap = h->o.no_incap ? 0 : h->ioccs;
 	if (!strcmp(h->o.subnqn, NVMF_DISC_NQN))
 		return 0;
 	if ((ret = identify(h, 2, 0)))
@@ -173,13 +174,18 @@ int host_start(struct host *h, const struct host_opts *o, unsigned nioq, uint16_
 		if ((ret = h->ops->open(&h->ioq[i], o, (uint16_t)(i + 1), depth)))
 			return ret;
 		h->nioq++;
-		h->ops->set_incap(h->ioq[i], h->incap);
+		/* The Connect data rides in the capsule even with --no-incap,
+		 * as the Linux host sends it: Linux 6.1's nvmet-tcp waits for
+		 * in-capsule data for a write within its inline size and
+		 * never sends the R2T (tests/interop/README.md). */
+		h->ops->set_incap(h->ioq[i], h->ioccs);
 		struct nvme_cqe c;
 		if ((ret = host_connect_queue(h, h->ioq[i], (uint16_t)(i + 1), depth - 1, &c))) {
 			fprintf(stderr, "nvmf host: I/O queue %u Connect failed: status %#x\n",
 				i + 1, h->last_status);
 			return ret;
 		}
+		h->ops->set_incap(h->ioq[i], h->incap);
 	}
 	return 0;
 }

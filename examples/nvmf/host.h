@@ -30,7 +30,7 @@ struct host_opts {
 	const char *subnqn;
 	const char *hostnqn;
 	uint8_t hostid[16];
-	bool no_incap;          /* never send write data in the capsule */
+	bool no_incap;          /* never send I/O write data in the capsule */
 	bool digest;            /* NVMe/TCP header and data digests */
 	uint32_t kato;          /* ms */
 	uint32_t nsid;          /* the namespace to use; 0: the first active one */
@@ -79,7 +79,8 @@ struct host {
 	struct hq *ioq[NVMF_MAX_QUEUES];
 	unsigned nioq;
 	uint16_t cntlid;
-	uint32_t incap;    /* in-capsule data the controller takes (IOCCSZ) */
+	uint32_t incap;    /* in-capsule data I/O commands send (0: --no-incap) */
+	uint32_t ioccs;    /* what the controller takes (IOCCSZ): Connect data goes in it */
 	uint32_t nsid;
 	uint64_t nlb;      /* the namespace's size in LBAs */
 	uint16_t last_status; /* of the last failed sync command */
