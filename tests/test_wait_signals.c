@@ -27,6 +27,11 @@
  *   two_waiters  two threads block, each on its own channel (one owns the
  *                socket, the other waits the old way); the peer Sends to
  *                both, ROUNDS times, alternating which first.
+ *   stopcont     no handler at all: the peer stops the waiting process
+ *                (SIGSTOP) and continues it (SIGCONT) while it sleeps,
+ *                then Sends.  epoll_wait fails with EINTR then (signal(7)),
+ *                the kernel channel's read() does not: the call must
+ *                return the event, not EINTR (Ctrl-Z, fg).
  * Each runs over the rings, and over UDP with SOFTRNIC_SHM=0 (wait.cmake).
  * No timing is asserted: the bounds only turn a hang into a failure.
  */
@@ -54,6 +59,7 @@
 #define CMD_QP0 1u
 #define CMD_QP1 2u
 #define CMD_QP1_FIRST 4u
+#define CMD_STOPCONT 8u   /* stop and continue the asker before sending */
 #define CMD_DONE 0x80000000u
 
 struct side {
@@ -415,6 +421,43 @@ static void case_two_waiters(struct side *s)
 
 /* ---- the peer: Send as asked until told it is done ---- */
 
+/* stopcont: once the waiter sleeps in its wait (or after 2 s), stop
+ * and continue it. */
+static pid_t waiter_pid;
+
+static void stop_and_continue(struct side *s)
+{
+	(void)s;
+	struct timespec t = { 0, 20 * 1000 * 1000 };
+	for (int i = 0; i < 100; i++) {
+		char path[64];
+		snprintf(path, sizeof(path), "/proc/%d/stat", (int)waiter_pid);
+		FILE *f = fopen(path, "r");
+		char st = 0;
+		if (f) {
+			if (fscanf(f, "%*d %*s %c", &st) != 1)
+				st = 0;
+			fclose(f);
+		}
+		if (st == 'S' && i >= 5)
+			break;   /* asleep, and given 100 ms to get into the wait */
+		nanosleep(&t, NULL);
+	}
+	CHECK(kill(waiter_pid, SIGSTOP) == 0);
+	nanosleep(&t, NULL);
+	CHECK(kill(waiter_pid, SIGCONT) == 0);
+	nanosleep(&t, NULL);
+}
+
+static void case_stopcont(struct side *s)
+{
+	CHECK(ibv_req_notify_cq(s->cq[0], 0) == 0);
+	ask(s, CMD_QP0 | CMD_STOPCONT);
+	get_event(s, s->ch[0], 0);
+	take_recv(s, 0);
+	printf("stopcont: the event came through a stop and a continue\n");
+}
+
 static void peer(struct side *s)
 {
 	struct ibv_sge sge = { (uintptr_t)s->buf[0][0], MSG, s->mr->lkey };
@@ -423,6 +466,8 @@ static void peer(struct side *s)
 		srn_tc_recv(s->oob, &cmd, sizeof(cmd), WAIT_S * 1000);
 		if (cmd == CMD_DONE)
 			return;
+		if (cmd & CMD_STOPCONT)
+			stop_and_continue(s);
 		int order[NQP] = { 0, 1 }, sent[NQP], n = 0;
 		if (cmd & CMD_QP1_FIRST)
 			order[0] = 1, order[1] = 0;
@@ -447,17 +492,18 @@ int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "";
 	static const char *const modes[] = { "eintr", "restart", "bell_flush", "bell",
-					     "two_waiters" };
+					     "two_waiters", "stopcont" };
 	int m = -1;
-	for (int i = 0; i < 5; i++)
+	for (int i = 0; i < 6; i++)
 		if (!strcmp(mode, modes[i]))
 			m = i;
-	CHECK(m >= 0, "usage: test_wait_signals eintr|restart|bell_flush|bell|two_waiters");
+	CHECK(m >= 0, "usage: test_wait_signals eintr|restart|bell_flush|bell|two_waiters|stopcont");
 	int fd;
 	pid_t pid = srn_tc_fork(&fd);
 	static struct side s;
 	if (pid) {
 		/* The peer: no channels. */
+		waiter_pid = pid;
 		setup(&s, fd, (const int[NQP]){ -1, -1 }, 2000);
 		srn_tc_barrier(fd, 1, WAIT_S * 1000);
 		peer(&s);
@@ -468,7 +514,7 @@ int main(int argc, char **argv)
 		return srn_check_result();
 	}
 	/* The waiter: which CQ uses which channel is the case's. */
-	const int chans[5][NQP] = { { 0, -1 }, { 0, -1 }, { 0, 0 }, { 0, 0 }, { 0, 1 } };
+	const int chans[6][NQP] = { { 0, -1 }, { 0, -1 }, { 0, 0 }, { 0, 0 }, { 0, 1 }, { 0, -1 } };
 	setup(&s, fd, chans[m], 1000);
 	for (int q = 0; q < NQP; q++)
 		for (int i = 0; i < NRECV; i++)
@@ -481,6 +527,7 @@ int main(int argc, char **argv)
 	case 2: case_bell_flush(&s); break;
 	case 3: case_bell(&s); break;
 	case 4: case_two_waiters(&s); break;
+	case 5: case_stopcont(&s); break;
 	}
 	uint64_t serving = cnt(&s, SRN_CNT_WAITS_SERVING) - serving0;
 	printf("%s: waits serving the NIC %llu, their wake-ups %llu\n", mode,

@@ -12,7 +12,7 @@ set_property(TEST one_wakeup_udp APPEND PROPERTY ENVIRONMENT SOFTRNIC_SHM=0)
 # device's counters to know the socket owner's wait was the one tested.
 add_executable(test_wait_signals test_wait_signals.c helpers/rc_test_conn.c)
 target_link_libraries(test_wait_signals PRIVATE srn_static Threads::Threads)
-foreach(mode eintr restart bell_flush bell two_waiters)
+foreach(mode eintr restart bell_flush bell two_waiters stopcont)
   foreach(link rings udp)
     add_test(NAME wait_signals_${mode}_${link} COMMAND test_wait_signals ${mode})
     set_tests_properties(wait_signals_${mode}_${link} PROPERTIES TIMEOUT 60

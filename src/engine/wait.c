@@ -46,17 +46,18 @@ static bool synchronous_signal(int s)
 	       s == SIGSYS;
 }
 
-/* epoll_wait and poll are never restarted after a signal handler ran; read() on the
- * kernel's channel fd is, when that handler has SA_RESTART.  Which
- * signal ran is not known here, so restart only when every handler this
- * thread could have run asks for it (any other answer is EINTR, which a
- * program with a handler without SA_RESTART must expect anyway). */
+/* epoll_wait and poll are never restarted after a signal handler ran;
+ * read() on the kernel's channel fd is, when that handler has
+ * SA_RESTART.  Which signal ran is not known here, so restart only when
+ * every handler this thread could have run asks for it (any other
+ * answer is EINTR, which a program with a handler without SA_RESTART
+ * must expect anyway).  With no handler at all, EINTR is a stop and
+ * SIGCONT (epoll_wait fails then, signal(7); read() does not): restart. */
 static bool restart_after_signal(void)
 {
 	sigset_t blocked;
 	if (pthread_sigmask(SIG_BLOCK, NULL, &blocked))
 		return false;
-	bool any = false;
 	for (int s = 1; s < NSIG; s++) {
 		struct sigaction sa;
 		if (s == SIGKILL || s == SIGSTOP || synchronous_signal(s) ||
@@ -67,9 +68,8 @@ static bool restart_after_signal(void)
 			continue;
 		if (!(sa.sa_flags & SA_RESTART))
 			return false;
-		any = true;
 	}
-	return any;
+	return true;
 }
 
 static bool can_own(struct srn_nic *nic)
