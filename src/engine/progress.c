@@ -32,6 +32,7 @@
 #include "core/qp.h"
 #include "diag/thread.h"
 #include "engine/diag_tick.h"
+#include "link/fork_drop.h"
 #include "link/gso.h"
 #include "transport/rx.h"
 #include "transport/timers.h"
@@ -384,8 +385,10 @@ static void deep_sleep_woken(struct srn_nic *nic, const struct epoll_event *ev, 
 	for (int i = 0; i < n; i++) {
 		if (ev[i].data.u32 == 0)
 			drain_kick(nic);
-		else if (ev[i].data.u32 == 2)
-			drain_fd(nic->engine.ring_bell_fd);
+		else if (ev[i].data.u32 == 2 && !atomic_load(&nic->engine.sock_owner))
+			drain_fd(nic->engine.ring_bell_fd);   /* else the owner's: emptied
+							       * here, its wake would find
+							       * nothing (epoll looks again) */
 		if (ev[i].data.u32 != 0)
 			readable = true;
 	}
@@ -470,6 +473,9 @@ static int wait_set_create(struct srn_nic *nic, int fwd)
 			return -1;
 		}
 	}
+	/* A forked child would share this set (and take the parent's
+	 * edge-triggered bells): it gets /dev/null there (link/fork_drop.h). */
+	srn_fork_drop_add(ep);
 	nic->engine.ep_wait = ep;
 	return 0;
 }
@@ -540,8 +546,10 @@ void srn_progress_stop(struct srn_nic *nic)
 		close(nic->engine.ep_all);
 	if (nic->engine.ep_kick >= 0)
 		close(nic->engine.ep_kick);
-	if (nic->engine.ep_wait >= 0)
+	if (nic->engine.ep_wait >= 0) {
+		srn_fork_drop_del(nic->engine.ep_wait);
 		close(nic->engine.ep_wait);
+	}
 	if (nic->engine.kick_fd >= 0)
 		close(nic->engine.kick_fd);
 	srn_shm_set_bell(&nic->link.shm, -1);
