@@ -74,9 +74,9 @@ static void close_threads(struct tgt *t)
 {
 	for (unsigned i = 0; t->thr && i < t->nthr; i++) {
 		struct tgt_thread *th = &t->thr[i];
-		if (th->efd > 0)
+		if (th->efd >= 0)
 			close(th->efd);
-		if (th->ep > 0)
+		if (th->ep >= 0)
 			close(th->ep);
 		pthread_mutex_destroy(&th->mb_lock);
 	}

@@ -482,8 +482,9 @@ static void place(struct rthr *r0, struct rconn *rc)
 	struct tgt_thread *th = rc->placed ? tgt_pick(r0->r->t) : r0->th;
 	if (th != r0->th) {
 		rc->id->context = rc;
-		/* Refused when an event for the id is already queued here:
-		 * then this thread serves it, and sees that event. */
+		/* softrnic refuses (EBUSY) while an event for the id is
+		 * queued here: then this thread serves it, and sees that
+		 * event.  rdma-core moves queued events along instead. */
 		if (!rdma_migrate_id(rc->id, th->rdma->ch)) {
 			tgt_place(th);
 			tgt_post(th, &rc->m);

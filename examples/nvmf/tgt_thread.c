@@ -101,7 +101,7 @@ int tgt_parse_cores(const char *s, struct tgt_opts *o)
 static void wake(struct tgt_thread *th)
 {
 	uint64_t one = 1;
-	if (write(th->efd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+	if (th->efd >= 0 && write(th->efd, &one, sizeof(one)) < 0 && errno != EAGAIN)
 		perror("nvmf: eventfd");
 }
 
@@ -161,6 +161,11 @@ static void on_wake(struct tgt_watch *w, uint32_t events)
  * spread over the cores. */
 struct tgt_thread *tgt_pick(struct tgt *t)
 {
+	/* Stopping: a thread k may have left its loop and drained its
+	 * mailbox already, so a queue handed there would never be closed.
+	 * Thread 0 drains its own after every other has stopped. */
+	if (__atomic_load_n(&t->stop, __ATOMIC_RELAXED))
+		return &t->thr[0];
 	unsigned best = 0, fewest = UINT_MAX;
 	for (unsigned i = 0; i < t->nthr; i++) {
 		unsigned k = (t->next_pick + i) % t->nthr;
@@ -260,6 +265,8 @@ int tgt_threads_init(struct tgt *t)
 	t->thr = calloc(t->nthr, sizeof(*t->thr));
 	if (!t->thr)
 		return -ENOMEM;
+	for (unsigned i = 0; i < t->nthr; i++)
+		t->thr[i].ep = t->thr[i].efd = -1;   /* a failure half-way closes only what is open */
 	for (unsigned i = 0; i < t->nthr; i++) {
 		struct tgt_thread *th = &t->thr[i];
 		th->t = t;
@@ -275,8 +282,8 @@ int tgt_threads_init(struct tgt *t)
 	return 0;
 }
 
-/* A thread other than 0: loop, then close its queues (thread 0 posts
- * nothing once the stop flag is up: it joins). */
+/* A thread other than 0: loop, then close its queues (once the stop
+ * flag is up tgt_pick() keeps new queues on thread 0). */
 static void *thread_main(void *arg)
 {
 	struct tgt_thread *th = arg;
