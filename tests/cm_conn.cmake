@@ -19,3 +19,4 @@ srn_script_test(cm_backlog test_cm_backlog.sh)
 
 # CM MADs by type in `softrnic stat`, and decoded by tshark in the trace.
 srn_script_test(cm_stat test_cm_stat.sh)
+srn_script_test(bell_reattach test_bell_reattach.sh)

@@ -77,7 +77,7 @@ struct srn_shm_peer {
 	uint64_t cookie;               /* its inbox's cookie (the table carries it too) */
 	int owner_fd;                  /* its pidfd (readable once it exited), -1: none */
 	int bell;                      /* our copy of its bell eventfd, -1: ring by datagram */
-	bool bell_tried;
+	int32_t bell_tried;            /* the header's bell word we last tried to take (0: none) */
 };
 
 struct srn_shm {
