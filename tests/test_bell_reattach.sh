@@ -31,10 +31,8 @@ counter() {
 
 for ((try = 0; try < 3; try++)); do
 	port=$(srn_conn_port)
-	srn_conn_run "$SRN_CONN_WORK/s" 120 SOFTRNIC_DEVICES="name=softrnic0,addr=$SRN_CONN_ADDR" \
-		"$SOFTRNIC" run -- rping -s -P -a "$SRN_CONN_ADDR" -p "$port"
+	srn_conn_rping_server "$SRN_CONN_WORK/s" "$port"
 	spid=$srn_conn_bg
-	sleep 1
 	ok=1
 	for c in 1 2; do
 		srn_conn_run "$SRN_CONN_WORK/c$c" 60 "$SOFTRNIC" run -- \

@@ -43,10 +43,8 @@ expect() {     # expect FILE WHO NAME...: each counter at least 1
 # counters can be read from outside while it runs.
 for ((try = 0; try < 3; try++)); do
 	port=$(srn_conn_port)
-	srn_conn_run "$w/s" 120 SOFTRNIC_DEVICES="name=softrnic0,addr=$SRN_CONN_ADDR" \
-		"$SOFTRNIC" run -- rping -s -P -a "$SRN_CONN_ADDR" -p "$port"
+	srn_conn_rping_server "$w/s" "$port"
 	spid=$srn_conn_bg
-	sleep 1
 	srn_conn_run "$w/c" 60 SOFTRNIC_STATS=1 "$SOFTRNIC" run -- \
 		rping -c -v -C 3 -a "$SRN_CONN_ADDR" -p "$port"
 	wait "$srn_conn_bg" && break

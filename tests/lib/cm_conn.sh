@@ -37,6 +37,15 @@ srn_conn_run() {
 	srn_conn_bg=$!
 }
 
+# srn_conn_rping_server LOG PORT: a persistent rping server (-s -P) on
+# its own device at $SRN_CONN_ADDR, bounded to 120 s; its timeout's pid in
+# srn_conn_bg.  Waits 1 s for it to listen.
+srn_conn_rping_server() {
+	srn_conn_run "$1" 120 SOFTRNIC_DEVICES="name=softrnic0,addr=$SRN_CONN_ADDR" \
+		"$SOFTRNIC" run -- rping -s -P -a "$SRN_CONN_ADDR" -p "$2"
+	sleep 1
+}
+
 srn_conn_pair() {
 	local name=$1 ok=$2 sargs=$3 cargs=$4 port spid src crc try
 	for ((try = 0; try < 3; try++)); do
