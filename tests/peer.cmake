@@ -17,12 +17,22 @@ set_property(TEST test_cnp_source APPEND PROPERTY LABELS fast)
 # sequences: a receive whose region was re-registered away is answered
 # NAK remote operational error (client REM_OP_ERR, server LOC_PROT_ERR),
 # and a QP restated through RESET leaves no flushes behind in its CQs.
-# On the rings and over UDP.
+# On the rings and over UDP, each process on an address of its own: the
+# server's NAK is the one packet nothing resends (its QP is in Error and
+# answers no retry), so one datagram lost behind the shared default
+# address (another suite's process dying with a stale steering program)
+# ended rereg_addr in RETRY_EXC_ERR once (known-issues.md).  The counters
+# (SOFTRNIC_STATS) go with the output of a failure.  rereg_recv_nak_lost:
+# that loss on purpose, the client's Send must end in RETRY_EXC_ERR.
 add_executable(test_rereg_recv test_rereg_recv.c helpers/rc_test_conn.c)
 target_link_libraries(test_rereg_recv PRIVATE softrnic)
 target_include_directories(test_rereg_recv PRIVATE ${IBVERBS_INCLUDE})
 add_test(NAME rereg_recv_rings COMMAND test_rereg_recv)
 add_test(NAME rereg_recv_udp COMMAND test_rereg_recv)
-set_tests_properties(rereg_recv_rings rereg_recv_udp PROPERTIES SKIP_RETURN_CODE 77
-  TIMEOUT 120 LABELS "unit;fast")
+add_test(NAME rereg_recv_nak_lost COMMAND test_rereg_recv nak_lost)
+set_tests_properties(rereg_recv_rings rereg_recv_udp rereg_recv_nak_lost PROPERTIES
+  SKIP_RETURN_CODE 77 TIMEOUT 120 LABELS "unit;fast"
+  ENVIRONMENT "SOFTRNIC_DEVICES=name=softrnic0,addr=auto,share=0;SOFTRNIC_STATS=1")
 set_property(TEST rereg_recv_udp APPEND PROPERTY ENVIRONMENT SOFTRNIC_SHM=0)
+set_property(TEST rereg_recv_nak_lost APPEND PROPERTY ENVIRONMENT
+  "SOFTRNIC_FAULTS=tx.drop=100,opcode=0x11")

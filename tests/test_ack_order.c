@@ -13,7 +13,10 @@
  * in (its ACK held) and answers at once with a Send of its own.  On A's
  * one CQ the completion of A's Send (from B's ACK) must come before the
  * receive of B's answer.  Over the rings and over UDP (SOFTRNIC_SHM=0),
- * 200 rounds each.
+ * 200 rounds each (wr_id 1: a Send, 2: a receive).  Each process on an
+ * address of its own (srn_tc_fork): on the shared default address a
+ * datagram could go the forwarding way round and arrive after a later
+ * one, or be lost with another process dying (known-issues.md).
  */
 #define _GNU_SOURCE
 #include <string.h>
@@ -78,16 +81,23 @@ int main(void)
 			post_send(&s);
 			struct ibv_wc first = srn_tc_poll_one(s.cq, 10);
 			struct ibv_wc second = srn_tc_poll_one(s.cq, 10);
-			CHECK(first.status == IBV_WC_SUCCESS && second.status == IBV_WC_SUCCESS);
+			CHECK(first.status == IBV_WC_SUCCESS && second.status == IBV_WC_SUCCESS,
+			      "round %d: wr_id %llu %s, then wr_id %llu %s", i,
+			      (unsigned long long)first.wr_id, ibv_wc_status_str(first.status),
+			      (unsigned long long)second.wr_id, ibv_wc_status_str(second.status));
 			wrong += first.opcode != IBV_WC_SEND;
 			post_recv(&s);
 		} else {
 			struct ibv_wc wc = srn_tc_poll_one(s.cq, 10);
-			CHECK(wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_RECV);
+			CHECK(wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_RECV,
+			      "round %d: wr_id %llu %s, the receive expected", i,
+			      (unsigned long long)wc.wr_id, ibv_wc_status_str(wc.status));
 			post_recv(&s);
 			post_send(&s);   /* the answer, right behind the held ACK */
 			wc = srn_tc_poll_one(s.cq, 10);
-			CHECK(wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_SEND);
+			CHECK(wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_SEND,
+			      "round %d: wr_id %llu %s, the answer's send expected", i,
+			      (unsigned long long)wc.wr_id, ibv_wc_status_str(wc.status));
 		}
 		srn_tc_barrier(fd, 100 + (uint32_t)i, 10000);
 	}
