@@ -182,11 +182,28 @@ static void wait_cancelled(void *arg)
 	leave(w->nic);
 }
 
+/* A wait is cancellable only in its sleep, as the kernel channel's
+ * read() is.  Everywhere else it may hold the device (the kick on
+ * entering is a write(), a cancellation point, before the cleanup
+ * handler is in place: a thread cancelled there left the device owned
+ * for ever, wait_fds_cancel_rings under TSan) or the nic lock (serve's
+ * recvmmsg and sendmmsg).  Returns the caller's state, restored at the
+ * sleep and at the end. */
+static int cancel_off(void)
+{
+	int old = PTHREAD_CANCEL_ENABLE;
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
+	return old;
+}
+
 int srn_wait_event(struct srn_nic *nic, struct srn_channel *ch, struct srn_cq **cq)
 {
 	uint32_t me = srn_diag_tid();
-	if (!enter(nic, me))
+	int cs = cancel_off();
+	if (!enter(nic, me)) {
+		pthread_setcancelstate(cs, NULL);
 		return -EOPNOTSUPP;
+	}
 	int ret;
 	/* Owner of the channel from the first sleep to the return: events
 	 * other threads queue ring the bell, and the events this thread's
@@ -219,8 +236,10 @@ int srn_wait_event(struct srn_nic *nic, struct srn_channel *ch, struct srn_cq **
 		}
 		w.asleep = true;
 		bool ready[4] = { false };
+		pthread_setcancelstate(cs, NULL);
 		int n = sleep_in_set(nic, ready);
 		int err = errno;
+		pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
 		w.asleep = false;
 		srn_shm_sleep_end(&nic->link.shm);
 		if (n < 0) {
@@ -240,6 +259,7 @@ int srn_wait_event(struct srn_nic *nic, struct srn_channel *ch, struct srn_cq **
 	if (w.owned)
 		srn_channel_unown(ch);   /* counts what this thread queued and left */
 	leave(nic);
+	pthread_setcancelstate(cs, NULL);
 	return ret;
 }
 
@@ -249,8 +269,13 @@ int srn_wait_event(struct srn_nic *nic, struct srn_channel *ch, struct srn_cq **
 int srn_wait_fds(struct srn_nic *nic, struct pollfd *app, nfds_t napp, int timeout_ms,
 		 const sigset_t *mask, srn_ppoll_fn *real_ppoll, srn_wait_ready_fn *ready, void *arg)
 {
-	if (napp > SRN_WAIT_FDS_MAX || !enter(nic, srn_diag_tid()))
+	if (napp > SRN_WAIT_FDS_MAX)
 		return -EOPNOTSUPP;
+	int cs = cancel_off();
+	if (!enter(nic, srn_diag_tid())) {
+		pthread_setcancelstate(cs, NULL);
+		return -EOPNOTSUPP;
+	}
 	/* The program's fds first, then ours as srn_wait_event watches
 	 * them (the event bell is not needed: the program's channel fd is
 	 * in its set and counts every event). */
@@ -286,8 +311,10 @@ int srn_wait_fds(struct srn_nic *nic, struct pollfd *app, nfds_t napp, int timeo
 		}
 		bool asleep = srn_shm_sleep_begin(&nic->link.shm);
 		w.asleep = asleep;
+		pthread_setcancelstate(cs, NULL);
 		int n = real_ppoll(pfd, napp + nours, asleep ? tsp : &zero, mask);
 		int err = errno;
+		pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
 		w.asleep = false;
 		if (asleep)
 			srn_shm_sleep_end(&nic->link.shm);
@@ -322,5 +349,6 @@ int srn_wait_fds(struct srn_nic *nic, struct pollfd *app, nfds_t napp, int timeo
 	}
 	pthread_cleanup_pop(0);
 	leave(nic);
+	pthread_setcancelstate(cs, NULL);
 	return ret;
 }
