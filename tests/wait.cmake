@@ -35,3 +35,14 @@ foreach(mode epoll epoll_pwait2 poll ppoll eintr timeout other_fd oneshot cancel
   endforeach()
   set_property(TEST wait_fds_${mode}_udp APPEND PROPERTY ENVIRONMENT SOFTRNIC_SHM=0)
 endforeach()
+
+# A thread cancelled while it polls a CQ leaves the device usable: no
+# cancellation takes effect under the device lock.
+add_executable(test_cancel_in_verbs test_cancel_in_verbs.c)
+target_link_libraries(test_cancel_in_verbs PRIVATE srn_static Threads::Threads)
+target_include_directories(test_cancel_in_verbs PRIVATE ${IBVERBS_INCLUDE} ${CMAKE_CURRENT_SOURCE_DIR})
+foreach(link rings udp)
+  add_test(NAME cancel_in_verbs_${link} COMMAND test_cancel_in_verbs)
+  set_tests_properties(cancel_in_verbs_${link} PROPERTIES TIMEOUT 60 LABELS "unit;fast;tsan")
+endforeach()
+set_property(TEST cancel_in_verbs_udp APPEND PROPERTY ENVIRONMENT SOFTRNIC_SHM=0)

@@ -257,8 +257,12 @@ static bool pop_locked(struct srn_channel *ch, struct srn_cq **cq)
 	struct srn_cq *e = ch->events[ch->tail++ & (ch->cap - 1)];
 	*cq = ev_cq(e);
 	uint64_t v;
+	/* read() is a cancellation point: not with ch->lock held. */
+	int cs;
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cs);
 	while (ev_counted(e) && read(ch->ibch.fd, &v, sizeof(v)) < 0 && errno == EINTR)
 		;
+	pthread_setcancelstate(cs, NULL);
 	return true;
 }
 

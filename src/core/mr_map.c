@@ -291,7 +291,7 @@ void srn_mr_unmapping(uintptr_t start, size_t len, int prot)
 			/* Nothing was queued, and no packet should leave from
 			 * inside the program's munmap. */
 			/* raw nic unlock: a flag flip inside munmap */
-			pthread_mutex_unlock(&nic->lock);
+			srn_nic_unlock_raw(nic);
 		}
 		pthread_mutex_lock(&list_lock);
 		for (unsigned i = 0; i < n; i++)

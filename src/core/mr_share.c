@@ -461,7 +461,7 @@ void srn_mr_share_attach(struct srn_mr *mr)
 	}
 	srn_mr_map_unlock();
 	/* raw nic unlock: nothing was queued, a page move under it only */
-	pthread_mutex_unlock(&nic->lock);
+	srn_nic_unlock_raw(nic);
 	if (ret)
 		free(n);
 }

@@ -201,6 +201,7 @@ struct srn_nic {
 
 	pthread_mutex_t lock;
 	_Atomic int lock_waiters;      /* threads blocked in srn_nic_lock */
+	int lock_cancel_state;         /* the holder's cancel state before srn_nic_lock */
 
 	struct srn_nic_link link;      /* socket, rings, transmit queue */
 	struct srn_nic_engine engine;  /* progress thread, epoll, kick, clocks */
@@ -234,11 +235,28 @@ void srn_nic_deadline_set(struct srn_nic *nic, uint64_t at);
  * would keep an application's post waiting for as long as traffic lasts. */
 static inline void srn_nic_lock(struct srn_nic *nic)
 {
-	if (pthread_mutex_trylock(&nic->lock) == 0)
-		return;
-	atomic_fetch_add(&nic->lock_waiters, 1);
-	pthread_mutex_lock(&nic->lock);
-	atomic_fetch_sub(&nic->lock_waiters, 1);
+	int cs;
+	/* Nothing done under the lock may be where a pthread_cancel of the
+	 * program's thread takes effect: recvmmsg, sendmmsg and the
+	 * doorbells' write() are cancellation points, and a thread
+	 * cancelled in one left the lock held, the device dead for every
+	 * other thread (test_cancel_in_verbs).  Restored by srn_nic_unlock. */
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cs);
+	if (pthread_mutex_trylock(&nic->lock) != 0) {
+		atomic_fetch_add(&nic->lock_waiters, 1);
+		pthread_mutex_lock(&nic->lock);
+		atomic_fetch_sub(&nic->lock_waiters, 1);
+	}
+	nic->lock_cancel_state = cs;
+}
+
+/* Let go of nic->lock without srn_nic_unlock's flush of what the holder
+ * queued (a flag flip, a page move), restoring the cancel state. */
+static inline void srn_nic_unlock_raw(struct srn_nic *nic)
+{
+	int cs = nic->lock_cancel_state;
+	pthread_mutex_unlock(&nic->lock);
+	pthread_setcancelstate(cs, NULL);
 }
 
 /* IP/UDP facts of packets this nic sends to dst, for their ICRC. */

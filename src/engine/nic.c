@@ -159,7 +159,7 @@ void srn_nic_destroy(struct srn_nic *nic)
 	srn_nic_lock(nic);
 	srn_ack_flush(nic);
 	srn_txq_flush(nic);
-	pthread_mutex_unlock(&nic->lock);
+	srn_nic_unlock_raw(nic);
 	srn_mcast_fini(nic);
 	srn_direct_req_close(&nic->link.direct_req);
 	srn_direct_own_close(&nic->link.direct);
@@ -267,5 +267,5 @@ void srn_nic_unlock(struct srn_nic *nic)
 			srn_nic_deadline_set(nic, due);
 	}
 	srn_diag_idle(nic->diag.busy);
-	pthread_mutex_unlock(&nic->lock);
+	srn_nic_unlock_raw(nic);
 }
