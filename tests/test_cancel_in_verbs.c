@@ -50,6 +50,13 @@ static void hung(int sig)
 
 int main(void)
 {
+#if defined(__SANITIZE_ADDRESS__)
+	/* ASan's sigaltstack interceptor reports a stack-buffer-underflow
+	 * at the exit of a thread cancelled in pthread_testcancel (its own
+	 * bookkeeping, before any of ours runs): the normal build tests this. */
+	printf("skip: thread cancellation under AddressSanitizer\n");
+	return 77;
+#endif
 	int n = 0;
 	struct ibv_device **list = ibv_get_device_list(&n);
 	CHECK(list && n > 0, "no device");
