@@ -255,6 +255,7 @@ static inline void srn_nic_lock(struct srn_nic *nic)
 static inline void srn_nic_unlock_raw(struct srn_nic *nic)
 {
 	int cs = nic->lock_cancel_state;
+	/* raw nic unlock: srn_nic_unlock flushed first; the others queue nothing */
 	pthread_mutex_unlock(&nic->lock);
 	pthread_setcancelstate(cs, NULL);
 }
