@@ -32,30 +32,11 @@
 #include <unistd.h>
 #include <infiniband/verbs.h>
 
-#include "common/qp_up.h"     /* tools/common: the shared bring-up */
+#define BENCH_TOOL "idle_qps"
+#include "two_procs.h"
 
 #define BUF_SIZE   4096
 #define WRITES     16
-#define XCHG_MS    10000
-
-#define CHECK(c)                                                                \
-	do {                                                                    \
-		if (!(c)) {                                                     \
-			fprintf(stderr, "idle_qps[%s]: %s:%d: %s failed\n",     \
-				role, __FILE__, __LINE__, #c);                  \
-			exit(1);                                                \
-		}                                                               \
-	} while (0)
-
-static const char *role = "parent";
-
-/* What one side tells the other. */
-struct info {
-	union ibv_gid gid;
-	uint32_t qpn;
-	uint32_t rkey;
-	uint64_t addr;
-};
 
 static double now_s(int clock)
 {
@@ -63,23 +44,6 @@ static double now_s(int clock)
 
 	clock_gettime(clock, &ts);
 	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-/* Send ours, receive theirs, each within XCHG_MS. */
-static void xchg(int fd, const void *out, void *in, size_t len)
-{
-	struct pollfd p = { .fd = fd, .events = POLLIN };
-	size_t got = 0;
-
-	CHECK(write(fd, out, len) == (ssize_t)len);
-	while (got < len) {
-		ssize_t n;
-
-		CHECK(poll(&p, 1, XCHG_MS) == 1);
-		n = read(fd, (char *)in + got, len - got);
-		CHECK(n > 0);
-		got += (size_t)n;
-	}
 }
 
 /* utime + stime of this process from /proc/self/stat, in clock ticks. */
@@ -101,17 +65,6 @@ static long long proc_ticks(void)
 	CHECK(sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
 		     &ut, &st) == 2);
 	return (long long)(ut + st);
-}
-
-static void to_rts(struct ibv_qp *qp, const struct info *peer)
-{
-	struct srn_qp_up_attr a = srn_qp_up_defaults();
-	a.hop_limit = 1;
-	a.access = IBV_ACCESS_REMOTE_WRITE;
-	a.min_rnr_timer = 12;
-	const struct srn_qp_up_peer p = { .qpn = peer->qpn, .psn = 0, .gid = peer->gid };
-	const char *step;
-	CHECK(srn_qp_up(qp, &a, 0, &p, &step) == 0);
 }
 
 static void write_and_wait(struct ibv_qp *qp, struct ibv_cq *cq, struct ibv_mr *mr,
@@ -216,7 +169,7 @@ static int run(int fd, double idle_s, int writer)
 int main(int argc, char **argv)
 {
 	double idle_s = 5;
-	int sv[2], status;
+	int fd, status;
 	pid_t pid;
 
 	if (argc == 3 && !strcmp(argv[1], "--idle"))
@@ -229,18 +182,10 @@ int main(int argc, char **argv)
 		fprintf(stderr, "idle_qps: --idle wants 0 < SEC <= 600\n");
 		return 2;
 	}
-	CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
-	fflush(stdout);
-	pid = fork();
-	CHECK(pid >= 0);
-	if (pid == 0) {
-		role = "child";
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		close(sv[0]);
-		_exit(run(sv[1], idle_s, 0));
-	}
-	close(sv[1]);
-	run(sv[0], idle_s, 1);
+	pid = fork_pair(&fd);
+	if (pid == 0)
+		_exit(run(fd, idle_s, 0));
+	run(fd, idle_s, 1);
 	CHECK(waitpid(pid, &status, 0) == pid);
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
 }

@@ -17,6 +17,8 @@
 #     idle_qps (built from bench/, linked with $SRN_BUILD/lib)
 #   the sleeping floors once each, small counts: bench/eventfd_pingpong and
 #     bench/udp_pingpong --block
+#   bench/post_cost (linked like idle_qps), 2000 timed direct Writes with the
+#     target sleeping, then spinning
 #   compare.sh --events --quick --no-install (when qperf is installed): the
 #     event-driven table, one short run of each row (qperf over softrnic on
 #     one host and across the namespaces or loopback, qperf tcp_lat, the
@@ -153,6 +155,37 @@ EOF
 	fi
 	"$tmp/udp_pingpong" -t bw --block >/dev/null 2>&1
 	[ $? -eq 2 ] && ok "udp_pingpong -t bw --block: exit 2" || fail "udp_pingpong -t bw --block: want exit 2"
+fi
+
+# The poster's cost (issue 29): post_cost builds against this build's
+# library and times 2000 direct Writes, spinning target and sleeping.
+san=""
+ldd "$SRN_BUILD/lib/libibverbs.so.1" 2>/dev/null | grep -q libasan && san="-fsanitize=address,undefined"
+if cc -std=gnu11 -O2 -Wall -Wextra -Werror $san -o "$tmp/post_cost" "$SRN_SRC/bench/post_cost.c" \
+	"$SRN_SRC/tools/common/qp_up.c" -I"$SRN_SRC/tools" -L"$SRN_BUILD/lib" -l:libibverbs.so.1 \
+	-Wl,-rpath,"$SRN_BUILD/lib" 2>"$tmp/cc.err"; then
+	if timeout -k 2 60 "$tmp/post_cost" -n 2000 >"$tmp/pc.json" 2>&1 &&
+		timeout -k 2 60 "$tmp/post_cost" --spin -n 2000 >>"$tmp/pc.json" 2>&1 &&
+		python3 - "$tmp/pc.json" <<'EOF'
+import json, sys
+lines = open(sys.argv[1]).read().split("\n")
+runs = [json.loads(l) for l in lines if l.startswith("{")]
+assert len(runs) == 2, lines
+for d in runs:
+    assert d["iters"] == 2000, d
+    for k in ("post_ns", "poll_ns"):
+        v = d[k]
+        assert 0 < v["min"] <= v["p10"] <= v["p50"] <= v["p90"] and v["mean10_90"] > 0, d
+    print("  post_cost (target %s): post p50 %.0f ns, poll p50 %.0f ns" %
+          (d["target"], d["post_ns"]["p50"], d["poll_ns"]["p50"]))
+EOF
+	then
+		ok "post_cost: 2000 timed direct Writes, sleeping and spinning target"
+	else
+		fail "post_cost: $(head -c 300 "$tmp/pc.json")"
+	fi
+else
+	fail "post_cost does not build: $(head -3 "$tmp/cc.err")"
 fi
 
 # The event-driven table (issue 24), in its quick form: every row once.
