@@ -1,7 +1,9 @@
 /*
  * test_direct_fence - the direct-placement table alone (link/direct.h):
  *  1. a table opens through /proc/self/fd like a peer's, entries read back,
- *     a wrong key or QPN reads as nothing;
+ *     a wrong key or QPN reads as nothing; a copy kept by its record's
+ *     change number goes stale at the next set, and an emptied peer
+ *     entry's generation turns;
  *  2. a fence waits for a placement in flight (the placement's last write
  *     is visible when the fence returns), and does not wait when none is;
  *  3. a requester process killed inside a placement does not hold a fence
@@ -85,6 +87,20 @@ int main(void)
 	CHECK(srn_direct_read_qp(p, 0x123045, &qq) && qq.state == 3);
 	CHECK(!srn_direct_read_qp(p, 0x124045, &qq));
 
+	/* A kept copy (transport/direct.c's hint) holds while its record's
+	 * number is unchanged, and not after any set, even an equal one. */
+	uint32_t mseq, qseq;
+	CHECK(srn_direct_read_mr_seq(p, 3, KEY(3), &m, &mseq) && !(mseq & 1));
+	CHECK(srn_direct_read_qp_seq(p, 0x123045, &qq, &qseq) && !(qseq & 1));
+	CHECK(srn_direct_mr_unchanged(p, 3, mseq) && srn_direct_qp_unchanged(p, 0x123045, qseq));
+	srn_direct_own_set_mr(&own, 3, &e);
+	srn_direct_own_set_qp(&own, 0x045, &q);
+	CHECK(!srn_direct_mr_unchanged(p, 3, mseq) && !srn_direct_qp_unchanged(p, 0x123045, qseq));
+	CHECK(!srn_direct_mr_unchanged(p, 0xffff, 0));
+	CHECK(srn_direct_read_mr_seq(p, 3, KEY(3), &m, &mseq) && srn_direct_mr_unchanged(p, 3, mseq));
+	/* A dropped entry's generation turns, so a kept pointer to it fails. */
+	uint32_t gen = p->gen;
+
 	/* 2. A fence with nothing in flight does not wait; one with a
 	 * placement in flight returns after it. */
 	CHECK(!srn_direct_own_fence(&own));
@@ -142,8 +158,9 @@ int main(void)
 	CHECK(got > 0);
 
 	srn_direct_req_close(&req);
+	CHECK(p->gen != gen && !p->pid);
 	srn_direct_own_close(&own);
-	printf("ok: table open/read, fence waits for a placement, a killed requester "
+	printf("ok: table open/read, kept copies checked by change number, fence waits for a placement, a killed requester "
 	       "releases its slot, %u consistent racing reads\n", got);
 	return 0;
 }

@@ -219,6 +219,7 @@ int srn_qp_apply(struct srn_qp *qp, const struct ibv_qp_attr *attr, int mask)
 		qp->attr.en_sqd_async_notify = attr->en_sqd_async_notify;
 
 done:
+	memset(&qp->req.direct, 0, sizeof(qp->req.direct));   /* re-learnt (core/qp.h) */
 	qp->state = next;
 	qp->attr.qp_state = next;
 	qp->ibqp_ex.qp_base.state = next;

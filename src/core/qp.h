@@ -59,6 +59,7 @@
 #include "core/async.h"
 #include "core/limits.h"
 #include "core/rq.h"
+#include "link/direct.h"
 #include "wire/icrc.h"
 
 struct srn_nic;
@@ -140,6 +141,24 @@ struct srn_sq {
 	struct srn_wr_stage *wr_stage;
 	pthread_mutex_t lock;
 };
+/* Where this QP's direct placements go (transport/direct.c): the route
+ * to the target's ring and the target's table, kept while both entries
+ * keep the generation they had (link/shm.h, link/direct.h), so a small
+ * Write does not search both tables again; and copies of the target
+ * QP's entry and of the region's entry used last, kept while their
+ * records keep their change number.  Emptied by every modify (the
+ * destination may change), the copies when the table does. */
+struct srn_shm_peer;
+struct srn_direct_hint {
+	struct srn_shm_peer *sp;
+	struct srn_direct_peer *dp;
+	uint32_t sp_gen, dp_gen;
+	bool q_ok, m_ok;
+	uint32_t q_seq, m_seq;
+	struct srn_direct_qp_ent q;
+	struct srn_direct_mr_ent m;
+};
+
 /* The requester (transport/requester.c): where transmission stands in
  * the send queue and the PSN space.  Also written: next_psn by the
  * poster (srn_req_number); cur and psn by the completer when an ACK
@@ -160,6 +179,7 @@ struct srn_req {
 					* progress loop (nic->lists.tx) */
 	bool win_full;                 /* wait for SRN_SEND_WINDOW_REOPEN free PSNs */
 	bool placed_direct;            /* a WQE went straight into a same-host peer (transport/direct.c) */
+	struct srn_direct_hint direct;
 	uint32_t rd_atomic_inflight;   /* READ/atomic WQEs sent, not completed */
 };
 /* The completer (transport/completer.c) and the retransmission timers

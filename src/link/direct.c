@@ -146,8 +146,10 @@ static void seq_write(_Atomic uint32_t *seq, uint64_t *dst, const void *src, siz
 	atomic_store_explicit(seq, s + 2, memory_order_seq_cst);
 }
 
-/* Seqlock reader: a consistent copy, or false after READ_TRIES. */
-static bool seq_read(_Atomic uint32_t *seq, const uint64_t *src, void *dst, size_t words)
+/* Seqlock reader: a consistent copy, or false after READ_TRIES; *at:
+ * the (even) number it was read at. */
+static bool seq_read(_Atomic uint32_t *seq, const uint64_t *src, void *dst, size_t words,
+		     uint32_t *at)
 {
 	uint64_t *w = dst;
 	for (int t = 0; t < READ_TRIES; t++) {
@@ -159,8 +161,10 @@ static bool seq_read(_Atomic uint32_t *seq, const uint64_t *src, void *dst, size
 		/* Acquire loads: the second look below stays after them. */
 		for (size_t i = 0; i < words; i++)
 			w[i] = __atomic_load_n(&src[i], __ATOMIC_ACQUIRE);
-		if (atomic_load_explicit(seq, memory_order_relaxed) == s1)
+		if (atomic_load_explicit(seq, memory_order_relaxed) == s1) {
+			*at = s1;
 			return true;
+		}
 	}
 	return false;
 }
@@ -459,6 +463,15 @@ static void unmap_one(struct srn_direct_map *m)
 	memset(m, 0, sizeof(*m));
 }
 
+/* Empty an entry; its generation turns, so no kept pointer takes the
+ * next target that fills it for this one. */
+static void reset_peer(struct srn_direct_peer *p)
+{
+	uint32_t gen = p->gen + 1;
+	memset(p, 0, sizeof(*p));
+	p->gen = gen;
+}
+
 static void drop_peer(struct srn_direct_peer *p)
 {
 	for (unsigned i = 0; i < SRN_DIRECT_MAPS; i++)
@@ -470,7 +483,7 @@ static void drop_peer(struct srn_direct_peer *p)
 		atomic_compare_exchange_strong(&p->tab->slot[p->slot].claim, &me, 0);
 		srn_raw_munmap(p->tab, TAB_BYTES);
 	}
-	memset(p, 0, sizeof(*p));
+	reset_peer(p);
 }
 
 struct srn_direct_peer *srn_direct_peer_get(struct srn_direct_req *r, int32_t pid, int32_t fd,
@@ -543,7 +556,10 @@ void srn_direct_peer_drop(struct srn_direct_peer *p)
 void srn_direct_req_close(struct srn_direct_req *r)
 {
 	if (r->pid && r->pid != getpid()) {
-		memset(r, 0, sizeof(*r));   /* a forked child: nothing is mapped here */
+		/* A forked child: nothing is mapped here. */
+		for (unsigned i = 0; i < SRN_DIRECT_PEERS; i++)
+			reset_peer(&r->peer[i]);
+		r->pid = 0;
 		return;
 	}
 	for (unsigned i = 0; i < SRN_DIRECT_PEERS; i++)
@@ -566,22 +582,53 @@ void srn_direct_leave(struct srn_direct_peer *p)
 	atomic_fetch_add_explicit(&p->tab->slot[p->slot].seq, 1, memory_order_release);
 }
 
-bool srn_direct_read_qp(const struct srn_direct_peer *p, uint32_t qpn,
-			struct srn_direct_qp_ent *out)
+bool srn_direct_read_qp_seq(const struct srn_direct_peer *p, uint32_t qpn,
+			    struct srn_direct_qp_ent *out, uint32_t *seq)
 {
 	if (atomic_load(&p->tab->h.closed))
 		return false;
 	struct qp_rec *r = qp_rec(p->tab, qpn & (SRN_DIRECT_QPS - 1));
-	return seq_read(&r->seq, r->w, out, sizeof(*out) / 8) && out->qpn == qpn;
+	return seq_read(&r->seq, r->w, out, sizeof(*out) / 8, seq) && out->qpn == qpn;
+}
+
+bool srn_direct_read_mr_seq(const struct srn_direct_peer *p, uint32_t slot, uint32_t key,
+			    struct srn_direct_mr_ent *out, uint32_t *seq)
+{
+	if (slot >= SRN_DIRECT_MRS || atomic_load(&p->tab->h.closed))
+		return false;
+	struct mr_rec *r = mr_rec(p->tab, slot);
+	return seq_read(&r->seq, r->w, out, sizeof(*out) / 8, seq) && out->key == key;
+}
+
+bool srn_direct_read_qp(const struct srn_direct_peer *p, uint32_t qpn,
+			struct srn_direct_qp_ent *out)
+{
+	uint32_t seq;
+	return srn_direct_read_qp_seq(p, qpn, out, &seq);
 }
 
 bool srn_direct_read_mr(const struct srn_direct_peer *p, uint32_t slot, uint32_t key,
 			struct srn_direct_mr_ent *out)
 {
+	uint32_t seq;
+	return srn_direct_read_mr_seq(p, slot, key, out, &seq);
+}
+
+/* seq_cst, as seq_read's first load: after the placement's enter. */
+bool srn_direct_qp_unchanged(const struct srn_direct_peer *p, uint32_t qpn, uint32_t seq)
+{
+	if (atomic_load(&p->tab->h.closed))
+		return false;
+	struct qp_rec *r = qp_rec(p->tab, qpn & (SRN_DIRECT_QPS - 1));
+	return atomic_load_explicit(&r->seq, memory_order_seq_cst) == seq;
+}
+
+bool srn_direct_mr_unchanged(const struct srn_direct_peer *p, uint32_t slot, uint32_t seq)
+{
 	if (slot >= SRN_DIRECT_MRS || atomic_load(&p->tab->h.closed))
 		return false;
 	struct mr_rec *r = mr_rec(p->tab, slot);
-	return seq_read(&r->seq, r->w, out, sizeof(*out) / 8) && out->key == key;
+	return atomic_load_explicit(&r->seq, memory_order_seq_cst) == seq;
 }
 
 int srn_direct_copy(const struct srn_direct_peer *p, bool write, const struct iovec *local,

@@ -141,6 +141,8 @@ struct srn_direct_map {
 
 /* A target as a requester device sees it. */
 struct srn_direct_peer {
+	uint32_t gen;                 /* turns whenever the entry is emptied: a pointer
+				       * kept with its gen names this target while equal */
 	int32_t pid;                  /* 0: unused entry */
 	int32_t fd;
 	uint64_t cookie;
@@ -219,6 +221,18 @@ bool srn_direct_read_qp(const struct srn_direct_peer *p, uint32_t qpn,
 /* slot: the key's slot as core/mr.h srn_mr_key_slot() gives it. */
 bool srn_direct_read_mr(const struct srn_direct_peer *p, uint32_t slot, uint32_t key,
 			struct srn_direct_mr_ent *out);
+/* The same reads, also giving the record's change number the copy was
+ * taken at.  The owner makes the number odd, changes the words and makes
+ * it even again, so while srn_direct_*_unchanged finds the number a copy
+ * was taken at, the copy is the record: a requester keeps the copy
+ * across placements and looks at one word instead of the whole entry.
+ * Call both inside a placement (after enter), as the reads. */
+bool srn_direct_read_qp_seq(const struct srn_direct_peer *p, uint32_t qpn,
+			    struct srn_direct_qp_ent *out, uint32_t *seq);
+bool srn_direct_read_mr_seq(const struct srn_direct_peer *p, uint32_t slot, uint32_t key,
+			    struct srn_direct_mr_ent *out, uint32_t *seq);
+bool srn_direct_qp_unchanged(const struct srn_direct_peer *p, uint32_t qpn, uint32_t seq);
+bool srn_direct_mr_unchanged(const struct srn_direct_peer *p, uint32_t slot, uint32_t seq);
 /* Copy len bytes between our iovecs and the target's [remote, +len):
  * write true = into the target.  0, or -errno (nothing or part of it
  * moved: the caller resends over the rings, Write and Read are

@@ -230,6 +230,7 @@ static void detach(struct srn_shm_peer *p)
 	atomic_compare_exchange_strong(&p->seg->h.slot[p->slot].claim, &me, 0);
 	srn_raw_munmap(p->seg, seg_bytes(p->ring));
 	p->seg = NULL;
+	p->gen++;
 	if (p->owner_fd >= 0)
 		close(p->owner_fd);
 	p->owner_fd = -1;
@@ -349,6 +350,7 @@ static int attach_inbox(struct srn_shm *s, struct srn_shm_peer *p,
 	 * the address bytes are written before their length is seen. */
 	atomic_store_explicit(&c->srclen, (uint32_t)s->local_len, memory_order_release);
 	p->seg = g;
+	p->gen++;
 	p->slot = slot;
 	p->ring = ring;
 	p->fresh = true;
@@ -469,7 +471,9 @@ struct srn_shm_peer *srn_shm_route(struct srn_shm *s, const struct sockaddr *dst
 			if (!p)
 				return NULL;
 		}
+		uint32_t gen = p->gen + 1;
 		memset(p, 0, sizeof(*p));
+		p->gen = gen;
 		p->owner_fd = -1;
 		p->bell = -1;
 		memcpy(&p->addr, dst, dstlen);

@@ -58,6 +58,9 @@ struct srn_shm_seg;
 /* One destination as a sender sees it: a claimed slot in its inbox, or
  * (seg NULL) the knowledge that it has none, until retry_ns. */
 struct srn_shm_peer {
+	uint32_t gen;                  /* turns whenever the ring or the destination
+					* changes: a pointer kept with its gen routes
+					* to the same receiver while equal */
 	struct sockaddr_storage addr;
 	socklen_t addrlen;
 	struct srn_shm_seg *seg;

@@ -130,12 +130,21 @@ static bool local_iov(struct srn_qp *qp, const struct srn_swqe *w, bool read,
 
 /* The responder's checks against the target's published QP: true when
  * it takes `need` from this QP; *q: its entry. */
-static bool remote_qp_ok(const struct srn_direct_peer *dp, const struct srn_qp *qp, unsigned need,
+static bool remote_qp_ok(const struct srn_direct_peer *dp, struct srn_qp *qp, unsigned need,
 			 struct srn_direct_qp_ent *q)
 {
+	/* The kept copy while the record is unchanged (core/qp.h). */
+	struct srn_direct_hint *h = &qp->req.direct;
+	uint32_t qpn = qp->attr.dest_qp_num;
+	if (h->q_ok && h->q.qpn == qpn && srn_direct_qp_unchanged(dp, qpn, h->q_seq))
+		*q = h->q;
+	else if ((h->q_ok = srn_direct_read_qp_seq(dp, qpn, &h->q, &h->q_seq)))
+		*q = h->q;
+	else
+		return false;
 	/* The target QP must be the one connected to this QP: our packets
 	 * to any other would be dropped as not from its peer. */
-	if (!srn_direct_read_qp(dp, qp->attr.dest_qp_num, q) || q->dest_qpn != qp->qpn ||
+	if (q->dest_qpn != qp->qpn ||
 	    !(q->flags & SRN_DIRECT_QP_OK) ||
 	    (q->state != IBV_QPS_RTR && q->state != IBV_QPS_RTS) || !(q->access & need))
 		return false;
@@ -147,14 +156,24 @@ static bool remote_qp_ok(const struct srn_direct_peer *dp, const struct srn_qp *
  * not revoked (*m: its entry, read unless `have`: read already in this
  * placement), with the right and the range.  Where [va, va+len) lies
  * in the target, or 0. */
-static uint64_t remote_mr_at(const struct srn_direct_peer *dp, const struct srn_direct_qp_ent *q,
-			     uint32_t rkey, uint64_t va, uint64_t len, unsigned need, bool have,
-			     struct srn_direct_mr_ent *m)
+static uint64_t remote_mr_at(const struct srn_direct_peer *dp, struct srn_qp *qp,
+			     const struct srn_direct_qp_ent *q, uint32_t rkey, uint64_t va,
+			     uint64_t len, unsigned need, bool have, struct srn_direct_mr_ent *m)
 {
 	const char *why;
-	if (!have && (!srn_direct_read_mr(dp, srn_mr_key_slot(rkey), rkey, m) || m->pd != q->pd ||
-		      (m->flags & SRN_DIRECT_MR_REVOKED)))
-		return 0;
+	if (!have) {
+		/* The kept copy while the record is unchanged (core/qp.h). */
+		struct srn_direct_hint *h = &qp->req.direct;
+		uint32_t slot = srn_mr_key_slot(rkey);
+		if (h->m_ok && h->m.key == rkey && srn_direct_mr_unchanged(dp, slot, h->m_seq))
+			*m = h->m;
+		else if ((h->m_ok = srn_direct_read_mr_seq(dp, slot, rkey, &h->m, &h->m_seq)))
+			*m = h->m;
+		else
+			return 0;
+		if (m->pd != q->pd || (m->flags & SRN_DIRECT_MR_REVOKED))
+			return 0;
+	}
 	if (!srn_mr_rights_range_ok(m->access, m->iova, m->length, need, va, len, &why))
 		return 0;
 	return m->base + (va - m->iova);
@@ -162,13 +181,13 @@ static uint64_t remote_mr_at(const struct srn_direct_peer *dp, const struct srn_
 
 /* Both checks.  Returns where [va, va+len) lies in the target, or 0;
  * *m: the region. */
-static uint64_t remote_addr(const struct srn_direct_peer *dp, const struct srn_qp *qp, uint32_t rkey,
+static uint64_t remote_addr(const struct srn_direct_peer *dp, struct srn_qp *qp, uint32_t rkey,
 			    uint64_t va, uint64_t len, unsigned need, struct srn_direct_mr_ent *m)
 {
 	struct srn_direct_qp_ent q;
 	if (!remote_qp_ok(dp, qp, need, &q))
 		return 0;
-	return remote_mr_at(dp, &q, rkey, va, len, need, false, m);
+	return remote_mr_at(dp, qp, &q, rkey, va, len, need, false, m);
 }
 
 /* Where a Write or Read of [at, at+len) in region m may be copied through
@@ -200,7 +219,7 @@ static void mapped_read(const uint8_t *src, const struct iovec *iov, int niov, u
  * the first byte, so an invalid request places nothing; a key that stops
  * resolving mid-message stops it there (those bytes landed before the
  * dereg returned), and the packets then get the responder's refusal. */
-static int place(struct srn_direct_peer *dp, const struct srn_qp *qp, const struct srn_swqe *w,
+static int place(struct srn_direct_peer *dp, struct srn_qp *qp, const struct srn_swqe *w,
 		 bool write, const struct iovec *iov, int niov, unsigned *mapped)
 {
 	unsigned need = write ? IBV_ACCESS_REMOTE_WRITE : IBV_ACCESS_REMOTE_READ;
@@ -288,7 +307,7 @@ static unsigned place_writes(struct srn_direct_peer *dp, struct srn_qp *qp, stru
 				break;
 		}
 		have_m = have_m && m_key == x->rkey;
-		uint64_t at = remote_mr_at(dp, &q, x->rkey, x->remote_addr, x->length,
+		uint64_t at = remote_mr_at(dp, qp, &q, x->rkey, x->remote_addr, x->length,
 					   IBV_ACCESS_REMOTE_WRITE, have_m, &m);
 		if (!at)
 			break;
@@ -333,7 +352,7 @@ static unsigned place_writes(struct srn_direct_peer *dp, struct srn_qp *qp, stru
  * atomics) and other requesters.  Between enter and leave: a dereg or
  * revoke fences it like a copy.  0 with *orig, or -errno and nothing was
  * executed (an atomic cannot be retried: every check comes first). */
-static int place_atomic(struct srn_direct_peer *dp, const struct srn_qp *qp,
+static int place_atomic(struct srn_direct_peer *dp, struct srn_qp *qp,
 			const struct srn_swqe *w, uint64_t *orig)
 {
 	/* Misaligned: the responder's NAK (invalid request) from the packets. */
@@ -432,6 +451,33 @@ static void target_gone(struct srn_nic *nic, struct srn_shm_peer *sp, struct srn
 	srn_direct_peer_drop(dp);       /* its mappings pin a dead process's memory */
 }
 
+/* The target's ring and table: the QP's kept pair while both entries
+ * keep their generation, else looked up and kept.  A kept route skips
+ * srn_shm_route's periodic look at the ring owner's pidfd: that look is
+ * for the rings, and a placement reads the target's liveness word
+ * before and after the bytes move anyway.  NULL: no direct target. */
+static struct srn_direct_peer *target_of(struct srn_qp *qp, struct srn_shm_peer **spp)
+{
+	struct srn_direct_hint *h = &qp->req.direct;
+	if (h->sp && h->sp->gen == h->sp_gen && h->dp->gen == h->dp_gen) {
+		*spp = h->sp;
+		return h->dp;
+	}
+	struct srn_nic *nic = qp->nic;
+	struct srn_shm_peer *sp = srn_shm_route(&nic->link.shm, (const struct sockaddr *)&qp->path.peer,
+						qp->path.peer_len,
+						srn_qpn_member(qp->attr.dest_qp_num));
+	if (!sp || !sp->seg || sp->direct_fd < 0)
+		return NULL;
+	struct srn_direct_peer *dp = srn_direct_peer_get(&nic->link.direct_req, sp->owner_pid,
+							 sp->direct_fd, sp->cookie, 0);
+	if (!dp)
+		return NULL;
+	*h = (struct srn_direct_hint){ .sp = sp, .dp = dp, .sp_gen = sp->gen, .dp_gen = dp->gen };
+	*spp = sp;
+	return dp;
+}
+
 /* May w go direct at all: an RC QP in RTS, a Write, Read or atomic the
  * packet path need not answer itself, and nothing outstanding before it. */
 static bool may_place(const struct srn_qp *qp, const struct srn_swqe *w)
@@ -507,14 +553,8 @@ bool srn_direct_try(struct srn_qp *qp, struct srn_swqe *w)
 	/* For a post-mortem: the copy into the target faults in this thread. */
 	srn_diag_busy(nic->diag.busy, SRN_DIAG_STAGE_DIRECT, qp->qpn, w->opcode, w->first_psn,
 		      w->remote_addr, w->length);
-	struct srn_shm_peer *sp = srn_shm_route(&nic->link.shm,
-						(const struct sockaddr *)&qp->path.peer,
-						qp->path.peer_len,
-						srn_qpn_member(qp->attr.dest_qp_num));
-	if (!sp || !sp->seg || sp->direct_fd < 0)
-		return false;
-	struct srn_direct_peer *dp = srn_direct_peer_get(&nic->link.direct_req, sp->owner_pid,
-							 sp->direct_fd, sp->cookie, 0);
+	struct srn_shm_peer *sp;
+	struct srn_direct_peer *dp = target_of(qp, &sp);
 	if (!dp)
 		return false;
 	/* Before anything moves: a system-call copy must not reach a pid
