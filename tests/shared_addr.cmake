@@ -30,3 +30,13 @@ srn_script_test(default_addr test_default_addr.sh LABELS e2e)
 add_executable(fork_keeper ${CMAKE_CURRENT_LIST_DIR}/helpers/fork_keeper.c)
 target_link_libraries(fork_keeper PRIVATE ibverbs)
 srn_script_test(fork_child_socket test_fork_child_socket.sh LABELS e2e)
+
+# Members SIGKILLed without leaving, one stopped: every survivor's
+# datagrams reach its own socket soon after, none through another member
+# (link/udp_group_probe.c; known-issues.md, `rereg_recv_udp`).
+add_executable(test_shared_kill ${CMAKE_CURRENT_LIST_DIR}/test_shared_kill.c
+  ${CMAKE_CURRENT_LIST_DIR}/helpers/rc_test_conn.c)
+target_link_libraries(test_shared_kill PRIVATE softrnic)
+target_include_directories(test_shared_kill PRIVATE ${IBVERBS_INCLUDE})
+add_test(NAME shared_kill_steer COMMAND test_shared_kill)
+set_tests_properties(shared_kill_steer PROPERTIES TIMEOUT 120 LABELS e2e)

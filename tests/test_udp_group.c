@@ -5,8 +5,9 @@
  * moves the last socket into its place) and a newcomer takes the freed
  * member; with the steering program detached (the kernel's hash picks),
  * srn_udp_recv_batch forwards every packet to its owner and nothing is
- * lost; a doorbell for a member reaches that member.  Traffic to 127/8
- * only. */
+ * lost; a doorbell for a member reaches that member.  The group's probes
+ * (udp_group_probe.c) come to the sockets read raw here too: skipped.
+ * Traffic to 127/8 only. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -23,6 +24,7 @@
 #include "link/gso.h"
 #include "link/udp.h"
 #include "link/udp_group.h"
+#include "link/udp_group_priv.h"
 #include "wire/gsi_route.h"
 
 #ifndef SO_DETACH_REUSEPORT_BPF
@@ -92,6 +94,8 @@ static void check_steering(const char *what, int tx)
 			uint8_t buf[256];
 			ssize_t n;
 			while ((n = recv(dev[m].fd, buf, sizeof(buf), MSG_DONTWAIT)) > 0) {
+				if (srn_grp_is_probe(buf, (uint32_t)n))
+					continue;       /* the group's own (udp_group_probe.c) */
 				if (srn_qpn_member(qpn_of(buf)) == m)
 					got++;
 				else
@@ -137,6 +141,8 @@ static void check_gsi_steering(int tx)
 			uint8_t buf[512];
 			ssize_t n;
 			while ((n = recv(dev[m].fd, buf, sizeof(buf), MSG_DONTWAIT)) > 0) {
+				if (srn_grp_is_probe(buf, (uint32_t)n))
+					continue;       /* the group's own (udp_group_probe.c) */
 				struct srn_gsi_route r = srn_gsi_route(buf, (uint32_t)n);
 				if (qpn_of(buf) == SRN_GSI_QPN && r.kind == SRN_GSI_ROUTE_MEMBER &&
 				    r.member == m)
@@ -270,6 +276,8 @@ static void check_leave_prog(const uint8_t *order, unsigned n, unsigned self, bo
 			uint8_t buf[256];
 			ssize_t r;
 			while ((r = recv(dev[m].fd, buf, sizeof(buf), MSG_DONTWAIT)) > 0) {
+				if (srn_grp_is_probe(buf, (uint32_t)r))
+					continue;       /* the group's own (udp_group_probe.c) */
 				got++;
 				unsigned to = srn_qpn_member(qpn_of(buf));
 				if (m == order[self])

@@ -4,8 +4,11 @@
  * a load past the end returns 0, forward jumps only), must send each
  * member's packets and each CM MAD to that member's socket index, REQs
  * and unknown members past the end (the kernel's hash), and the leave
- * program must never pick the leaver's index.  Also checks every program
+ * program must never pick the leaver's index; a probe (udp_group_priv.h)
+ * goes to the index it names, and a data packet of a probe's length is
+ * steered as any other.  Also checks every program
  * fits SRN_GRP_PROG_MAX and the kernel's 4096-instruction limit. */
+#include <arpa/inet.h>
 #include <linux/filter.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -14,6 +17,7 @@
 
 #include "check.h"
 #include "link/udp_group.h"
+#include "link/udp_group_priv.h"
 #include "wire/gsi_route.h"
 
 #define NO_INDEX 0xffffffffu
@@ -116,6 +120,22 @@ static void check_group(unsigned n)
 	uint32_t want0 = index_of[0] >= 0 ? (uint32_t)index_of[0] : NO_INDEX;
 	bad += run(prog, len, p, 0) != want0;
 	CHECK(!bad, "n=%u: %d packets steered wrong", n, bad);
+
+	/* Probes: to the index they name, whatever the group's size (the
+	 * kernel hashes one past the end); a packet of their length that is
+	 * no probe is steered by its QPN. */
+	struct grp_probe_pkt pr = { .word = htonl(PROBE_WORD), .prober = 3 };
+	for (unsigned i = 0; i < SRN_GRP_MEMBERS; i++) {
+		pr.index = (uint8_t)i;
+		memcpy(p, &pr, sizeof(pr));
+		bad += run(prog, len, p, PROBE_LEN) != i;
+	}
+	for (unsigned m = 0; m < SRN_GRP_MEMBERS; m += 37) {
+		data_pkt(p, m);
+		uint32_t want = index_of[m] >= 0 ? (uint32_t)index_of[m] : NO_INDEX;
+		bad += run(prog, len, p, PROBE_LEN) != want;
+	}
+	CHECK(!bad, "n=%u: %d probes steered wrong", n, bad);
 
 	/* Leaving from each of a few indices: never to the leaver. */
 	for (unsigned self = 0; n >= 2 && self < n; self += n / 3 + 1) {

@@ -259,9 +259,10 @@ void srn_nic_unlock(struct srn_nic *nic)
 			srn_ack_flush(nic);
 		srn_txq_flush(nic);
 	}
-	/* A packet the fault injector (or a trace) now holds is due at a
-	 * time the sleeping progress thread may not know of. */
-	if (__builtin_expect(nic->link.udp.hooked, 0)) {
+	/* A packet the fault injector (or a trace) now holds, or a shared
+	 * address's probe (link/udp_group.h), is due at a time the sleeping
+	 * progress thread may not know of. */
+	if (__builtin_expect(nic->link.udp.hooked || nic->link.udp.grp, 0)) {
 		uint64_t due = srn_udp_fault_next_ns(&nic->link.udp);
 		if (due)
 			srn_nic_deadline_set(nic, due);

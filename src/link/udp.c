@@ -716,16 +716,22 @@ int srn_udp_fault_flush(struct srn_udp *u, uint64_t now_ns)
 		n = srn_fault_tx_flush(u, now_ns);
 	if (u->pcap)
 		srn_pcap_flush(u->pcap, now_ns);
+	if (u->grp)
+		srn_udp_group_tick(u, now_ns);
 	return n;
+}
+
+static uint64_t earliest(uint64_t a, uint64_t b)
+{
+	return !a || (b && b < a) ? b : a;
 }
 
 uint64_t srn_udp_fault_next_ns(const struct srn_udp *u)
 {
 	uint64_t a = u->fault ? srn_fault_next_ns(u->fault) : 0;
 	uint64_t t = u->pcap ? srn_pcap_next_ns(u->pcap) : 0;
-	if (!a || (t && t < a))
-		return t;
-	return a;
+	/* A shared address's probe (udp_group.h) wakes the engine too. */
+	return earliest(earliest(a, t), srn_udp_group_next_ns(u));
 }
 
 const struct srn_fault_stats *srn_udp_fault_stats(const struct srn_udp *u)

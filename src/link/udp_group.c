@@ -16,6 +16,17 @@
  *
  * Invariant: a member's slot k is held for as long as its socket is in
  * the group, so a slot file whose lock can be taken names a dead member.
+ * Not the converse: a member killed (SIGKILL) releases its slot and its
+ * socket in whichever order its exit closes them, so for a moment a free
+ * slot may name a socket still in the group; and when two members die
+ * between two looks, the order of their closes (which decides where the
+ * kernel moves the last socket) is unknown.  The order file is therefore
+ * a belief; the probe (udp_group_probe.c) asks the kernel itself and
+ * writes what it found.
+ *
+ * Readers of these files open them read-only: the group's watch
+ * (inotify) hears closes of files opened for writing, which a slot's
+ * holder does once, when it leaves or dies.
  */
 #include "link/udp_group.h"
 #include "link/udp_group_priv.h"
@@ -77,11 +88,11 @@ int srn_grp_dir_name(char *out, size_t n)
 }
 
 /* Open (create) a 0600 file of ours in the directory. */
-static int open_file(const struct srn_udp_group *g, const char *suffix, int create)
+static int open_file(const struct srn_udp_group *g, const char *suffix, int flags)
 {
 	char path[256];
 	snprintf(path, sizeof(path), "%s/%s%s", g->dir, g->key, suffix);
-	int fd = open(path, O_RDWR | create | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
+	int fd = open(path, flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -errno;
 	struct stat st;
@@ -94,12 +105,12 @@ static int open_file(const struct srn_udp_group *g, const char *suffix, int crea
 
 int srn_grp_open_ours(const struct srn_udp_group *g, const char *suffix)
 {
-	return open_file(g, suffix, O_CREAT);
+	return open_file(g, suffix, O_RDWR | O_CREAT);
 }
 
 int srn_grp_open_existing(const struct srn_udp_group *g, const char *suffix)
 {
-	return open_file(g, suffix, 0);
+	return open_file(g, suffix, O_RDONLY);
 }
 
 unsigned srn_grp_order_members(const struct srn_udp_group *g, uint8_t out[SRN_GRP_MEMBERS])
@@ -117,13 +128,13 @@ unsigned srn_grp_order_members(const struct srn_udp_group *g, uint8_t out[SRN_GR
 	return o.n;
 }
 
-static bool slot_alive(const struct srn_udp_group *g, unsigned k)
+bool srn_grp_slot_alive(const struct srn_udp_group *g, unsigned k)
 {
 	char suffix[16];
 	snprintf(suffix, sizeof(suffix), ".m%u", k);
-	int fd = srn_grp_open_ours(g, suffix);
+	int fd = srn_grp_open_existing(g, suffix);
 	if (fd < 0)
-		return false;
+		return false;   /* never made: never held */
 	/* A lock we can take is nobody's: its holder died. */
 	bool alive = flock(fd, LOCK_SH | LOCK_NB) != 0;
 	close(fd);
@@ -152,16 +163,16 @@ static void order_remove_at(struct order_file *o, unsigned i)
 }
 
 /* Forget members that died (their slot is free): their sockets left the
- * group when they did.  Exact if one died since the last look. */
+ * group when they did.  Exact if one died since the last look and its
+ * socket is gone; a first aid otherwise, which the probe then checks. */
 static void order_prune(const struct srn_udp_group *g, struct order_file *o, int self)
 {
 	for (unsigned i = o->n; i-- > 0;)
-		if ((int)o->member[i] != self && !slot_alive(g, o->member[i]))
+		if ((int)o->member[i] != self && !srn_grp_slot_alive(g, o->member[i]))
 			order_remove_at(o, i);
 }
 
-/* Put prog[0..n) on the group through our socket. */
-static int attach(struct srn_udp *u, struct sock_filter *prog, int n)
+int srn_grp_attach(struct srn_udp *u, struct sock_filter *prog, int n)
 {
 	/* Zeroed whole: the padding after .len goes to the kernel too (it
 	 * reads only the fields; valgrind checks every byte of optval). */
@@ -182,7 +193,7 @@ static int attach_prog(struct srn_udp *u, const struct order_file *o)
 	if (!u->grp->steer)
 		return 0;
 	struct sock_filter prog[SRN_GRP_PROG_MAX];
-	return attach(u, prog, srn_udp_group_prog(o->member, o->n, prog));
+	return srn_grp_attach(u, prog, srn_udp_group_prog(o->member, o->n, prog));
 }
 
 /* Our forwarding socket: UDP on 127.0.0.1, a port of the kernel's
@@ -220,6 +231,7 @@ static int fwd_open(struct srn_udp_group *g)
 
 static void group_free(struct srn_udp_group *g)
 {
+	srn_grp_watch_close(g);
 	for (unsigned k = 0; k < SRN_GRP_MEMBERS; k++)
 		if (g->peer_fd[k] >= 0)
 			close(g->peer_fd[k]);
@@ -297,6 +309,12 @@ static int join_locked(struct srn_udp *u, struct srn_udp_group *g, int ofd,
 		/* Others re-learn the order from their prune; steering is only
 		 * the fast path. */
 	}
+	/* Our picture came from a prune, which can be wrong (see the top of
+	 * this file): ask the kernel, once the device is up (the probe needs
+	 * our address, learnt after the bind).  Without the watch, deaths
+	 * are noticed as before, by a foreign packet. */
+	if (srn_grp_watch_open(g) == 0)
+		srn_grp_probe_soon(g, 0, false);
 	return 0;
 }
 
@@ -306,7 +324,7 @@ int srn_udp_group_bind(struct srn_udp *u, const struct srn_dev_cfg *cfg,
 	struct srn_udp_group *g = calloc(1, sizeof(*g));
 	if (!g)
 		return -ENOMEM;
-	g->slot_fd = g->fwd_fd = -1;
+	g->slot_fd = g->fwd_fd = g->watch_fd = g->poll_fd = g->probe_fd = -1;
 	for (unsigned k = 0; k < SRN_GRP_MEMBERS; k++)
 		g->peer_fd[k] = -1;
 	const char *steer = getenv("SOFTRNIC_GROUP_STEER");
@@ -367,7 +385,7 @@ void srn_udp_group_leave(struct srn_udp *u)
 				struct sock_filter prog[SRN_GRP_PROG_MAX];
 				int n = srn_udp_group_prog_leave(o.member, o.n, i, g->steer, prog);
 				if (n)
-					attach(u, prog, n);
+					srn_grp_attach(u, prog, n);
 				order_remove_at(&o, i);
 				break;
 			}
@@ -406,7 +424,14 @@ unsigned srn_udp_member(const struct srn_udp *u)
 
 int srn_udp_group_fd(const struct srn_udp *u)
 {
-	return u->grp ? u->grp->fwd_fd : -1;
+	if (!u->grp)
+		return -1;
+	return u->grp->poll_fd >= 0 ? u->grp->poll_fd : u->grp->fwd_fd;
+}
+
+uint64_t srn_udp_group_next_ns(const struct srn_udp *u)
+{
+	return u->grp ? atomic_load_explicit(&u->grp->next_ns, memory_order_relaxed) : 0;
 }
 
 void srn_udp_group_fwd_seen(struct srn_udp *u, bool readable)
@@ -453,5 +478,7 @@ void srn_grp_resteer(struct srn_udp *u)
 		flock(ofd, LOCK_UN);
 	}
 	close(ofd);
+	/* The prune guessed; the probe checks the guess. */
+	srn_grp_probe_soon(g, 0, false);
 }
 

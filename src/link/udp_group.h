@@ -17,8 +17,10 @@
  *   The kernel numbers a group's sockets in join order and, when one
  *   closes, moves the last into the hole; members keep that order in a
  *   shared file under a lock and re-attach the program at every join and
- *   leave.  A member that dies changes the order unseen until the next
- *   join or leave notices.
+ *   leave.  A member that dies changes the order unseen by that file, so
+ *   members watch the group directory for slot files closed (a death)
+ *   and then ask the kernel itself: probes the program steers to each
+ *   index, answered by whoever receives them (udp_group_probe.c).
  * - So steering is a fast path, never the rule of correctness: a member
  *   that receives a packet for another member's QPN forwards it, with its
  *   original source address (the ICRC covers it), to the owner's
@@ -101,6 +103,13 @@ int srn_udp_group_gro(struct srn_udp *u, struct srn_gro_batch *b);
 int srn_udp_group_doorbell(struct srn_udp *u, const struct sockaddr *dst, socklen_t dstlen,
 			   unsigned member);
 
+/* The probe of the group's real socket order (udp_group_probe.c): when
+ * its next step is due (0: none), and that step, which the engine runs
+ * through srn_udp_fault_flush when it wakes for it.  Must hold the nic's
+ * lock for the tick; the time is read without it. */
+uint64_t srn_udp_group_next_ns(const struct srn_udp *u);
+void srn_udp_group_tick(struct srn_udp *u, uint64_t now);
+
 /* Steering on or off for this member (SOFTRNIC_GROUP_STEER=0 turns it
  * off at bind): off, it attaches no program at a join, leave or resteer.
  * For tests that detach the group's program to exercise forwarding. */
@@ -133,7 +142,7 @@ int srn_udp_group_reroute(struct srn_udp *u, const uint8_t sgid[16], uint32_t co
  * socket order is order[0..n) (member numbers).  prog holds at least
  * SRN_GRP_PROG_MAX instructions; returns their number.  Exposed for the
  * unit test. */
-#define SRN_GRP_PROG_MAX (40 + 4 * SRN_GRP_MEMBERS)
+#define SRN_GRP_PROG_MAX (48 + 4 * SRN_GRP_MEMBERS)
 struct sock_filter;
 int srn_udp_group_prog(const uint8_t *order, unsigned n, struct sock_filter *prog);
 

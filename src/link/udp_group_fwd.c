@@ -40,8 +40,8 @@ void srn_grp_drain_for_others(struct srn_udp *u)
 		ssize_t n = recvfrom(u->fd, buf, SRN_RX_BUFSZ, MSG_DONTWAIT, (struct sockaddr *)&src, &sl);
 		if (n < 0)
 			break;
-		if (n < 8)
-			continue;
+		if (n < 8 || srn_grp_is_probe(buf, (uint32_t)n))
+			continue;       /* a probe's answer would name a closed socket */
 		uint32_t flags = 0;
 		unsigned m = owner_of(u->grp, buf, (uint32_t)n, &flags);
 		if (m != u->grp->member)
@@ -406,6 +406,9 @@ static int fwd_recv(struct srn_udp_group *g, uint8_t *const *buf, size_t cap, in
 	if (!g->fwd_busy && now - g->fwd_polled_ns < g->fwd_gap_ns)
 		return 0;
 	g->fwd_polled_ns = now;
+	/* The watch shares the forwarding socket's looks (and its place in
+	 * the engine's poll sets: poll_fd). */
+	srn_grp_watch_read(g, now);
 	struct iovec iov[SRN_RX_BATCH][2];
 	struct mmsghdr mm[SRN_RX_BATCH];
 	if (n > SRN_RX_BATCH)
@@ -434,6 +437,9 @@ static int fwd_recv(struct srn_udp_group *g, uint8_t *const *buf, size_t cap, in
 		if (mm[i].msg_len >= sizeof(*h) && h->magic == RESTEER_MAGIC &&
 		    h->secret == g->secret)
 			g->resteer_asked = true;
+		if (mm[i].msg_len >= sizeof(*h) && h->magic == PROBE_ANS_MAGIC &&
+		    h->secret == g->secret && !(mm[i].msg_hdr.msg_flags & MSG_TRUNC))
+			srn_grp_probe_answer(g, buf[i], mm[i].msg_len - (uint32_t)sizeof(*h));
 		len[i] = ok[i] ? mm[i].msg_len - (uint32_t)sizeof(*h) : 0;
 		if (ok[i] && len[i])
 			g->st.fwd_rcvd++;
@@ -448,6 +454,8 @@ static int fwd_recv(struct srn_udp_group *g, uint8_t *const *buf, size_t cap, in
 static bool foreign(struct srn_udp_group *g, const uint8_t *d, uint32_t len,
 		    const struct sockaddr *src, socklen_t srclen)
 {
+	if (srn_grp_probe_rx(g, d, len))
+		return true;    /* a probe: answered, never a packet */
 	uint32_t flags = 0;
 	unsigned m = owner_of(g, d, len, &flags);
 	if (m == g->member) {
@@ -499,14 +507,17 @@ int srn_udp_group_gro(struct srn_udp *u, struct srn_gro_batch *b)
 	b->count = out;
 	if (g->foreign_seen || g->resteer_asked)
 		srn_grp_resteer(u);
+	srn_udp_group_tick(u, srn_now_ns());
 	return out;
 }
 
 int srn_udp_group_rx(struct srn_udp *u, struct srn_rx_batch *b, int n)
 {
 	struct srn_udp_group *g = u->grp;
-	if (n < 0)
+	if (n < 0) {
+		srn_udp_group_tick(u, srn_now_ns());
 		return n;
+	}
 	int out = 0;
 	for (int i = 0; i < n; i++) {
 		if (foreign(g, b->pkt[i].data, b->pkt[i].len, (const struct sockaddr *)&b->pkt[i].src,
@@ -535,5 +546,6 @@ int srn_udp_group_rx(struct srn_udp *u, struct srn_rx_batch *b, int n)
 	b->count = out;
 	if (g->foreign_seen || g->resteer_asked)
 		srn_grp_resteer(u);
+	srn_udp_group_tick(u, srn_now_ns());
 	return out;
 }

@@ -26,6 +26,7 @@
 #define SLOT_GSI 1u                     /* slot_rec.flags: its CM serves QP1 */
 #define FWD_ROUTE 1u                    /* fwd_hdr.flags: a REQ for the receiver's CM to route */
 #define FWD_UNHEARD 0x100u              /* owner_of only, never sent: a REQ nobody listens for */
+#define PROBE_ANS_MAGIC 0x31534e41u     /* "ANS1": a member says which index a probe found it at */
 
 struct order_file {
 	uint32_t magic;
@@ -71,6 +72,55 @@ struct grp_stashed_req {
 	uint8_t pkt[GRP_STASH_MAX];
 };
 
+/* Probing the kernel's real order (udp_group_probe.c).  A probe is a
+ * datagram to the shared address that every program we attach steers to
+ * the socket index it names (udp_group_prog.c); whoever receives it
+ * answers the prober through its forwarding socket.  Its first word can
+ * start no packet of ours (BTH opcode 0xff: manufacturer-specific) and
+ * its length is fixed, so the program tells it apart in two loads. */
+#define PROBE_WORD 0xff50524fu          /* "\xffPRO", big-endian on the wire */
+struct grp_probe_pkt {
+	uint32_t word;                  /* htonl(PROBE_WORD) */
+	uint8_t index;                  /* the socket index the program steers it to */
+	uint8_t prober;                 /* the member to answer */
+	uint16_t zero;
+	uint64_t secret;                /* the group's: only our members' probes count */
+	uint64_t nonce;                 /* the prober's round */
+};
+#define PROBE_LEN 24u
+#define PROBE_INDEX_OFF 4u
+_Static_assert(sizeof(struct grp_probe_pkt) == PROBE_LEN, "probe layout");
+_Static_assert(__builtin_offsetof(struct grp_probe_pkt, index) == PROBE_INDEX_OFF, "probe index");
+
+/* The answer, after a fwd_hdr with PROBE_ANS_MAGIC. */
+struct grp_probe_ans {
+	uint64_t nonce;
+	uint8_t index;                  /* the probe's */
+	uint8_t member;                 /* who found it on its socket */
+	uint8_t zero[6];
+};
+
+#define PROBE_NONE 0xffffu
+/* One round: probes to indices 0..sent-1, and the lowest index each
+ * member answered for.  An index past the kernel's group goes by hash to
+ * any socket, so a member's lowest is its index; its first answer need
+ * not be (loopback queues each sender CPU's packets apart, and the
+ * prober may move between sends), so a round is complete only when
+ * every probe was answered. */
+struct grp_round {
+	uint64_t nonce;                 /* 0: no round open */
+	uint64_t start_ns;
+	uint64_t end_ns;                /* finish then, answered or not */
+	bool dead_listed;               /* the file listed a dead member: maybe a socket not closed yet */
+	unsigned sent;
+	unsigned nfile;                 /* the order file when the round began */
+	uint8_t file[SRN_GRP_MEMBERS];
+	unsigned waiting;               /* expected members not heard yet */
+	unsigned answers;               /* probes answered, of sent */
+	bool expect[SRN_GRP_MEMBERS];   /* listed and alive when it began */
+	uint16_t idx[SRN_GRP_MEMBERS];  /* member -> index, PROBE_NONE: not heard */
+};
+
 /* A member that finds another's packet on its socket while steering is
  * on re-reads the group's order and attaches the program again (the
  * order changed under it: a member left or died), at most this often. */
@@ -102,6 +152,16 @@ struct srn_udp_group {
 	struct fwd_hdr rx_hdr[SRN_RX_BATCH];
 	struct grp_stashed_req stash[GRP_STASH_N];
 	unsigned stash_next;            /* the entry the next REQ takes */
+	/* The probe (udp_group_probe.c). */
+	int watch_fd;                   /* inotify: a slot file closed by a writer, -1: none */
+	int poll_fd;                    /* epoll of fwd_fd and watch_fd for the engine, -1: none */
+	int probe_fd;                   /* sends probes to the shared address, -1: none */
+	uint64_t watch_ns;              /* last read of the watch */
+	struct grp_round round;
+	uint64_t probe_at_ns;           /* a round is due then, 0: none */
+	bool probe_if_dead;             /* ... only if the order still lists a dead member */
+	unsigned probe_tries;           /* rounds since the last exact one */
+	_Atomic uint64_t next_ns;       /* the earliest of the two, for the engine's sleep */
 };
 
 /* With steering right nothing is forwarded, and a look at an empty
@@ -131,6 +191,27 @@ int srn_grp_open_existing(const struct srn_udp_group *g, const char *suffix);
 unsigned srn_grp_order_members(const struct srn_udp_group *g, uint8_t out[SRN_GRP_MEMBERS]);
 /* Attach the group's program again from the order file (udp_group.c). */
 void srn_grp_resteer(struct srn_udp *u);
+
+/* Is this member's slot held (the member lives)?  Opened read-only: a
+ * close by a writer is what the watch hears (udp_group_probe.c). */
+bool srn_grp_slot_alive(const struct srn_udp_group *g, unsigned k);
+/* Put prog[0..n) on the group through our socket. */
+int srn_grp_attach(struct srn_udp *u, struct sock_filter *prog, int n);
+
+/* udp_group_probe.c */
+int srn_grp_watch_open(struct srn_udp_group *g);
+void srn_grp_watch_close(struct srn_udp_group *g);
+/* Read the watch (non-blocking): a listed member died, so a round.  At
+ * most every WATCH_GAP_NS unless a poll saw poll_fd readable. */
+#define WATCH_GAP_NS 1000000ull
+void srn_grp_watch_read(struct srn_udp_group *g, uint64_t now);
+/* A round at now + delay_ns (sooner if one is due sooner). */
+void srn_grp_probe_soon(struct srn_udp_group *g, uint64_t delay_ns, bool if_dead);
+/* A probe on our socket: answered (or dropped); false: not a probe. */
+bool srn_grp_probe_rx(struct srn_udp_group *g, const uint8_t *d, uint32_t len);
+bool srn_grp_is_probe(const uint8_t *d, uint32_t len);
+/* An answer on our forwarding socket (after its fwd_hdr). */
+void srn_grp_probe_answer(struct srn_udp_group *g, const uint8_t *d, uint32_t len);
 
 /* udp_group_fwd.c */
 const struct sockaddr_in *srn_grp_peer_fwd(struct srn_udp_group *g, unsigned k);

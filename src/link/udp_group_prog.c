@@ -9,6 +9,13 @@
  * QP1, from the receiver's communication ID (wire/gsi_route.h), and looks
  * it up in the kernel's order of the group's sockets.
  *
+ * The group's program also steers probes (udp_group_priv.h, PROBE_WORD):
+ * a datagram of exactly PROBE_LEN bytes whose first word is PROBE_WORD
+ * goes to the index its byte PROBE_INDEX_OFF names, which is how members
+ * learn where the kernel really holds their sockets (udp_group_probe.c).
+ * Anyone may send one; it chooses a socket, as a QPN does, and nothing
+ * else (members answer only probes that carry the group's secret).
+ *
  * The lookup is a binary search, with long branches through BPF_JA (a
  * conditional jump reaches only 255 instructions), so a group of 256
  * members costs a packet eight comparisons, not 256.
@@ -18,6 +25,7 @@
 #include <string.h>
 
 #include "link/udp_group.h"
+#include "link/udp_group_priv.h"
 #include "wire/gsi_route.h"
 
 /* A program under construction; `ends` are the JAs that leave the lookup
@@ -129,7 +137,14 @@ int srn_udp_group_prog(const uint8_t *order, unsigned n, struct sock_filter *p)
 {
 	if (n > SRN_GRP_MEMBERS)
 		n = SRN_GRP_MEMBERS;
-	int k = emit_steer(order, n, n, p);
+	/* A probe: to the index it names (past the group: by hash). */
+	p[0] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_LEN, 0);
+	p[1] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, PROBE_LEN, 0, 4);   /* -> 6 */
+	p[2] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, 0);
+	p[3] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, PROBE_WORD, 0, 2);  /* -> 6 */
+	p[4] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_B | BPF_ABS, PROBE_INDEX_OFF);
+	p[5] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_A, 0);
+	int k = 6 + emit_steer(order, n, n, p + 6);
 	/* No such member: an index past the group makes the kernel pick by
 	 * hash, and that member forwards. */
 	p[k++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, 0xffffffffu);
