@@ -89,7 +89,7 @@ int main(void)
 
 	/* A kept copy (transport/direct.c's hint) holds while its record's
 	 * number is unchanged, and not after any set, even an equal one. */
-	uint32_t mseq, qseq;
+	uint64_t mseq, qseq;
 	CHECK(srn_direct_read_mr_seq(p, 3, KEY(3), &m, &mseq) && !(mseq & 1));
 	CHECK(srn_direct_read_qp_seq(p, 0x123045, &qq, &qseq) && !(qseq & 1));
 	CHECK(srn_direct_mr_unchanged(p, 3, mseq) && srn_direct_qp_unchanged(p, 0x123045, qseq));
@@ -160,7 +160,7 @@ int main(void)
 	srn_direct_req_close(&req);
 	CHECK(p->gen != gen && !p->pid);
 	srn_direct_own_close(&own);
-	printf("ok: table open/read, kept copies checked by change number, fence waits for a placement, a killed requester "
-	       "releases its slot, %u consistent racing reads\n", got);
+	printf("ok: table open/read, kept copies checked by change number, fence waits for a "
+	       "placement, a killed requester releases its slot, %u consistent racing reads\n", got);
 	return 0;
 }

@@ -147,14 +147,15 @@ struct srn_sq {
  * Write does not search both tables again; and copies of the target
  * QP's entry and of the region's entry used last, kept while their
  * records keep their change number.  Emptied by every modify (the
- * destination may change), the copies when the table does. */
+ * destination may change), the copies when the table does.  Under
+ * nic->lock. */
 struct srn_shm_peer;
 struct srn_direct_hint {
 	struct srn_shm_peer *sp;
 	struct srn_direct_peer *dp;
 	uint32_t sp_gen, dp_gen;
 	bool q_ok, m_ok;
-	uint32_t q_seq, m_seq;
+	uint64_t q_seq, m_seq;
 	struct srn_direct_qp_ent q;
 	struct srn_direct_mr_ent m;
 };
@@ -179,8 +180,8 @@ struct srn_req {
 					* progress loop (nic->lists.tx) */
 	bool win_full;                 /* wait for SRN_SEND_WINDOW_REOPEN free PSNs */
 	bool placed_direct;            /* a WQE went straight into a same-host peer (transport/direct.c) */
-	struct srn_direct_hint direct;
 	uint32_t rd_atomic_inflight;   /* READ/atomic WQEs sent, not completed */
+	struct srn_direct_hint direct; /* last: cold beside the fields above */
 };
 /* The completer (transport/completer.c) and the retransmission timers
  * (transport/timers.c): what the peer acknowledged and how many retries

@@ -51,7 +51,8 @@
 #include "link/shm_file.h"
 
 #define DIRECT_MAGIC 0x3154434552494453ull   /* "SDIRECT1", little-endian */
-#define DIRECT_LAYOUT 3u                     /* 2: QP max_dest_rd_atomic, region share; 3: alive page */
+#define DIRECT_LAYOUT 4u                     /* 2: QP max_dest_rd_atomic, region share; 3: alive page;
+					     * 4: 64-bit record numbers */
 #ifndef MFD_NOEXEC_SEAL
 #define MFD_NOEXEC_SEAL 0x0008U        /* Linux 6.3; older glibc lacks the name */
 #endif
@@ -85,15 +86,17 @@ struct tab_slot {
 	_Atomic uint64_t seq;                /* odd while a placement runs */
 };
 
+/* A record's number is 64 bits: a requester keeps a copy while the
+ * number it was read at holds (srn_direct_*_unchanged), for as long as
+ * its QP is idle, and 32 bits would come round again after 2^31 writes
+ * of one slot (a billion reg/dereg pairs: minutes, not years). */
 struct qp_rec {
-	_Atomic uint32_t seq;
-	uint32_t pad;
+	_Atomic uint64_t seq;
 	uint64_t w[sizeof(struct srn_direct_qp_ent) / 8];
 };
 
 struct mr_rec {
-	_Atomic uint32_t seq;
-	uint32_t pad;
+	_Atomic uint64_t seq;
 	uint64_t w[sizeof(struct srn_direct_mr_ent) / 8];
 };
 
@@ -132,9 +135,9 @@ static struct srn_direct_tab *map_tab(int fd)
 }
 
 /* Seqlock writer: one writer per entry (the owner, under nic->lock). */
-static void seq_write(_Atomic uint32_t *seq, uint64_t *dst, const void *src, size_t words)
+static void seq_write(_Atomic uint64_t *seq, uint64_t *dst, const void *src, size_t words)
 {
-	uint32_t s = atomic_load_explicit(seq, memory_order_relaxed);
+	uint64_t s = atomic_load_explicit(seq, memory_order_relaxed);
 	atomic_store_explicit(seq, s + 1, memory_order_relaxed);
 	/* Release stores: the odd number is visible before any word
 	 * changes (pairs with the reader's acquire loads of the words). */
@@ -148,14 +151,14 @@ static void seq_write(_Atomic uint32_t *seq, uint64_t *dst, const void *src, siz
 
 /* Seqlock reader: a consistent copy, or false after READ_TRIES; *at:
  * the (even) number it was read at. */
-static bool seq_read(_Atomic uint32_t *seq, const uint64_t *src, void *dst, size_t words,
-		     uint32_t *at)
+static bool seq_read(_Atomic uint64_t *seq, const uint64_t *src, void *dst, size_t words,
+		     uint64_t *at)
 {
 	uint64_t *w = dst;
 	for (int t = 0; t < READ_TRIES; t++) {
 		/* seq_cst: after the requester's slot increment (the fence
 		 * against placement); acquire for the words. */
-		uint32_t s1 = atomic_load_explicit(seq, memory_order_seq_cst);
+		uint64_t s1 = atomic_load_explicit(seq, memory_order_seq_cst);
 		if (s1 & 1)
 			continue;
 		/* Acquire loads: the second look below stays after them. */
@@ -547,6 +550,11 @@ struct srn_direct_peer *srn_direct_peer_get(struct srn_direct_req *r, int32_t pi
 	return free_;
 }
 
+bool srn_direct_peer_closed(const struct srn_direct_peer *p)
+{
+	return !p->tab || atomic_load_explicit(&p->tab->h.closed, memory_order_relaxed);
+}
+
 void srn_direct_peer_drop(struct srn_direct_peer *p)
 {
 	if (p->pid)
@@ -583,7 +591,7 @@ void srn_direct_leave(struct srn_direct_peer *p)
 }
 
 bool srn_direct_read_qp_seq(const struct srn_direct_peer *p, uint32_t qpn,
-			    struct srn_direct_qp_ent *out, uint32_t *seq)
+			    struct srn_direct_qp_ent *out, uint64_t *seq)
 {
 	if (atomic_load(&p->tab->h.closed))
 		return false;
@@ -592,7 +600,7 @@ bool srn_direct_read_qp_seq(const struct srn_direct_peer *p, uint32_t qpn,
 }
 
 bool srn_direct_read_mr_seq(const struct srn_direct_peer *p, uint32_t slot, uint32_t key,
-			    struct srn_direct_mr_ent *out, uint32_t *seq)
+			    struct srn_direct_mr_ent *out, uint64_t *seq)
 {
 	if (slot >= SRN_DIRECT_MRS || atomic_load(&p->tab->h.closed))
 		return false;
@@ -603,19 +611,19 @@ bool srn_direct_read_mr_seq(const struct srn_direct_peer *p, uint32_t slot, uint
 bool srn_direct_read_qp(const struct srn_direct_peer *p, uint32_t qpn,
 			struct srn_direct_qp_ent *out)
 {
-	uint32_t seq;
+	uint64_t seq;
 	return srn_direct_read_qp_seq(p, qpn, out, &seq);
 }
 
 bool srn_direct_read_mr(const struct srn_direct_peer *p, uint32_t slot, uint32_t key,
 			struct srn_direct_mr_ent *out)
 {
-	uint32_t seq;
+	uint64_t seq;
 	return srn_direct_read_mr_seq(p, slot, key, out, &seq);
 }
 
 /* seq_cst, as seq_read's first load: after the placement's enter. */
-bool srn_direct_qp_unchanged(const struct srn_direct_peer *p, uint32_t qpn, uint32_t seq)
+bool srn_direct_qp_unchanged(const struct srn_direct_peer *p, uint32_t qpn, uint64_t seq)
 {
 	if (atomic_load(&p->tab->h.closed))
 		return false;
@@ -623,7 +631,7 @@ bool srn_direct_qp_unchanged(const struct srn_direct_peer *p, uint32_t qpn, uint
 	return atomic_load_explicit(&r->seq, memory_order_seq_cst) == seq;
 }
 
-bool srn_direct_mr_unchanged(const struct srn_direct_peer *p, uint32_t slot, uint32_t seq)
+bool srn_direct_mr_unchanged(const struct srn_direct_peer *p, uint32_t slot, uint64_t seq)
 {
 	if (slot >= SRN_DIRECT_MRS || atomic_load(&p->tab->h.closed))
 		return false;

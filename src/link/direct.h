@@ -194,6 +194,9 @@ bool srn_direct_own_fence(struct srn_direct_own *o);
  * common call finds the peer open and reads none). */
 struct srn_direct_peer *srn_direct_peer_get(struct srn_direct_req *r, int32_t pid, int32_t fd,
 					    uint64_t cookie, uint64_t now_ns);
+/* Has the target closed its table (its device closed, its process may
+ * live on)? */
+bool srn_direct_peer_closed(const struct srn_direct_peer *p);
 /* Forget a target (its process died): release the slot, unmap its table,
  * its liveness page and its regions' memfds. */
 void srn_direct_peer_drop(struct srn_direct_peer *p);
@@ -228,11 +231,11 @@ bool srn_direct_read_mr(const struct srn_direct_peer *p, uint32_t slot, uint32_t
  * across placements and looks at one word instead of the whole entry.
  * Call both inside a placement (after enter), as the reads. */
 bool srn_direct_read_qp_seq(const struct srn_direct_peer *p, uint32_t qpn,
-			    struct srn_direct_qp_ent *out, uint32_t *seq);
+			    struct srn_direct_qp_ent *out, uint64_t *seq);
 bool srn_direct_read_mr_seq(const struct srn_direct_peer *p, uint32_t slot, uint32_t key,
-			    struct srn_direct_mr_ent *out, uint32_t *seq);
-bool srn_direct_qp_unchanged(const struct srn_direct_peer *p, uint32_t qpn, uint32_t seq);
-bool srn_direct_mr_unchanged(const struct srn_direct_peer *p, uint32_t slot, uint32_t seq);
+			    struct srn_direct_mr_ent *out, uint64_t *seq);
+bool srn_direct_qp_unchanged(const struct srn_direct_peer *p, uint32_t qpn, uint64_t seq);
+bool srn_direct_mr_unchanged(const struct srn_direct_peer *p, uint32_t slot, uint64_t seq);
 /* Copy len bytes between our iovecs and the target's [remote, +len):
  * write true = into the target.  0, or -errno (nothing or part of it
  * moved: the caller resends over the rings, Write and Read are

@@ -444,8 +444,14 @@ static void shift_later(struct srn_qp *qp, uint32_t from, uint32_t n)
  * nothing to do. */
 static void target_gone(struct srn_nic *nic, struct srn_shm_peer *sp, struct srn_direct_peer *dp)
 {
-	if (srn_direct_peer_life(dp) != SRN_DIRECT_DEAD)
+	if (srn_direct_peer_life(dp) != SRN_DIRECT_DEAD) {
+		/* A device closed in a live process: its table, liveness page
+		 * and mappings go now (the next post looks it up again), not
+		 * when the entry is needed for another target. */
+		if (srn_direct_peer_closed(dp))
+			srn_direct_peer_drop(dp);
 		return;
+	}
 	srn_count(nic->diag.cnt, SRN_CNT_DIRECT_PEER_DEAD, 1);
 	srn_shm_peer_gone(&nic->link.shm, sp);
 	srn_direct_peer_drop(dp);       /* its mappings pin a dead process's memory */
@@ -459,7 +465,9 @@ static void target_gone(struct srn_nic *nic, struct srn_shm_peer *sp, struct srn
 static struct srn_direct_peer *target_of(struct srn_qp *qp, struct srn_shm_peer **spp)
 {
 	struct srn_direct_hint *h = &qp->req.direct;
-	if (h->sp && h->sp->gen == h->sp_gen && h->dp->gen == h->dp_gen) {
+	/* A closed inbox (a program exiting with its device open closes it
+	 * before its table) stops placement at once, as the lookup would. */
+	if (h->sp && h->sp->gen == h->sp_gen && h->dp->gen == h->dp_gen && srn_shm_peer_open(h->sp)) {
 		*spp = h->sp;
 		return h->dp;
 	}
