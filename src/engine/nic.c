@@ -248,6 +248,7 @@ void srn_nic_exit_flush(struct srn_nic *nic)
 	if (nic->link.udp.pcap)
 		srn_pcap_flush(nic->link.udp.pcap, 0);
 	srn_shm_exit(&nic->link.shm);
+	srn_direct_own_exit(&nic->link.direct);
 	stats_at_exit(nic);
 }
 

@@ -278,6 +278,12 @@ void srn_direct_own_retire(struct srn_direct_own *o)
 	srn_direct_own_fence(o);
 }
 
+void srn_direct_own_exit(struct srn_direct_own *o)
+{
+	if (o->tab && o->pid == getpid())
+		atomic_store(&o->tab->h.closed, 1);
+}
+
 void srn_direct_own_close(struct srn_direct_own *o)
 {
 	if (!o->tab)

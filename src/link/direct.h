@@ -169,6 +169,11 @@ int srn_direct_own_open(struct srn_direct_own *o);
 void srn_direct_own_publish(struct srn_direct_own *o, uint64_t cookie);
 /* Mark closed (peers stop at once), fence, unmap. */
 void srn_direct_own_close(struct srn_direct_own *o);
+/* The program exits with the device open: mark closed, so peers stop
+ * placing at once, as srn_shm_exit stops their rings (a requester keeps
+ * its route across posts and looks at the table, not the inbox).  No
+ * fence and nothing unmapped: the process is on its way out. */
+void srn_direct_own_exit(struct srn_direct_own *o);
 /* The progress thread, as it starts: hold the liveness mutex for the
  * device's life (peers place directly only while it is held). */
 void srn_direct_own_hold(struct srn_direct_own *o);

@@ -438,11 +438,6 @@ bool srn_shm_unread(struct srn_shm *s, const struct sockaddr *dst, socklen_t dst
 	return atomic_load_explicit(&c->cons, memory_order_acquire) < p->published;
 }
 
-bool srn_shm_peer_open(const struct srn_shm_peer *p)
-{
-	return p->seg && !atomic_load_explicit(&p->seg->h.closed, memory_order_relaxed);
-}
-
 bool srn_shm_has_ring(const struct srn_shm *s, const struct sockaddr *dst, socklen_t dstlen)
 {
 	for (int i = 0; i < s->npeers; i++)

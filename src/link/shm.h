@@ -133,10 +133,6 @@ void srn_shm_peer_gone(struct srn_shm *s, struct srn_shm_peer *p);
  * that a packet was lost. */
 bool srn_shm_unread(struct srn_shm *s, const struct sockaddr *dst, socklen_t dstlen,
 		    unsigned member);
-/* Is p's ring still open: attached, and its owner has not closed its
- * inbox (a device closed, or a program exiting with it open)?  One load,
- * for a route kept across calls (transport/direct.c). */
-bool srn_shm_peer_open(const struct srn_shm_peer *p);
 /* Does dst already take a ring?  No side effects (for diagnostics). */
 bool srn_shm_has_ring(const struct srn_shm *s, const struct sockaddr *dst, socklen_t dstlen);
 /* Copy one packet of `len` bytes gathered from iov into the peer's ring,

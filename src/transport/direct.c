@@ -465,9 +465,10 @@ static void target_gone(struct srn_nic *nic, struct srn_shm_peer *sp, struct srn
 static struct srn_direct_peer *target_of(struct srn_qp *qp, struct srn_shm_peer **spp)
 {
 	struct srn_direct_hint *h = &qp->req.direct;
-	/* A closed inbox (a program exiting with its device open closes it
-	 * before its table) stops placement at once, as the lookup would. */
-	if (h->sp && h->sp->gen == h->sp_gen && h->dp->gen == h->dp_gen && srn_shm_peer_open(h->sp)) {
+	/* A target that closes its inbox closes its table too (at exit as
+	 * at close), which every placement reads: the kept route needs no
+	 * look at the inbox. */
+	if (h->sp && h->sp->gen == h->sp_gen && h->dp->gen == h->dp_gen) {
 		*spp = h->sp;
 		return h->dp;
 	}
