@@ -607,8 +607,9 @@ int srn_udp_recv_into(struct srn_udp *u, struct srn_rx_batch *b, int first, int 
 	if (u->pcap && r > 0) {
 		uint64_t now = srn_now_ns();
 		for (int i = first; i < first + r; i++) {
-			if (b->pkt[i].len == 0)
-				continue;   /* a same-host peer's doorbell (link/shm.h), not RoCE */
+			if (b->pkt[i].len == 0 || srn_grp_is_probe(b->pkt[i].data, b->pkt[i].len))
+				continue;   /* a same-host peer's doorbell (link/shm.h), a group's
+					     * probe (udp_group.h): not RoCE */
 			struct iovec v = { b->pkt[i].data, b->pkt[i].len };
 			srn_pcap_record(u->pcap, (const struct sockaddr *)&b->pkt[i].src,
 							(const struct sockaddr *)&u->local, &v, 1, true, now,

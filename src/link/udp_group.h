@@ -153,4 +153,8 @@ int srn_udp_group_prog(const uint8_t *order, unsigned n, struct sock_filter *pro
 int srn_udp_group_prog_leave(const uint8_t *order, unsigned n, unsigned self, bool steer,
 			     struct sock_filter *prog);
 
+/* Is this datagram a shared address's probe (udp_group_probe.c)?  Not
+ * RoCE: the link's own control, kept out of a packet trace. */
+bool srn_grp_is_probe(const uint8_t *d, uint32_t len);
+
 #endif

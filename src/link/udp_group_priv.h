@@ -209,7 +209,6 @@ void srn_grp_watch_read(struct srn_udp_group *g, uint64_t now);
 void srn_grp_probe_soon(struct srn_udp_group *g, uint64_t delay_ns, bool if_dead);
 /* A probe on our socket: answered (or dropped); false: not a probe. */
 bool srn_grp_probe_rx(struct srn_udp_group *g, const uint8_t *d, uint32_t len);
-bool srn_grp_is_probe(const uint8_t *d, uint32_t len);
 /* An answer on our forwarding socket (after its fwd_hdr). */
 void srn_grp_probe_answer(struct srn_udp_group *g, const uint8_t *d, uint32_t len);
 
