@@ -67,6 +67,7 @@
 #include <sys/file.h>
 #include <sys/inotify.h>
 #include <sys/random.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "diag/clock.h"
@@ -280,7 +281,12 @@ static void round_start(struct srn_udp *u, uint64_t now)
 	if (!g->steer || g->fwd_fd < 0 || !u->local_len)
 		return;
 	if (g->probe_fd < 0) {
-		g->probe_fd = socket(u->local.ss_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+		/* Straight to the kernel, as udp_ports.c's sockets: a round
+		 * runs inside a program's verbs calls, which librspreload
+		 * may have preloaded, and its socket() would make this an
+		 * rsocket over our own device (rsocket_preload hung). */
+		g->probe_fd = (int)syscall(SYS_socket, u->local.ss_family,
+					   SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 		if (g->probe_fd >= 0)
 			srn_fork_drop_add(g->probe_fd);   /* a forked child holds nothing of ours */
 	}
