@@ -40,6 +40,13 @@
  *                        the target spins on each Write's last byte (as
  *                        ib_write_lat does) and then finds the whole
  *                        message there
+ *   test_direct reopen   the target closes its device after a first Write
+ *                        and opens a new one in the same process, with
+ *                        the same memory registered again: the
+ *                        requester's QP, which kept the old target
+ *                        (transport/direct.c), must not place into the
+ *                        new registration; its next Write fails, nothing
+ *                        lands
  *   test_direct trace    a fixed set at a 1024-byte path MTU, one at a
  *                        time: Writes of 5000 B, 40000 B and 1 MiB, Reads
  *                        of 3000 B and 100 B, a list of 4 Writes of 16 B,
@@ -904,6 +911,65 @@ static int mode_trace(int fd, bool parent)
 	return 0;
 }
 
+/* reopen: see the top.  The old QP's Write finds its target QP gone
+ * (retries, then an error), direct or not. */
+static void target_close(void)
+{
+	for (int i = 0; i < NQP; i++)
+		CHECK(ibv_destroy_qp(T.qp[i]) == 0);
+	CHECK(ibv_destroy_cq(T.cq) == 0);
+	CHECK(ibv_dereg_mr(mr_rw) == 0 && ibv_dereg_mr(mr_ro) == 0 && ibv_dereg_mr(mr_wo) == 0);
+	CHECK(ibv_dealloc_pd(T.pd) == 0);
+	CHECK(ibv_close_device(T.ctx) == 0);
+}
+
+static int mode_reopen(int fd, bool parent)
+{
+	short_timers = true;
+	if (!parent) {
+		target_open(fd, NULL);
+		srn_tc_barrier(fd, 0xf1, TMO);       /* first Write done */
+		uint8_t first = t_rw[0] == 0x44 && t_rw[63] == 0x44;
+		target_close();
+		memset(t_rw, 0, 4096);
+		struct side again = { 0 };
+		again.ctx = srn_tc_open(&again.me.gid);
+		again.pd = ibv_alloc_pd(again.ctx);
+		CHECK(again.pd);
+		target_regions(&again);
+		srn_tc_barrier(fd, 0xf2, TMO);       /* reopened, registered */
+		target_wait_done(fd);
+		uint8_t verdict = first;
+		for (uint32_t i = 0; i < 4096; i++)
+			if (t_rw[i])
+				verdict = 0;
+		srn_tc_send(fd, &verdict, 1);
+		CHECK(ibv_dereg_mr(mr_rw) == 0 && ibv_dereg_mr(mr_ro) == 0 && ibv_dereg_mr(mr_wo) == 0);
+		CHECK(ibv_dealloc_pd(again.pd) == 0);
+		CHECK(ibv_close_device(again.ctx) == 0);
+		return verdict ? 0 : 1;
+	}
+	requester_open(fd);
+	memset(r_src, 0x44, 64);
+	memset(r_src + 64, 0x66, 4096);
+	struct ibv_sge s[4];
+	struct ibv_send_wr w;
+	make_wr(&w, s, true, 0, R.peer.addr_rw, R.peer.rkey_rw, 64, 1);
+	CHECK(post_wait(R.qp[0], &w) == IBV_WC_SUCCESS);
+	srn_tc_barrier(fd, 0xf1, TMO);
+	srn_tc_barrier(fd, 0xf2, TMO);
+	make_wr(&w, s, true, 64, R.peer.addr_rw, R.peer.rkey_rw, 4000, 2);
+	enum ibv_wc_status st = post_wait(R.qp[0], &w);
+	CHECK(st != IBV_WC_SUCCESS);
+	srn_tc_barrier(fd, 0xd2, TMO);
+	uint8_t verdict = 0;
+	srn_tc_recv(fd, &verdict, 1, TMO);
+	CHECK(verdict == 1, "a Write of the old QP landed in the reopened target's region");
+	printf("ok: a Write to a target that reopened its device: %s, nothing placed\n",
+	       ibv_wc_status_str(st));
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *m = argc == 2 ? argv[1] : "";
@@ -912,10 +978,11 @@ int main(int argc, char **argv)
 			     : !strcmp(m, "order") ? mode_order : !strcmp(m, "imm") ? mode_imm
 			     : !strcmp(m, "unmap") ? mode_unmap : !strcmp(m, "trace") ? mode_trace
 			     : !strcmp(m, "last_byte") ? mode_last_byte
-			     : !strcmp(m, "stale_span") ? mode_stale_span : NULL;
+			     : !strcmp(m, "stale_span") ? mode_stale_span
+			     : !strcmp(m, "reopen") ? mode_reopen : NULL;
 	if (!fn && strcmp(m, "killed")) {
 		fprintf(stderr, "usage: %s data|errors|qp_err|dereg|killed|order|imm|unmap|last_byte|"
-			"trace|stale_span\n",
+			"trace|stale_span|reopen\n",
 			argv[0]);
 		return 2;
 	}

@@ -10,13 +10,13 @@
 #   (all)   direct_mapped > 0 mapped (data, imm, dereg, unmap); 0 copy
 #   errors  every refused request took the rings (direct_fallback > 0 on)
 #   imm     the Write-with-immediate data went direct (direct_write > 0 on)
-#   qp_err, dereg, killed, order, unmap: the semantic check alone
+#   qp_err, dereg, killed, order, unmap, reopen: the semantic check alone
 set -u
 bin="${SRN_BUILD:?}/bin/test_direct"
 source "$SRN_SRC/tests/lib/direct.sh"
 fail=0
 
-for mode in data errors qp_err dereg killed order imm unmap last_byte stale_span; do
+for mode in data errors qp_err dereg killed order imm unmap last_byte stale_span reopen; do
     for way in mapped copy off; do
         d=1 map=1
         [ "$way" = off ] && d=0
