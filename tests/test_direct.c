@@ -392,6 +392,26 @@ static int mode_errors(int fd, bool parent)
 }
 
 /* qp_err: after the target's QP goes to ERR, a Write must not land. */
+/* The requester's half of qp_err and reopen: 64 bytes of 0x44 land at
+ * the rw region's start; after the target's two barriers (its change)
+ * 4000 bytes of 0x66 at offset `at` must fail.  Returns that status. */
+static enum ibv_wc_status write_then_refused(int fd, uint32_t tag1, uint32_t tag2, uint32_t at)
+{
+	requester_open(fd);
+	memset(r_src, 0x44, 64);
+	memset(r_src + 64, 0x66, 4096);
+	struct ibv_sge s[4];
+	struct ibv_send_wr w;
+	make_wr(&w, s, true, 0, R.peer.addr_rw, R.peer.rkey_rw, 64, 1);
+	CHECK(post_wait(R.qp[0], &w) == IBV_WC_SUCCESS);
+	srn_tc_barrier(fd, tag1, TMO);
+	srn_tc_barrier(fd, tag2, TMO);
+	make_wr(&w, s, true, 64, R.peer.addr_rw + at, R.peer.rkey_rw, 4000, 2);
+	enum ibv_wc_status st = post_wait(R.qp[0], &w);
+	CHECK(st != IBV_WC_SUCCESS);
+	return st;
+}
+
 static int mode_qp_err(int fd, bool parent)
 {
 	short_timers = true;
@@ -409,18 +429,7 @@ static int mode_qp_err(int fd, bool parent)
 		srn_tc_send(fd, &verdict, 1);
 		return verdict ? 0 : 1;
 	}
-	requester_open(fd);
-	memset(r_src, 0x44, 64);
-	memset(r_src + 64, 0x66, 4096);
-	struct ibv_sge s[4];
-	struct ibv_send_wr w;
-	make_wr(&w, s, true, 0, R.peer.addr_rw, R.peer.rkey_rw, 64, 1);
-	CHECK(post_wait(R.qp[0], &w) == IBV_WC_SUCCESS);
-	srn_tc_barrier(fd, 0xe1, TMO);
-	srn_tc_barrier(fd, 0xe2, TMO);
-	make_wr(&w, s, true, 64, R.peer.addr_rw + 64, R.peer.rkey_rw, 4000, 2);
-	enum ibv_wc_status st = post_wait(R.qp[0], &w);
-	CHECK(st != IBV_WC_SUCCESS);
+	enum ibv_wc_status st = write_then_refused(fd, 0xe1, 0xe2, 64);
 	srn_tc_barrier(fd, 0xd2, TMO);
 	uint8_t verdict = 0;
 	srn_tc_recv(fd, &verdict, 1, TMO);
@@ -949,18 +958,7 @@ static int mode_reopen(int fd, bool parent)
 		CHECK(ibv_close_device(again.ctx) == 0);
 		return verdict ? 0 : 1;
 	}
-	requester_open(fd);
-	memset(r_src, 0x44, 64);
-	memset(r_src + 64, 0x66, 4096);
-	struct ibv_sge s[4];
-	struct ibv_send_wr w;
-	make_wr(&w, s, true, 0, R.peer.addr_rw, R.peer.rkey_rw, 64, 1);
-	CHECK(post_wait(R.qp[0], &w) == IBV_WC_SUCCESS);
-	srn_tc_barrier(fd, 0xf1, TMO);
-	srn_tc_barrier(fd, 0xf2, TMO);
-	make_wr(&w, s, true, 64, R.peer.addr_rw, R.peer.rkey_rw, 4000, 2);
-	enum ibv_wc_status st = post_wait(R.qp[0], &w);
-	CHECK(st != IBV_WC_SUCCESS);
+	enum ibv_wc_status st = write_then_refused(fd, 0xf1, 0xf2, 0);
 	srn_tc_barrier(fd, 0xd2, TMO);
 	uint8_t verdict = 0;
 	srn_tc_recv(fd, &verdict, 1, TMO);
